@@ -1,0 +1,348 @@
+//! The `coda` command line: a thin layer over the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use coda::perf::{self, CalibratedPerf, Estimates, FitQuality, PerfParams};
+use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::{
+    Architecture, ClusterSnapshot, GenerateOptions, JobQuery, PerfModel, PlacementShape, Schedule,
+};
+
+#[derive(Parser)]
+#[command(name = "coda", version, about = "Contention-aware joint allocation and placement of DL training jobs")]
+struct Cli {
+    /// Performance-model parameter file (default: the shipped `models/perf_params.json`).
+    #[arg(long, global = true)]
+    params: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Fit the performance model to datasets/ and write the parameter file.
+    Calibrate {
+        /// Folder with the measured tables.
+        #[arg(long, default_value = "datasets")]
+        datasets: PathBuf,
+        /// Where to write the parameters.
+        #[arg(long, default_value = "models/perf_params.json")]
+        out: PathBuf,
+        /// Also write the fit-quality table as CSV here.
+        #[arg(long)]
+        quality_csv: Option<PathBuf>,
+        /// Print the fit-quality table as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Predicted speed of one job alone with an allocation and a placement.
+    Perf {
+        /// Model name (`--list` shows them).
+        #[arg(long, required_unless_present = "list")]
+        model: Option<String>,
+        /// Workers.
+        #[arg(long, default_value_t = 1)]
+        workers: u32,
+        /// Parameter servers (PS models; default 1).
+        #[arg(long)]
+        ps: Option<u32>,
+        /// GPUs per server, comma-separated (default: all workers on one server).
+        #[arg(long, value_delimiter = ',')]
+        placement: Option<Vec<u32>>,
+        /// GPU type.
+        #[arg(long, default_value = "v100")]
+        gpu: String,
+        /// Per-GPU batch for all-reduce models.
+        #[arg(long)]
+        batch: Option<u32>,
+        /// Fraction of worker–PS pairs on the same server (PS models).
+        #[arg(long, default_value_t = 0.0)]
+        ps_local: f64,
+        /// Servers on which the job's GPUs span two sockets.
+        #[arg(long, default_value_t = 0)]
+        cross_socket: u32,
+        /// List the known models.
+        #[arg(long)]
+        list: bool,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a schedule against an instance; exit status 1 if it has violations.
+    Validate {
+        /// Instance (ClusterSnapshot JSON).
+        #[arg(long)]
+        instance: PathBuf,
+        /// Schedule JSON.
+        #[arg(long)]
+        schedule: PathBuf,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a random instance.
+    Generate {
+        /// Servers.
+        #[arg(long)]
+        servers: usize,
+        /// Jobs.
+        #[arg(long)]
+        jobs: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// GPU types, round-robin over servers.
+        #[arg(long, value_delimiter = ',', default_value = "v100")]
+        gpu_types: Vec<String>,
+        /// Output file (stdout if absent).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Load a trace, assign models, print a summary.
+    Trace {
+        /// `philly`, `itp`, `alibaba`, or the path of a CSV in one of those formats.
+        #[arg(long)]
+        trace: String,
+        /// Keep one sub-cluster (`cluster02`, a Philly VC...).
+        #[arg(long)]
+        group: Option<String>,
+        /// Seed of the model assignment.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Folder of the shipped traces.
+        #[arg(long, default_value = "datasets")]
+        datasets: PathBuf,
+        /// Write the jobs (with models and work) as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn perf_model(params: &Option<PathBuf>) -> coda::Result<CalibratedPerf> {
+    match params {
+        Some(p) => CalibratedPerf::from_file(p),
+        None => Ok(CalibratedPerf::shipped().clone()),
+    }
+}
+
+fn run(cli: Cli) -> coda::Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Calibrate { datasets, out, quality_csv, json } => {
+            let t = Instant::now();
+            let params = perf::calibrate(&datasets, Estimates::default())?;
+            let text = serde_json::to_string_pretty(&params).expect("params serialize") + "\n";
+            coda::write_atomic(&out, text.as_bytes())?;
+            if let Some(q) = quality_csv {
+                coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
+            }
+            if json {
+                println!("{}", serde_json::to_string(&params.fit_quality).expect("serialize"));
+            } else {
+                print_quality(&params);
+                println!("wrote {} in {:.2} s", out.display(), t.elapsed().as_secs_f64());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Perf { model, workers, ps, placement, gpu, batch, ps_local, cross_socket, list, json } => {
+            let perf = perf_model(&cli.params)?;
+            if list {
+                for (m, a) in perf.models() {
+                    println!("{m}\t{a:?}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let model = model.expect("clap requires --model without --list");
+            let arch = perf.architecture(&model).ok_or_else(|| coda::Error::UnknownModel {
+                context: "--model".into(),
+                model: model.clone(),
+                known: perf.models().into_iter().map(|(m, _)| m).collect::<Vec<_>>().join(", "),
+            })?;
+            let ps = match arch {
+                Architecture::ParameterServer => ps.unwrap_or(1),
+                Architecture::AllReduce => ps.unwrap_or(0),
+            };
+            let placement = placement.unwrap_or_else(|| vec![workers]);
+            if placement.iter().sum::<u32>() != workers || placement.contains(&0) {
+                return Err(coda::Error::invalid(
+                    "--placement",
+                    0,
+                    "placement",
+                    format!("{placement:?}"),
+                    format!("GPUs per server must be >= 1 and sum to --workers {workers}"),
+                ));
+            }
+            let mut shape = PlacementShape::isolated(workers, ps, placement.clone());
+            shape.ps_colocated_fraction = ps_local;
+            shape.cross_socket_servers = cross_socket;
+            let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: batch.map(f64::from) };
+            let s = perf.speed(&q, &gpu, &shape)?;
+            let (value, unit) = match arch {
+                Architecture::ParameterServer => (s.iterations_per_s, "job_speed (steps/s summed over workers)"),
+                Architecture::AllReduce => (s.step_time_s, "step_time (s per step)"),
+            };
+            if json {
+                let obj = serde_json::json!({
+                    "model": model, "arch": arch, "gpu": gpu, "workers": workers, "ps": ps,
+                    "placement": placement, "value": value, "unit": unit, "speed": s,
+                });
+                println!("{obj}");
+            } else {
+                println!("{model} ({arch:?}) on {gpu}, {workers} workers, {ps} PS, placement {placement:?}");
+                println!("  {unit}: {value:.6}");
+                println!(
+                    "  per step: compute {:.4} s, intra-server comm {:.4} s, inter-server comm {:.4} s",
+                    s.compute_s, s.intra_comm_s, s.inter_comm_s
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Validate { instance, schedule, json } => {
+            let perf = perf_model(&cli.params)?;
+            let snap = ClusterSnapshot::from_json_file(&instance)?;
+            let origin = instance.display().to_string();
+            for j in &snap.jobs {
+                perf.check_job(j, &origin)?;
+            }
+            let sched = Schedule::from_json_file(&schedule)?;
+            let t = Instant::now();
+            let violations = sched.validate(&snap);
+            let validate_s = t.elapsed().as_secs_f64();
+            let speeds = if violations.is_empty() { perf::speeds(&perf, &snap, &sched)? } else { Vec::new() };
+            if json {
+                let obj = serde_json::json!({
+                    "valid": violations.is_empty(),
+                    "violations": violations,
+                    "speeds": speeds.iter().map(|(j, s)| serde_json::json!({"job": j, "speed": s})).collect::<Vec<_>>(),
+                    "validate_s": validate_s,
+                });
+                println!("{obj}");
+            } else {
+                if violations.is_empty() {
+                    println!("valid: {} jobs running, {} GPUs used", sched.assignments.len(), sched.gpus_used());
+                } else {
+                    println!("{} violation(s):", violations.len());
+                    for v in &violations {
+                        println!("  {v}");
+                    }
+                }
+                for (j, s) in &speeds {
+                    println!(
+                        "  job {j}: {:.4} it/s, step {:.4} s (compute {:.4}, intra {:.4}, inter {:.4})",
+                        s.iterations_per_s, s.step_time_s, s.compute_s, s.intra_comm_s, s.inter_comm_s
+                    );
+                }
+            }
+            Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Cmd::Generate { servers, jobs, seed, gpu_types, out } => {
+            let perf = perf_model(&cli.params)?;
+            let opts = GenerateOptions { servers, jobs, seed, gpu_types, ..Default::default() };
+            let snap = coda::generate(&opts, &perf)?;
+            match out {
+                Some(p) => {
+                    snap.to_json_file(&p)?;
+                    eprintln!("wrote {}", p.display());
+                }
+                None => println!("{}", serde_json::to_string_pretty(&snap).expect("serialize")),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Trace { trace: name, group, seed, datasets, out, json } => {
+            let perf = perf_model(&cli.params)?;
+            let (path, format) = match TraceFormat::from_name(&name) {
+                Some(f) => (datasets.join(f.shipped_file()), f),
+                None => {
+                    let p = PathBuf::from(&name);
+                    let f = TraceFormat::detect(&p)?;
+                    (p, f)
+                }
+            };
+            let t = Instant::now();
+            let tr = trace::load(&path, format, &TraceFilter { group })?;
+            let load_s = t.elapsed().as_secs_f64();
+            let opts = TraceOptions { seed, ..Default::default() };
+            let jobs = trace::to_jobs(&tr.jobs, &opts, &perf)?;
+            let gpus: u64 = tr.jobs.iter().map(|j| u64::from(j.num_gpus)).sum();
+            let mut by_model: std::collections::BTreeMap<&str, usize> = Default::default();
+            for j in &jobs {
+                *by_model.entry(j.model.as_str()).or_default() += 1;
+            }
+            if let Some(p) = &out {
+                let text = serde_json::to_string_pretty(&jobs).expect("serialize");
+                coda::write_atomic(p, text.as_bytes())?;
+            }
+            if json {
+                let obj = serde_json::json!({
+                    "file": path, "format": format, "jobs": jobs.len(), "gpus_requested": gpus,
+                    "skipped": tr.skipped, "models": by_model, "load_s": load_s,
+                });
+                println!("{obj}");
+            } else {
+                println!("{}: {} jobs ({:?}), {gpus} GPUs requested in total, loaded in {:.3} s", path.display(), jobs.len(), format, load_s);
+                for (why, n) in &tr.skipped {
+                    println!("  skipped {n}: {why}");
+                }
+                println!("  models (seed {seed}): {by_model:?}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn quality_csv_text(q: &[FitQuality]) -> String {
+    let mut s = String::from("model,gpu,split,rows,mape,median_ape,train_mape\n");
+    for r in q {
+        let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
+        s += &format!("{},{},{},{},{},{},{}\n", r.model, r.gpu, r.split, r.rows, f(r.mape), f(r.median_ape), f(r.train_mape));
+    }
+    s
+}
+
+fn print_quality(p: &PerfParams) {
+    println!("{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}", "model", "gpu", "split", "rows", "MAPE", "medAPE", "train");
+    for r in &p.fit_quality {
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+        println!(
+            "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
+            r.model, r.gpu, r.split, r.rows, f(r.mape), f(r.median_ape), f(r.train_mape)
+        );
+    }
+    println!("compute ∝ TFLOP/s^-{:.3} (fitted across GPU types)", p.compute_tflops_exponent);
+    // Row-weighted summary per family and split.
+    let family = |m: &str| {
+        if p.ps_models.contains_key(m) {
+            "PS (dl2)"
+        } else if m.starts_with("gavel-") {
+            "all-reduce (gavel)"
+        } else {
+            "all-reduce (pollux/sia)"
+        }
+    };
+    let mut acc: std::collections::BTreeMap<(&str, &str), (f64, usize)> = Default::default();
+    for r in &p.fit_quality {
+        let Some(mape) = r.mape else { continue };
+        let e = acc.entry((family(&r.model), r.split.as_str())).or_default();
+        e.0 += mape * r.rows as f64;
+        e.1 += r.rows;
+    }
+    for ((fam, split), (sum, n)) in acc {
+        println!("summary: {fam:<24} {split:<8} held-out MAPE {:>6.1}% over {n} rows", 100.0 * sum / n as f64);
+    }
+}

@@ -1,0 +1,146 @@
+//! The one error type of the crate.
+//!
+//! Bad input fails at construction with a variant that names the file, the line and the field;
+//! outcomes of a correct computation (a violated constraint, an infeasible round) are data, not
+//! errors (see [`crate::Violation`]).
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while reading input or answering a query.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be opened, read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// A CSV row could not be split into fields (wrong number of fields, bad quoting, bad UTF-8).
+    #[error("{file}:{line}: malformed CSV row: {message}")]
+    MalformedRow {
+        /// The file.
+        file: String,
+        /// 1-based line number (the header is line 1).
+        line: u64,
+        /// What was wrong.
+        message: String,
+    },
+    /// A required column is absent from a CSV header.
+    #[error("{file}:1: missing column `{column}`")]
+    MissingColumn {
+        /// The file.
+        file: String,
+        /// The column that was expected.
+        column: String,
+    },
+    /// A field holds a value that cannot be used (unparsable, NaN, negative, zero...).
+    #[error("{file}:{line}: field `{field}` = {value:?}: {reason}")]
+    InvalidField {
+        /// The file (or `<input>` for data given in memory).
+        file: String,
+        /// 1-based line number (0 when the input has no lines).
+        line: u64,
+        /// The field (a column name, or a JSON path such as `jobs[3].total_iterations`).
+        field: String,
+        /// The offending value as written.
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A JSON document does not parse or does not match the schema.
+    #[error("{file}:{line}:{column}: field `{field}`: {message}")]
+    Json {
+        /// The file.
+        file: String,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// JSON path of the offending field (`.` for the document itself).
+        field: String,
+        /// What serde reported.
+        message: String,
+    },
+    /// A job names a model the performance model has no calibration for.
+    #[error("{context}: unknown model `{model}` (known: {known})")]
+    UnknownModel {
+        /// Where the name was found (file and field, or a job id).
+        context: String,
+        /// The name.
+        model: String,
+        /// The names that are known, comma-separated.
+        known: String,
+    },
+    /// A model is known but not for the requested architecture, GPU type or configuration.
+    #[error("model `{model}`: {reason}")]
+    UnsupportedConfiguration {
+        /// The model.
+        model: String,
+        /// What is not supported.
+        reason: String,
+    },
+    /// A cluster without servers or without GPUs.
+    #[error("{context}: the cluster has no {what}")]
+    EmptyCluster {
+        /// Where the cluster came from.
+        context: String,
+        /// `servers` or `GPUs`.
+        what: String,
+    },
+    /// A job whose smallest task (or smallest allocation) no server or cluster can ever host.
+    #[error("{context}: job {job} can never run: {reason}")]
+    JobTooLarge {
+        /// Where the job came from.
+        context: String,
+        /// The job id.
+        job: u64,
+        /// Which demand exceeds which capacity.
+        reason: String,
+    },
+    /// A snapshot that is internally inconsistent (duplicate ids, a current placement on an
+    /// unknown server...).
+    #[error("{context}: invalid instance: {reason}")]
+    InvalidInstance {
+        /// Where the instance came from.
+        context: String,
+        /// What is inconsistent.
+        reason: String,
+    },
+    /// A calibration could not be computed (too few rows, singular fit).
+    #[error("calibration of `{model}` failed: {reason}")]
+    Calibration {
+        /// The model being fitted.
+        model: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// An [`Error::InvalidField`].
+    pub fn invalid(
+        file: &str,
+        line: u64,
+        field: &str,
+        value: impl ToString,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::InvalidField {
+            file: file.to_string(),
+            line,
+            field: field.to_string(),
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+}

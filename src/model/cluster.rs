@@ -1,0 +1,106 @@
+//! Servers and their internal topology.
+//!
+//! A server's GPUs hang under PCIe switches, which hang under CPU sockets. GPU indices on a server
+//! run from 0 in socket order, then switch order: with `topology = [[2, 2], [2, 2]]` GPUs 0–1 sit
+//! under switch 0 of socket 0, GPUs 2–3 under switch 1 of socket 0, GPUs 4–7 under socket 1.
+
+use serde::{Deserialize, Serialize};
+
+/// One machine of the cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// A name for reports (`node-07`); indices, not names, identify servers in a [`crate::Schedule`].
+    pub name: String,
+    /// GPU type, lower case (`v100`, `a100`, `t4`, ...). All GPUs of a server share one type.
+    pub gpu_type: String,
+    /// GPUs per PCIe switch, per CPU socket: `topology[socket][switch]` = number of GPUs.
+    pub topology: Vec<Vec<u32>>,
+    /// CPU cores available to jobs.
+    pub cpu_cores: f64,
+    /// Memory available to jobs, GiB.
+    pub memory_gib: f64,
+    /// NIC bandwidth, Gbit/s (used to weigh which servers' links are shared; see the perf model).
+    pub nic_gbps: f64,
+}
+
+/// Where one GPU of a server sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GpuSlot {
+    /// CPU socket index on the server.
+    pub socket: u32,
+    /// PCIe switch index on the server (global over sockets, so that it identifies the switch).
+    pub switch: u32,
+}
+
+impl Server {
+    /// A server of `sockets` sockets, each with `switches` PCIe switches of `gpus_per_switch` GPUs.
+    pub fn uniform(
+        name: impl Into<String>,
+        gpu_type: impl Into<String>,
+        sockets: u32,
+        switches: u32,
+        gpus_per_switch: u32,
+        cpu_cores: f64,
+        memory_gib: f64,
+        nic_gbps: f64,
+    ) -> Self {
+        Server {
+            name: name.into(),
+            gpu_type: gpu_type.into(),
+            topology: vec![vec![gpus_per_switch; switches as usize]; sockets as usize],
+            cpu_cores,
+            memory_gib,
+            nic_gbps,
+        }
+    }
+
+    /// Total GPUs on the server.
+    pub fn num_gpus(&self) -> u32 {
+        self.topology.iter().flatten().sum()
+    }
+
+    /// Socket and switch of every GPU, indexed by GPU index.
+    pub fn gpu_slots(&self) -> Vec<GpuSlot> {
+        let mut slots = Vec::with_capacity(self.num_gpus() as usize);
+        let mut switch = 0u32;
+        for (socket, switches) in self.topology.iter().enumerate() {
+            for &gpus in switches {
+                for _ in 0..gpus {
+                    slots.push(GpuSlot { socket: socket as u32, switch });
+                }
+                switch += 1;
+            }
+        }
+        slots
+    }
+}
+
+/// The machines a scheduler may use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Servers, identified by their index in this list.
+    pub servers: Vec<Server>,
+}
+
+impl Cluster {
+    /// `n` identical servers named `node-000`, `node-001`, ...
+    pub fn homogeneous(n: usize, template: &Server) -> Self {
+        Cluster {
+            servers: (0..n)
+                .map(|i| Server { name: format!("node-{i:03}"), ..template.clone() })
+                .collect(),
+        }
+    }
+
+    /// Total GPUs in the cluster.
+    pub fn num_gpus(&self) -> u64 {
+        self.servers.iter().map(|s| u64::from(s.num_gpus())).sum()
+    }
+
+    /// Precomputed socket/switch of every GPU of every server (`[server][gpu]`).
+    pub fn slot_table(&self) -> Vec<Vec<GpuSlot>> {
+        self.servers.iter().map(Server::gpu_slots).collect()
+    }
+}

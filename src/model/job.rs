@@ -1,0 +1,200 @@
+//! Training jobs: what they are, what each task needs, how far they may be scaled.
+
+use serde::{Deserialize, Serialize};
+
+use super::schedule::Assignment;
+
+/// How a job synchronises its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Architecture {
+    /// Workers push gradients to and pull parameters from parameter-server (PS) tasks.
+    ParameterServer,
+    /// Workers exchange gradients by ring all-reduce; there are no PS tasks.
+    AllReduce,
+}
+
+/// An inclusive range of task counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRange {
+    /// Smallest count the job can run with.
+    pub min: u32,
+    /// Largest count the job can use.
+    pub max: u32,
+}
+
+impl TaskRange {
+    /// `[min, max]`.
+    pub const fn new(min: u32, max: u32) -> Self {
+        TaskRange { min, max }
+    }
+
+    /// Whether `n` is in the range.
+    pub fn contains(&self, n: u32) -> bool {
+        self.min <= n && n <= self.max
+    }
+}
+
+/// What one task of a job needs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDemand {
+    /// GPUs per worker (all on one server).
+    pub gpus_per_worker: u32,
+    /// CPU cores per worker.
+    pub cpu_per_worker: f64,
+    /// Memory per worker, GiB.
+    pub mem_per_worker_gib: f64,
+    /// CPU cores per parameter server.
+    pub cpu_per_ps: f64,
+    /// Memory per parameter server, GiB.
+    pub mem_per_ps_gib: f64,
+}
+
+/// One training job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "JobFields")]
+pub struct Job {
+    /// Unique id within a snapshot.
+    pub id: u64,
+    /// Arrival time, seconds since the start of the trace.
+    pub arrival_s: f64,
+    /// Model name; must be known to the performance model (`coda perf --list`).
+    pub model: String,
+    /// PS or all-reduce.
+    pub arch: Architecture,
+    /// Total work, in the iteration unit of the performance model (see [`crate::perf`]).
+    pub total_iterations: f64,
+    /// Work already done.
+    #[serde(default)]
+    pub done_iterations: f64,
+    /// Per-task demands.
+    pub demand: TaskDemand,
+    /// Allowed number of workers.
+    pub workers: TaskRange,
+    /// Allowed number of parameter servers (`{min: 0, max: 0}` for all-reduce jobs).
+    pub ps: TaskRange,
+    /// GPU types the job may run on; empty = any.
+    #[serde(default)]
+    pub gpu_types: Vec<String>,
+    /// Per-GPU batch size for all-reduce models (the model's profiled default when absent).
+    #[serde(default)]
+    pub local_batch: Option<u32>,
+    /// Where the job runs now, if it is running.
+    #[serde(default)]
+    pub current: Option<Assignment>,
+}
+
+impl Job {
+    /// Whether the job may use GPUs of this type.
+    pub fn allows_gpu(&self, gpu_type: &str) -> bool {
+        self.gpu_types.is_empty() || self.gpu_types.iter().any(|t| t == gpu_type)
+    }
+
+    /// Work left.
+    pub fn remaining_iterations(&self) -> f64 {
+        (self.total_iterations - self.done_iterations).max(0.0)
+    }
+
+    /// Checks every field for values no job can have; the error names the field.
+    pub fn check(&self) -> Result<(), (String, String, String)> {
+        let bad = |field: &str, value: String, reason: &str| {
+            Err((field.to_string(), value, reason.to_string()))
+        };
+        if !self.arrival_s.is_finite() || self.arrival_s < 0.0 {
+            return bad("arrival_s", self.arrival_s.to_string(), "must be finite and >= 0");
+        }
+        if !self.total_iterations.is_finite() || self.total_iterations <= 0.0 {
+            return bad("total_iterations", self.total_iterations.to_string(), "must be finite and > 0");
+        }
+        if !self.done_iterations.is_finite() || self.done_iterations < 0.0 {
+            return bad("done_iterations", self.done_iterations.to_string(), "must be finite and >= 0");
+        }
+        if self.model.trim().is_empty() {
+            return bad("model", self.model.clone(), "must not be empty");
+        }
+        let d = &self.demand;
+        if d.gpus_per_worker == 0 {
+            return bad("demand.gpus_per_worker", "0".into(), "every worker needs at least one GPU");
+        }
+        for (field, v) in [
+            ("demand.cpu_per_worker", d.cpu_per_worker),
+            ("demand.mem_per_worker_gib", d.mem_per_worker_gib),
+            ("demand.cpu_per_ps", d.cpu_per_ps),
+            ("demand.mem_per_ps_gib", d.mem_per_ps_gib),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(field, v.to_string(), "must be finite and >= 0");
+            }
+        }
+        if self.workers.min == 0 || self.workers.min > self.workers.max {
+            return bad(
+                "workers",
+                format!("{}..={}", self.workers.min, self.workers.max),
+                "need 1 <= min <= max",
+            );
+        }
+        if self.ps.min > self.ps.max {
+            return bad("ps", format!("{}..={}", self.ps.min, self.ps.max), "need min <= max");
+        }
+        match self.arch {
+            Architecture::AllReduce if self.ps.max != 0 => {
+                bad("ps", format!("{}..={}", self.ps.min, self.ps.max), "all-reduce jobs have no PS")
+            }
+            Architecture::ParameterServer if self.ps.min == 0 => {
+                bad("ps.min", "0".into(), "a PS job needs at least one parameter server")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The serialized form of [`Job`]; checked field by field when converted, so that a bad value in
+/// a JSON instance is reported with its line, column and path.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobFields {
+    id: u64,
+    arrival_s: f64,
+    model: String,
+    arch: Architecture,
+    total_iterations: f64,
+    #[serde(default)]
+    done_iterations: f64,
+    demand: TaskDemand,
+    workers: TaskRange,
+    ps: TaskRange,
+    #[serde(default)]
+    gpu_types: Vec<String>,
+    #[serde(default)]
+    local_batch: Option<u32>,
+    #[serde(default)]
+    current: Option<Assignment>,
+}
+
+impl TryFrom<JobFields> for Job {
+    type Error = String;
+    fn try_from(f: JobFields) -> Result<Self, String> {
+        let job = Job {
+            id: f.id,
+            arrival_s: f.arrival_s,
+            model: f.model,
+            arch: f.arch,
+            total_iterations: f.total_iterations,
+            done_iterations: f.done_iterations,
+            demand: f.demand,
+            workers: f.workers,
+            ps: f.ps,
+            gpu_types: f.gpu_types,
+            local_batch: f.local_batch,
+            current: f.current,
+        };
+        job.check().map_err(|(field, value, reason)| {
+            format!("job {}: field `{field}` = {value}: {reason}", job.id)
+        })?;
+        if job.local_batch == Some(0) {
+            return Err(format!("job {}: field `local_batch` = 0: must be >= 1", job.id));
+        }
+        Ok(job)
+    }
+}

@@ -1,0 +1,202 @@
+//! `ClusterSnapshot`: the single input of every scheduler, and its JSON instance files.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Cluster, Job};
+use crate::error::{Error, Result};
+
+/// Everything a scheduler sees in one round: the cluster, the jobs that have arrived and not
+/// finished (running or waiting), and the time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSnapshot {
+    /// Seconds since the start of the trace.
+    pub time_s: f64,
+    /// The machines.
+    pub cluster: Cluster,
+    /// The jobs to decide for.
+    pub jobs: Vec<Job>,
+}
+
+impl ClusterSnapshot {
+    /// Builds a snapshot and checks it (see [`ClusterSnapshot::check`]).
+    pub fn new(time_s: f64, cluster: Cluster, jobs: Vec<Job>) -> Result<Self> {
+        let s = ClusterSnapshot { time_s, cluster, jobs };
+        s.check("<input>")?;
+        Ok(s)
+    }
+
+    /// Reads and checks an instance file. Type errors carry the line, column and JSON path of the
+    /// field; semantic errors (a job larger than any server, an empty cluster) the file.
+    pub fn from_json_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::from_json_str(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks an instance given as text; `origin` names it in errors.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Self> {
+        let s: ClusterSnapshot = parse_json(text, origin)?;
+        s.check(origin)?;
+        Ok(s)
+    }
+
+    /// Writes the instance as pretty JSON, atomically (a temporary file renamed over the target),
+    /// so that an interrupted write never leaves a truncated instance behind.
+    pub fn to_json_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_json_atomic(path.as_ref(), self)
+    }
+
+    /// Checks what no scheduler can repair: an empty cluster, bad server capacities, duplicate
+    /// job ids, jobs whose smallest task or smallest allocation no server or cluster can host,
+    /// and current placements that point outside the cluster.
+    pub fn check(&self, origin: &str) -> Result<()> {
+        if !self.time_s.is_finite() || self.time_s < 0.0 {
+            return Err(Error::invalid(origin, 0, "time_s", self.time_s, "must be finite and >= 0"));
+        }
+        if self.cluster.servers.is_empty() {
+            return Err(Error::EmptyCluster { context: origin.into(), what: "servers".into() });
+        }
+        if self.cluster.num_gpus() == 0 {
+            return Err(Error::EmptyCluster { context: origin.into(), what: "GPUs".into() });
+        }
+        for (i, s) in self.cluster.servers.iter().enumerate() {
+            for (field, v, strictly) in [
+                ("cpu_cores", s.cpu_cores, false),
+                ("memory_gib", s.memory_gib, false),
+                ("nic_gbps", s.nic_gbps, true),
+            ] {
+                if !v.is_finite() || v < 0.0 || (strictly && v == 0.0) {
+                    return Err(Error::invalid(
+                        origin,
+                        0,
+                        &format!("cluster.servers[{i}].{field}"),
+                        v,
+                        if strictly { "must be finite and > 0" } else { "must be finite and >= 0" },
+                    ));
+                }
+            }
+            if s.gpu_type.trim().is_empty() {
+                return Err(Error::invalid(
+                    origin,
+                    0,
+                    &format!("cluster.servers[{i}].gpu_type"),
+                    "",
+                    "must not be empty",
+                ));
+            }
+        }
+        let mut ids = HashSet::with_capacity(self.jobs.len());
+        for (k, job) in self.jobs.iter().enumerate() {
+            if !ids.insert(job.id) {
+                return Err(Error::InvalidInstance {
+                    context: origin.into(),
+                    reason: format!("jobs[{k}]: duplicate job id {}", job.id),
+                });
+            }
+            job.check().map_err(|(field, value, reason)| {
+                Error::invalid(origin, 0, &format!("jobs[{k}].{field}"), value, reason)
+            })?;
+            self.check_fits(job, origin)?;
+            if let Some(cur) = &job.current {
+                if cur.job != job.id {
+                    return Err(Error::InvalidInstance {
+                        context: origin.into(),
+                        reason: format!("jobs[{k}].current names job {} instead of {}", cur.job, job.id),
+                    });
+                }
+                let servers = self.cluster.servers.len();
+                if let Some(s) = cur.servers().into_iter().find(|&s| s >= servers) {
+                    return Err(Error::InvalidInstance {
+                        context: origin.into(),
+                        reason: format!("jobs[{k}].current uses server {s}; the cluster has {servers}"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_fits(&self, job: &Job, origin: &str) -> Result<()> {
+        let d = &job.demand;
+        let too_large = |reason: String| Error::JobTooLarge { context: origin.into(), job: job.id, reason };
+        let hosts_worker = |s: &super::Server| {
+            job.allows_gpu(&s.gpu_type)
+                && s.num_gpus() >= d.gpus_per_worker
+                && s.cpu_cores >= d.cpu_per_worker
+                && s.memory_gib >= d.mem_per_worker_gib
+        };
+        if !self.cluster.servers.iter().any(hosts_worker) {
+            return Err(too_large(format!(
+                "no server of an allowed GPU type has {} GPUs, {} cores and {} GiB for one worker",
+                d.gpus_per_worker, d.cpu_per_worker, d.mem_per_worker_gib
+            )));
+        }
+        let gpus_allowed: u64 = self
+            .cluster
+            .servers
+            .iter()
+            .filter(|s| hosts_worker(s))
+            .map(|s| u64::from(s.num_gpus() / d.gpus_per_worker * d.gpus_per_worker))
+            .sum();
+        let need = u64::from(job.workers.min) * u64::from(d.gpus_per_worker);
+        if need > gpus_allowed {
+            return Err(too_large(format!(
+                "its smallest allocation needs {need} GPUs; the cluster has {gpus_allowed} usable"
+            )));
+        }
+        if job.ps.min > 0
+            && !self
+                .cluster
+                .servers
+                .iter()
+                .any(|s| s.cpu_cores >= d.cpu_per_ps && s.memory_gib >= d.mem_per_ps_gib)
+        {
+            return Err(too_large(format!(
+                "no server has {} cores and {} GiB for one parameter server",
+                d.cpu_per_ps, d.mem_per_ps_gib
+            )));
+        }
+        Ok(())
+    }
+
+    /// The job with this id.
+    pub fn job(&self, id: u64) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+}
+
+/// Parses JSON with the path of the failing field in the error.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        Error::Json {
+            file: origin.to_string(),
+            line: inner.line(),
+            column: inner.column(),
+            field,
+            message: inner.to_string(),
+        }
+    })
+}
+
+/// Writes `value` as pretty JSON next to `path` and renames it into place.
+pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("model types always serialize");
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes bytes to a temporary sibling of `path`, then renames it over `path`, so that an
+/// interrupted or failed write never leaves a truncated file where a good one was.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,317 @@
+//! The performance model: how fast a job trains for an allocation, a placement, and the
+//! company it keeps on its servers.
+//!
+//! One trait, [`PerfModel`], and one calibrated implementation, [`CalibratedPerf`], read by the
+//! validator, the objective, the schedulers and the simulator alike. A job's step splits into
+//! computation, intra-server communication and inter-server communication; each contention
+//! effect stretches the part it physically acts on, by a factor `>= 1`, so no co-runner ever
+//! speeds a job up:
+//!
+//! | effect | acts on | source |
+//! |---|---|---|
+//! | workers and PS count (PS jobs) | whole step | Optimus form fitted to `dl2_ps_worker_speed.csv` |
+//! | GPU count, servers spanned (all-reduce) | sync | Pollux form fitted to `pollux_sia_placement_step_times.csv`, `gavel_isolated_throughputs.csv` |
+//! | PS on its workers' server | PS traffic | DL2 intra/inter-server bandwidth, `dl2_model_constants.json` |
+//! | co-runners on the same server | compute | Gavel pair throughputs × [`Estimates::colocation_coupling`] |
+//! | GPUs on different sockets | intra sync | [`Estimates::cross_socket_comm_factor`] |
+//! | other jobs under the same PCIe switch | all communication | [`Estimates::pcie_share_comm_penalty`] |
+//! | distributed jobs sharing a NIC | inter-server traffic | fair share × [`Estimates::nic_bandwidth_fraction`] |
+//!
+//! Units are those of the data each model was fitted on: a PS job's iteration is one worker step
+//! (DL2's `job_speed` sums steps/s over workers); an all-reduce job's iteration is one
+//! synchronous step of the whole job.
+
+mod calibrate;
+mod context;
+mod nnls;
+mod params;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub use calibrate::{CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name};
+pub use context::{PlacementShape, placement_shapes, speeds};
+pub use params::{
+    ArModelParams, ArStepParams, Estimates, FitQuality, GpuTflops, InterferenceParams, PerfParams,
+    PsModelParams,
+};
+
+use crate::error::{Error, Result};
+use crate::model::{Architecture, Job};
+
+/// What the model needs to know about a job, independent of where it runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobQuery<'a> {
+    /// Model name.
+    pub model: &'a str,
+    /// Architecture the job was submitted with.
+    pub arch: Architecture,
+    /// GPUs per worker.
+    pub gpus_per_worker: u32,
+    /// Per-GPU batch (all-reduce); the model's default when `None`.
+    pub local_batch: Option<f64>,
+}
+
+impl<'a> JobQuery<'a> {
+    /// The query for a job.
+    pub fn of(job: &'a Job) -> Self {
+        JobQuery {
+            model: &job.model,
+            arch: job.arch,
+            gpus_per_worker: job.demand.gpus_per_worker,
+            local_batch: job.local_batch.map(f64::from),
+        }
+    }
+}
+
+/// A predicted speed and where its time goes.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Speed {
+    /// Iterations per second in the model's unit (see the module docs).
+    pub iterations_per_s: f64,
+    /// Seconds per step (per worker step for PS jobs, per synchronous step for all-reduce).
+    pub step_time_s: f64,
+    /// Computation part of a step, seconds.
+    pub compute_s: f64,
+    /// Intra-server communication part, seconds.
+    pub intra_comm_s: f64,
+    /// Inter-server communication part, seconds.
+    pub inter_comm_s: f64,
+}
+
+/// A performance model: the speed of a job for a placement shape on one GPU type.
+pub trait PerfModel: Send + Sync {
+    /// The architecture a model name is calibrated for, or `None` if unknown.
+    fn architecture(&self, model: &str) -> Option<Architecture>;
+
+    /// Every known model, sorted by name.
+    fn models(&self) -> Vec<(String, Architecture)>;
+
+    /// Largest `(workers, ps)` the model prices for a model name (measured range), if known.
+    fn max_tasks(&self, model: &str) -> Option<(u32, u32)>;
+
+    /// Speed of `job` running with `shape` on GPUs of type `gpu_type`.
+    fn speed(&self, job: &JobQuery<'_>, gpu_type: &str, shape: &PlacementShape) -> Result<Speed>;
+
+    /// Checks that a job can be priced at all (known model, matching architecture).
+    fn check_job(&self, job: &Job, context: &str) -> Result<()> {
+        match self.architecture(&job.model) {
+            None => Err(Error::UnknownModel {
+                context: format!("{context}: job {}", job.id),
+                model: job.model.clone(),
+                known: self.models().into_iter().map(|(m, _)| m).collect::<Vec<_>>().join(", "),
+            }),
+            Some(a) if a != job.arch => Err(Error::UnsupportedConfiguration {
+                model: job.model.clone(),
+                reason: format!("{context}: job {} is {:?} but the model is calibrated as {a:?}", job.id, job.arch),
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// The performance model calibrated on `datasets/` (see [`calibrate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibratedPerf {
+    params: PerfParams,
+}
+
+/// The parameter file shipped in `models/`, rebuilt by `coda calibrate`.
+const SHIPPED_PARAMS: &str = include_str!("../../models/perf_params.json");
+
+impl CalibratedPerf {
+    /// Wraps parameters, checking the estimates are in their documented ranges.
+    pub fn new(params: PerfParams) -> Result<Self> {
+        let e = &params.estimates;
+        let bad = |name: &str, v: f64, range: &str| Error::InvalidField {
+            file: "perf params".into(),
+            line: 0,
+            field: format!("estimates.{name}"),
+            value: v.to_string(),
+            reason: format!("must be in {range}"),
+        };
+        if !(0.0..1.0).contains(&e.colocation_coupling) {
+            return Err(bad("colocation_coupling", e.colocation_coupling, "[0, 1)"));
+        }
+        if !(e.cross_socket_comm_factor >= 1.0 && e.cross_socket_comm_factor.is_finite()) {
+            return Err(bad("cross_socket_comm_factor", e.cross_socket_comm_factor, "[1, inf)"));
+        }
+        if !(e.pcie_share_comm_penalty >= 0.0 && e.pcie_share_comm_penalty.is_finite()) {
+            return Err(bad("pcie_share_comm_penalty", e.pcie_share_comm_penalty, "[0, inf)"));
+        }
+        if !(0.0..=1.0).contains(&e.nic_bandwidth_fraction) {
+            return Err(bad("nic_bandwidth_fraction", e.nic_bandwidth_fraction, "[0, 1]"));
+        }
+        Ok(CalibratedPerf { params })
+    }
+
+    /// The model calibrated on the shipped data (parsed once per process).
+    pub fn shipped() -> &'static CalibratedPerf {
+        static SHIPPED: OnceLock<CalibratedPerf> = OnceLock::new();
+        SHIPPED.get_or_init(|| {
+            let params: PerfParams = serde_json::from_str(SHIPPED_PARAMS)
+                .expect("models/perf_params.json is generated by `coda calibrate` and checked by tests");
+            CalibratedPerf::new(params).expect("shipped estimates are in range")
+        })
+    }
+
+    /// Loads a parameter file written by `coda calibrate`.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::new(crate::model::parse_json(&text, &path.display().to_string())?)
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &PerfParams {
+        &self.params
+    }
+
+    fn ar_step(&self, m: &ArModelParams, model: &str, gpu_type: &str) -> Result<ArStepParams> {
+        if let Some(p) = m.per_gpu.get(gpu_type) {
+            return Ok(*p);
+        }
+        let tf = self.params.estimates.gpu_tflops.get(gpu_type).ok_or_else(|| {
+            Error::UnsupportedConfiguration {
+                model: model.into(),
+                reason: format!(
+                    "GPU type `{gpu_type}` is neither measured for it nor in the TFLOP/s estimate table"
+                ),
+            }
+        })?;
+        Ok(calibrate::scale_compute(&m.unmeasured_gpu, tf, self.params.compute_tflops_exponent))
+    }
+
+    /// Normalised throughput (0, 1] of a job with proxy `victim` sharing a GPU with `other`.
+    fn pair_throughput(&self, gpu_type: &str, victim: Option<&str>, other: Option<&str>) -> f64 {
+        let i = &self.params.interference;
+        let gpu = if i.pairs.contains_key(gpu_type) { gpu_type } else { i.fallback_gpu.as_str() };
+        let measured = match (victim, other) {
+            (Some(v), Some(o)) => i.pairs.get(gpu).and_then(|t| t.get(v)).and_then(|r| r.get(o)).copied(),
+            _ => None,
+        };
+        measured
+            .or_else(|| victim.and_then(|v| i.row_median.get(gpu)?.get(v).copied()))
+            .or_else(|| other.and_then(|o| i.col_median.get(gpu)?.get(o).copied()))
+            .or_else(|| i.all_median.get(gpu).copied())
+            .unwrap_or(1.0)
+    }
+
+    fn proxy(&self, model: &str) -> Option<&str> {
+        if let Some(p) = self.params.ps_models.get(model) {
+            return p.interference_proxy.as_deref();
+        }
+        self.params.ar_models.get(model).and_then(|m| m.interference_proxy.as_deref())
+    }
+
+    /// Factor `>= 1` on compute time from the co-runners on the job's servers.
+    fn colocation_factor(&self, model: &str, gpu_type: &str, co_runners: &[String]) -> f64 {
+        let kappa = self.params.estimates.colocation_coupling;
+        let victim = self.proxy(model);
+        co_runners
+            .iter()
+            .map(|o| {
+                let s = self.pair_throughput(gpu_type, victim, self.proxy(o)).clamp(1e-3, 1.0);
+                1.0 / (1.0 - kappa * (1.0 - s))
+            })
+            .product()
+    }
+}
+
+impl PerfModel for CalibratedPerf {
+    fn architecture(&self, model: &str) -> Option<Architecture> {
+        if self.params.ps_models.contains_key(model) {
+            Some(Architecture::ParameterServer)
+        } else if self.params.ar_models.contains_key(model) {
+            Some(Architecture::AllReduce)
+        } else {
+            None
+        }
+    }
+
+    fn models(&self) -> Vec<(String, Architecture)> {
+        let mut v: Vec<(String, Architecture)> = self
+            .params
+            .ps_models
+            .keys()
+            .map(|k| (k.clone(), Architecture::ParameterServer))
+            .chain(self.params.ar_models.keys().map(|k| (k.clone(), Architecture::AllReduce)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn max_tasks(&self, model: &str) -> Option<(u32, u32)> {
+        if let Some(m) = self.params.ps_models.get(model) {
+            return Some((m.max_workers, m.max_ps));
+        }
+        self.params.ar_models.get(model).map(|m| (m.max_gpus_measured, 0))
+    }
+
+    fn speed(&self, job: &JobQuery<'_>, gpu_type: &str, shape: &PlacementShape) -> Result<Speed> {
+        let est = &self.params.estimates;
+        let unsupported = |reason: String| Error::UnsupportedConfiguration { model: job.model.into(), reason };
+        if shape.workers == 0 {
+            return Err(unsupported("no workers".into()));
+        }
+        let pcie = 1.0 + est.pcie_share_comm_penalty * f64::from(shape.pcie_sharing_jobs);
+        let nic = 1.0 + est.nic_bandwidth_fraction * f64::from(shape.nic_sharing_jobs);
+        let coloc = self.colocation_factor(job.model, gpu_type, &shape.co_runners);
+        let (compute, intra, inter, per_worker) = match job.arch {
+            Architecture::ParameterServer => {
+                let m = self.params.ps_models.get(job.model).ok_or_else(|| {
+                    unsupported("not a calibrated parameter-server model".into())
+                })?;
+                let (w, p) = (shape.workers, shape.ps);
+                if p == 0 || w > m.max_workers || p > m.max_ps {
+                    return Err(unsupported(format!(
+                        "{w} workers / {p} PS outside the measured 1..={} workers, 1..={} PS",
+                        m.max_workers, m.max_ps
+                    )));
+                }
+                let x = calibrate::ps_features(m.batch, f64::from(w), f64::from(p));
+                let t_summed: f64 = m.theta.iter().zip(x).map(|(a, b)| a * b).sum();
+                // Per-worker step time; DL2 measured with PS away from workers, so the measured
+                // time is split with DL2's own testbed ratio of communication to computation.
+                let step = f64::from(w) * t_summed;
+                let comm_alone = 2.0 * (m.model_size_mb / f64::from(p)) / m.inter_server_bw_mbps;
+                let phi = comm_alone / (comm_alone + m.local_comp_time_s);
+                let comm = phi * step;
+                let f = shape.ps_colocated_fraction.clamp(0.0, 1.0);
+                // A measured intra-server bandwidth below the inter-server one (dssm) is read as
+                // "no faster", never as "locality hurts".
+                let local_bw = m.intra_server_bw_mbps.max(m.inter_server_bw_mbps);
+                let local = comm * f * (m.inter_server_bw_mbps / local_bw);
+                let remote = comm * (1.0 - f);
+                ((1.0 - phi) * step, local * pcie, remote * nic * pcie, true)
+            }
+            Architecture::AllReduce => {
+                let m = self.params.ar_models.get(job.model).ok_or_else(|| {
+                    unsupported("not a calibrated all-reduce model".into())
+                })?;
+                if shape.ps != 0 {
+                    return Err(unsupported("all-reduce jobs have no parameter servers".into()));
+                }
+                let p = self.ar_step(m, job.model, gpu_type)?;
+                let k = shape.workers * job.gpus_per_worker.max(1);
+                if k > m.max_gpus_measured {
+                    return Err(unsupported(format!(
+                        "{k} GPUs is beyond the largest measured configuration ({} GPUs)",
+                        m.max_gpus_measured
+                    )));
+                }
+                let n = shape.servers().max(1);
+                let batch = job.local_batch.unwrap_or(m.default_local_batch);
+                let (c, i, o) = p.parts(batch, k, n);
+                let socket = if shape.cross_socket_servers > 0 { est.cross_socket_comm_factor } else { 1.0 };
+                (c, i * socket * pcie, o * nic * pcie, false)
+            }
+        };
+        let compute = compute * coloc;
+        let step = compute + intra + inter;
+        if !(step.is_finite() && step > 0.0) {
+            return Err(unsupported(format!("non-positive predicted step time {step}")));
+        }
+        let ips = if per_worker { f64::from(shape.workers) / step } else { 1.0 / step };
+        Ok(Speed { iterations_per_s: ips, step_time_s: step, compute_s: compute, intra_comm_s: intra, inter_comm_s: inter })
+    }
+}

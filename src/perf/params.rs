@@ -1,0 +1,237 @@
+//! The calibrated parameter file (`models/perf_params.json`) and the named estimates.
+//!
+//! Everything here is either fitted by `coda calibrate` from a file in `datasets/` (the file is
+//! named next to each value) or an [`Estimates`] field: a named parameter with no measurement
+//! behind it, whose reasoning is written on the field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Parameter-server model, Optimus form (Peng et al., EuroSys'18), fitted to
+/// `datasets/dl2_ps_worker_speed.csv`:
+/// `job_speed(w, p) = 1 / (θ0·B/w + θ1 + θ2·w/p + θ3·w + θ4·p)` steps/s summed over workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PsModelParams {
+    /// θ0…θ4, all ≥ 0.
+    pub theta: [f64; 5],
+    /// Total batch size `B` the rows were measured with.
+    pub batch: f64,
+    /// Largest worker count measured (queries beyond it are refused, not extrapolated).
+    pub max_workers: u32,
+    /// Largest PS count measured.
+    pub max_ps: u32,
+    /// DL2 testbed constants (`datasets/dl2_model_constants.json`) used to split a step into
+    /// computation and communication and to price worker–PS locality.
+    pub local_comp_time_s: f64,
+    /// Model size, MB.
+    pub model_size_mb: f64,
+    /// Worker–PS bandwidth across servers, MB/s.
+    pub inter_server_bw_mbps: f64,
+    /// Worker–PS bandwidth inside a server, MB/s.
+    pub intra_server_bw_mbps: f64,
+    /// Gavel job type whose measured pair slowdowns stand for this model (see `interference`).
+    pub interference_proxy: Option<String>,
+}
+
+/// All-reduce step-time parameters for one model on one GPU type (Pollux form, OSDI'21):
+/// `step = compute_base + compute_per_sample·m + sync(N, K)` with `m` the per-GPU batch,
+/// `K` the GPUs, `N` the servers, and `sync = 0` for `K = 1`,
+/// `local_base + local_per_gpu·(K−2)` for `N = 1`, `net_base + net_per_gpu·(K−2)` for `N > 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ArStepParams {
+    /// Seconds per step independent of batch.
+    pub compute_base_s: f64,
+    /// Seconds per sample of per-GPU batch.
+    pub compute_per_sample_s: f64,
+    /// Gradient synchronisation inside one server, seconds.
+    pub local_base_s: f64,
+    /// Added per GPU beyond two, inside one server.
+    pub local_per_gpu_s: f64,
+    /// Gradient synchronisation across servers, seconds.
+    pub net_base_s: f64,
+    /// Added per GPU beyond two, across servers.
+    pub net_per_gpu_s: f64,
+}
+
+impl ArStepParams {
+    pub(crate) fn from_vec(v: &[f64]) -> Self {
+        ArStepParams {
+            compute_base_s: v[0],
+            compute_per_sample_s: v[1],
+            local_base_s: v[2],
+            local_per_gpu_s: v[3],
+            net_base_s: v[4],
+            net_per_gpu_s: v[5],
+        }
+    }
+
+    /// `(compute, intra-server sync, inter-server sync)` seconds for `k` GPUs on `n` servers.
+    pub fn parts(&self, local_batch: f64, k: u32, n: u32) -> (f64, f64, f64) {
+        let compute = self.compute_base_s + self.compute_per_sample_s * local_batch;
+        let extra = f64::from(k.saturating_sub(2));
+        if k <= 1 {
+            (compute, 0.0, 0.0)
+        } else if n <= 1 {
+            (compute, self.local_base_s + self.local_per_gpu_s * extra, 0.0)
+        } else {
+            (compute, 0.0, self.net_base_s + self.net_per_gpu_s * extra)
+        }
+    }
+}
+
+/// An all-reduce model: per-GPU-type fits plus what is needed for GPU types never measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArModelParams {
+    /// `pollux` (`datasets/pollux_sia_placement_step_times.csv`) or `gavel`
+    /// (`datasets/gavel_isolated_throughputs.csv`).
+    pub source: String,
+    /// Per-GPU batch used when a job gives none (median of the measured rows).
+    pub default_local_batch: f64,
+    /// Largest GPU count measured on any GPU type.
+    pub max_gpus_measured: u32,
+    /// Fits per GPU type.
+    pub per_gpu: BTreeMap<String, ArStepParams>,
+    /// For unmeasured GPU types: compute terms at 1 TFLOP/s (scaled by `tflops^-exponent`) and
+    /// the median synchronisation terms over the measured GPU types.
+    pub unmeasured_gpu: ArStepParams,
+    /// Gavel job type whose measured pair slowdowns stand for this model.
+    pub interference_proxy: Option<String>,
+}
+
+/// Pairwise co-location data: normalised throughput of a job while sharing one GPU with
+/// another (Gavel, `datasets/gavel_colocated_throughputs.csv` ÷ isolated 1-GPU throughput).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterferenceParams {
+    /// `[gpu_type][job_type][other_job_type]` → normalised throughput in (0, 1].
+    pub pairs: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>>,
+    /// `[gpu_type][job_type]` → median over its partners (for a partner with no proxy).
+    pub row_median: BTreeMap<String, BTreeMap<String, f64>>,
+    /// `[gpu_type][job_type]` → median over jobs slowed by it (for a victim with no proxy).
+    pub col_median: BTreeMap<String, BTreeMap<String, f64>>,
+    /// `[gpu_type]` → median over all runnable pairs (neither side has a proxy).
+    pub all_median: BTreeMap<String, f64>,
+    /// GPU type whose table is used for GPU types Gavel did not measure.
+    pub fallback_gpu: String,
+}
+
+/// Named parameters with no measurement in `datasets/`. Each is an estimate; its reasoning is
+/// on the field. Change them in `models/perf_params.json` or with [`Estimates`] in code.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimates {
+    /// ESTIMATE. Fraction of the slowdown Gavel measured for two jobs sharing *one GPU* that a job
+    /// feels from a co-runner on the *same server but other GPUs*. Such jobs share the host side
+    /// only (PCIe root complex, CPU, DRAM bandwidth, input pipeline), not SMs or GPU memory, so
+    /// the GPU-sharing slowdown is an upper bound; 0.25 keeps the measured ranking of pairs while
+    /// giving 5–15 % slowdowns for typical pairs.
+    pub colocation_coupling: f64,
+    /// ESTIMATE. Factor on a job's intra-server gradient traffic when its GPUs on one server sit
+    /// under different CPU sockets: GPU peer-to-peer does not cross the socket link (QPI/UPI) on
+    /// PCIe servers, so transfers are staged through host memory, roughly halving bandwidth.
+    pub cross_socket_comm_factor: f64,
+    /// ESTIMATE. Added fraction of a job's communication time for each other job with a GPU under
+    /// a PCIe switch this job also uses: the switch's uplink is shared.
+    pub pcie_share_comm_penalty: f64,
+    /// ESTIMATE. Fraction of inter-server synchronisation time that is bandwidth-bound and so
+    /// stretches when `k` distributed jobs share a NIC (fair share: time × (1 + k·fraction)), as in
+    /// SJF-BCO's contention model; the rest is latency.
+    pub nic_bandwidth_fraction: f64,
+    /// ESTIMATE. Relative FP32 peak (TFLOP/s, vendor data sheets) used only to extrapolate
+    /// compute time to GPU types with no step-time measurement; the exponent is fitted.
+    pub gpu_tflops: GpuTflops,
+}
+
+/// Vendor peak FP32 TFLOP/s per GPU type (see [`Estimates::gpu_tflops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GpuTflops {
+    /// NVIDIA K80 (one of the board's two GPUs).
+    pub k80: f64,
+    /// NVIDIA P100 (PCIe).
+    pub p100: f64,
+    /// NVIDIA T4.
+    pub t4: f64,
+    /// NVIDIA V100 (SXM2).
+    pub v100: f64,
+    /// NVIDIA A100.
+    pub a100: f64,
+    /// NVIDIA Quadro RTX 6000.
+    pub rtx6000: f64,
+    /// NVIDIA GeForce RTX 2080 Ti.
+    pub rtx2080ti: f64,
+}
+
+impl GpuTflops {
+    /// The peak for a GPU type name, if listed.
+    pub fn get(&self, gpu: &str) -> Option<f64> {
+        Some(match gpu {
+            "k80" => self.k80,
+            "p100" => self.p100,
+            "t4" => self.t4,
+            "v100" => self.v100,
+            "a100" => self.a100,
+            "rtx6000" => self.rtx6000,
+            "rtx2080ti" => self.rtx2080ti,
+            _ => return None,
+        })
+    }
+}
+
+impl Default for Estimates {
+    fn default() -> Self {
+        Estimates {
+            colocation_coupling: 0.25,
+            cross_socket_comm_factor: 1.5,
+            pcie_share_comm_penalty: 0.25,
+            nic_bandwidth_fraction: 1.0,
+            gpu_tflops: GpuTflops {
+                k80: 4.37,
+                p100: 9.3,
+                t4: 8.1,
+                v100: 15.7,
+                a100: 19.5,
+                rtx6000: 16.3,
+                rtx2080ti: 13.4,
+            },
+        }
+    }
+}
+
+/// One row of the fit-quality report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitQuality {
+    /// Model name.
+    pub model: String,
+    /// GPU type or profile (`-` for PS models, whose GPU was not recorded).
+    pub gpu: String,
+    /// What was held out: `kfold5` (rows of the same model and GPU) or `gpu-out` (every row of
+    /// this GPU type, predicted from the other types only).
+    pub split: String,
+    /// Rows used.
+    pub rows: usize,
+    /// Mean absolute percentage error on held-out rows (`None`: too few rows to hold any out).
+    pub mape: Option<f64>,
+    /// Median absolute percentage error on held-out rows.
+    pub median_ape: Option<f64>,
+    /// Mean absolute percentage error when fitting and testing on all rows (in-sample; `None`
+    /// for `gpu-out`, which has no in-sample fit).
+    pub train_mape: Option<f64>,
+}
+
+/// Everything `coda calibrate` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerfParams {
+    /// Provenance line: which files, which seed.
+    pub provenance: String,
+    /// PS models by name.
+    pub ps_models: BTreeMap<String, PsModelParams>,
+    /// All-reduce models by name.
+    pub ar_models: BTreeMap<String, ArModelParams>,
+    /// Fitted exponent `b` in `compute ∝ tflops^-b` across measured GPU types.
+    pub compute_tflops_exponent: f64,
+    /// Pairwise co-location data.
+    pub interference: InterferenceParams,
+    /// Named estimates.
+    pub estimates: Estimates,
+    /// Held-out fit quality of every fitted model.
+    pub fit_quality: Vec<FitQuality>,
+}

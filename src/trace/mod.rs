@@ -1,0 +1,377 @@
+//! Job traces: readers for the shipped formats, and the seeded rule that turns trace rows (which
+//! carry no model) into [`Job`]s the performance model can price.
+//!
+//! # Formats
+//! * `philly` — `datasets/philly_2017_pollux_window_4d.csv` (`submit_offset_s`, `duration`,
+//!   `num_gpus`, `cluster`).
+//! * `itp` — `datasets/msr_itp_2021_clusters02_06.csv` (`cluster`, `job_id`, `submission_time`,
+//!   `duration`, `num_gpu`); [`TraceFilter`] can keep one of its clusters.
+//! * `alibaba` — `datasets/alibaba_2023_openb_pods.csv` (K8s pods). Pods that are not
+//!   whole-GPU training tasks are *skipped and counted*, not rejected: CPU-only pods
+//!   (`num_gpu = 0`), GPU-sharing pods (`gpu_milli < 1000`), and pods with no run time
+//!   (`deletion_time <= scheduled_time`). Pods still running at the trace end keep the trace end
+//!   as their end (the trace is censored there).
+//!
+//! In Philly and ITP, a zero, negative or unparsable duration or GPU count is an error naming the
+//! file, line and column.
+//!
+//! # Model assignment (seeded)
+//! Traces carry no model. [`to_jobs`] draws one per row from a `ChaCha8` stream seeded with
+//! [`TraceOptions::seed`], row by row in file order:
+//! 1. with probability [`TraceOptions::ps_fraction`] the job is a parameter-server job and its
+//!    model is uniform over the DL2 models (as DL2 drew models uniformly);
+//! 2. otherwise it is an all-reduce job whose model is uniform within its GPU-time class, in the
+//!    spirit of Pollux's assignment by GPU-time: under 1 GPU-hour `cifar10`/`ncf`, 1–10
+//!    `deepspeech2`/`yolov3`, 10 and more `imagenet`/`bert`.
+//!
+//! The job's work is its trace duration times the speed the performance model predicts for the
+//! trace's GPU count, packed on as few servers as possible, on [`TraceOptions::reference_gpu`].
+//! So a job replayed alone with its original allocation takes its original duration.
+
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::csvio::CsvFile;
+use crate::error::{Error, Result};
+use crate::model::{Architecture, Cluster, Job, Server, TaskDemand, TaskRange};
+use crate::perf::{JobQuery, PerfModel, PlacementShape};
+
+/// One row of a trace, before a model is assigned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceJob {
+    /// Identifier in the source (`line N`, a UUID, a pod name).
+    pub name: String,
+    /// Arrival, seconds from the first arrival of the trace.
+    pub arrival_s: f64,
+    /// Measured run time, seconds.
+    pub duration_s: f64,
+    /// GPUs the job ran with.
+    pub num_gpus: u32,
+    /// Sub-cluster / virtual cluster it came from.
+    pub group: String,
+    /// CPU cores requested per GPU, when the trace records it (Alibaba).
+    pub cpu_per_gpu: Option<f64>,
+    /// Memory requested per GPU, GiB, when the trace records it (Alibaba).
+    pub mem_per_gpu_gib: Option<f64>,
+}
+
+/// A loaded trace plus what was skipped, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trace {
+    /// The format's name.
+    pub format: TraceFormat,
+    /// Rows kept, sorted by arrival (stable on file order).
+    pub jobs: Vec<TraceJob>,
+    /// `(reason, count)` of rows skipped by rule (see the module docs).
+    pub skipped: Vec<(String, usize)>,
+}
+
+/// Which reader to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    /// Philly 2017 window (Pollux's processing).
+    Philly,
+    /// Microsoft ITP 2021.
+    Itp,
+    /// Alibaba GPU cluster 2023 (openb pods).
+    Alibaba,
+}
+
+impl TraceFormat {
+    /// The shipped file of this format, relative to `datasets/`.
+    pub fn shipped_file(self) -> &'static str {
+        match self {
+            TraceFormat::Philly => "philly_2017_pollux_window_4d.csv",
+            TraceFormat::Itp => "msr_itp_2021_clusters02_06.csv",
+            TraceFormat::Alibaba => "alibaba_2023_openb_pods.csv",
+        }
+    }
+
+    /// Parses `philly`, `itp` or `alibaba`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "philly" => Some(TraceFormat::Philly),
+            "itp" => Some(TraceFormat::Itp),
+            "alibaba" => Some(TraceFormat::Alibaba),
+            _ => None,
+        }
+    }
+
+    /// Recognises a file's format from its header.
+    pub fn detect(path: &Path) -> Result<Self> {
+        let f = CsvFile::open(path, &[])?;
+        if f.has_column("submit_offset_s") && f.has_column("num_gpus") {
+            Ok(TraceFormat::Philly)
+        } else if f.has_column("submission_time") && f.has_column("num_gpu") {
+            Ok(TraceFormat::Itp)
+        } else if f.has_column("gpu_milli") && f.has_column("creation_time") {
+            Ok(TraceFormat::Alibaba)
+        } else {
+            Err(Error::MissingColumn {
+                file: path.display().to_string(),
+                column: "submit_offset_s (philly), submission_time (itp) or creation_time (alibaba)".into(),
+            })
+        }
+    }
+}
+
+/// Which rows of a trace to keep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraceFilter {
+    /// Keep only this group (`cluster02`, a Philly VC hash...).
+    pub group: Option<String>,
+}
+
+/// Reads a trace file of a known format.
+pub fn load(path: &Path, format: TraceFormat, filter: &TraceFilter) -> Result<Trace> {
+    let (mut jobs, skipped) = match format {
+        TraceFormat::Philly => (read_philly(path)?, Vec::new()),
+        TraceFormat::Itp => (read_itp(path)?, Vec::new()),
+        TraceFormat::Alibaba => read_alibaba(path)?,
+    };
+    if let Some(g) = &filter.group {
+        jobs.retain(|j| &j.group == g);
+    }
+    jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+    if let Some(t0) = jobs.first().map(|j| j.arrival_s) {
+        for j in &mut jobs {
+            j.arrival_s -= t0;
+        }
+    }
+    Ok(Trace { format, jobs, skipped })
+}
+
+fn read_philly(path: &Path) -> Result<Vec<TraceJob>> {
+    let f = CsvFile::open(path, &["submit_offset_s", "duration", "num_gpus", "cluster"])?;
+    f.rows()
+        .map(|r| {
+            Ok(TraceJob {
+                name: format!("line {}", r.line),
+                arrival_s: r.nonneg("submit_offset_s")?,
+                duration_s: r.positive("duration")?,
+                num_gpus: r.positive_count("num_gpus")?,
+                group: r.str("cluster").to_string(),
+                cpu_per_gpu: None,
+                mem_per_gpu_gib: None,
+            })
+        })
+        .collect()
+}
+
+fn read_itp(path: &Path) -> Result<Vec<TraceJob>> {
+    let f = CsvFile::open(path, &["cluster", "job_id", "submission_time", "duration", "num_gpu"])?;
+    f.rows()
+        .map(|r| {
+            Ok(TraceJob {
+                name: r.str("job_id").to_string(),
+                arrival_s: r.nonneg("submission_time")?,
+                duration_s: r.positive("duration")?,
+                num_gpus: r.positive_count("num_gpu")?,
+                group: r.str("cluster").to_string(),
+                cpu_per_gpu: None,
+                mem_per_gpu_gib: None,
+            })
+        })
+        .collect()
+}
+
+fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
+    let f = CsvFile::open(
+        path,
+        &["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"],
+    )?;
+    let (mut cpu_only, mut sharing, mut no_run) = (0, 0, 0);
+    let mut jobs = Vec::new();
+    for r in f.rows() {
+        let gpus = r.count("num_gpu")?;
+        let milli = r.nonneg("gpu_milli")?;
+        let cpu = r.nonneg("cpu_milli")?;
+        let mem = r.nonneg("memory_mib")?;
+        let created = r.nonneg("creation_time")?;
+        let deleted = r.nonneg("deletion_time")?;
+        let scheduled = r.nonneg("scheduled_time")?;
+        if gpus == 0 {
+            cpu_only += 1;
+            continue;
+        }
+        if gpus == 1 && milli < 1000.0 {
+            sharing += 1;
+            continue;
+        }
+        if deleted <= scheduled || scheduled < created {
+            no_run += 1;
+            continue;
+        }
+        jobs.push(TraceJob {
+            name: r.str("name").to_string(),
+            arrival_s: created,
+            duration_s: deleted - scheduled,
+            num_gpus: gpus,
+            group: "openb".into(),
+            cpu_per_gpu: Some(cpu / 1000.0 / f64::from(gpus)),
+            mem_per_gpu_gib: Some(mem / 1024.0 / f64::from(gpus)),
+        });
+    }
+    let skipped = vec![
+        ("cpu-only pod (num_gpu = 0)".to_string(), cpu_only),
+        ("GPU-sharing pod (gpu_milli < 1000)".to_string(), sharing),
+        ("no run time (deletion_time <= scheduled_time)".to_string(), no_run),
+    ];
+    Ok((jobs, skipped))
+}
+
+/// Reads `alibaba_2023_openb_gpu_nodes.csv` into a cluster. The file records GPUs, CPU and
+/// memory per node but no topology or NIC: GPUs are laid out as 2 per PCIe switch, 2 switches
+/// per socket (1- and 2-GPU nodes: one socket, one switch), and NICs are given
+/// [`ASSUMED_NIC_GBPS`] — both assumptions, not measurements.
+pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
+    let f = CsvFile::open(path, &["sn", "cpu_milli", "memory_mib", "gpu", "model"])?;
+    let mut servers = Vec::new();
+    for r in f.rows() {
+        let gpus = r.count("gpu")?;
+        let gpu_type = match r.str("model") {
+            "V100M16" | "V100M32" => "v100".to_string(),
+            other => other.to_lowercase(),
+        };
+        let topology = match gpus {
+            0 => vec![vec![0]],
+            1 | 2 => vec![vec![gpus]],
+            n => {
+                let per_socket = n / 2;
+                let sockets = [per_socket, n - per_socket];
+                sockets.iter().map(|&g| if g >= 4 { vec![g / 2, g - g / 2] } else { vec![g] }).collect()
+            }
+        };
+        servers.push(Server {
+            name: r.str("sn").to_string(),
+            gpu_type,
+            topology,
+            cpu_cores: r.nonneg("cpu_milli")? / 1000.0,
+            memory_gib: r.nonneg("memory_mib")? / 1024.0,
+            nic_gbps: ASSUMED_NIC_GBPS,
+        });
+    }
+    Ok(Cluster { servers })
+}
+
+/// NIC bandwidth given to servers whose source records none (Gbit/s). Informational: the
+/// performance model prices NIC sharing by fair share, not by this number.
+pub const ASSUMED_NIC_GBPS: f64 = 25.0;
+
+/// How trace rows become jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceOptions {
+    /// Seed of the model-assignment stream.
+    pub seed: u64,
+    /// Probability that a job is a parameter-server job.
+    pub ps_fraction: f64,
+    /// GPU type whose speed converts a duration into work.
+    pub reference_gpu: String,
+    /// GPUs per server when packing a job to convert its duration (the cluster's server size).
+    pub gpus_per_server: u32,
+    /// A job may scale up to this multiple of its trace GPU count.
+    pub max_scale_up: u32,
+    /// CPU cores per worker when the trace records none. Synergy's GPU-proportional fair share
+    /// (3 cores per GPU on its 24-core, 8-GPU server) — a default, not a measurement of the trace.
+    pub cpu_per_gpu: f64,
+    /// Memory per worker when the trace records none, GiB (Synergy's fair share, 62.5 GB/GPU).
+    pub mem_per_gpu_gib: f64,
+    /// CPU cores per PS task: DL2 measured 1.9–2.0 cores per PS (`ps_cpu_usages`).
+    pub cpu_per_ps: f64,
+    /// Memory per PS task, GiB. ESTIMATE: the largest DL2 model (vgg-16, 553 MB) fits many times.
+    pub mem_per_ps_gib: f64,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            seed: 0,
+            ps_fraction: 0.25,
+            reference_gpu: "v100".into(),
+            gpus_per_server: 8,
+            max_scale_up: 2,
+            cpu_per_gpu: 3.0,
+            mem_per_gpu_gib: 62.5,
+            cpu_per_ps: 2.0,
+            mem_per_ps_gib: 8.0,
+        }
+    }
+}
+
+/// GPU-time classes (upper bound in GPU-hours) and the all-reduce models drawn in each.
+pub const AR_CLASSES: [(f64, [&str; 2]); 3] =
+    [(1.0, ["cifar10", "ncf"]), (10.0, ["deepspeech2", "yolov3"]), (f64::INFINITY, ["imagenet", "bert"])];
+
+/// Turns trace rows into jobs with the seeded rule of the module docs.
+pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> Result<Vec<Job>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let ps_models: Vec<String> = perf
+        .models()
+        .into_iter()
+        .filter(|(_, a)| *a == Architecture::ParameterServer)
+        .map(|(m, _)| m)
+        .collect();
+    let mut jobs = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let n = row.num_gpus;
+        let is_ps = !ps_models.is_empty() && rng.random::<f64>() < opts.ps_fraction;
+        let (model, arch) = if is_ps {
+            (ps_models[rng.random_range(0..ps_models.len())].clone(), Architecture::ParameterServer)
+        } else {
+            let gpu_hours = row.duration_s * f64::from(n) / 3600.0;
+            let class = AR_CLASSES.iter().find(|(ub, _)| gpu_hours < *ub).map_or(AR_CLASSES[2].1, |c| c.1);
+            (class[rng.random_range(0..class.len())].to_string(), Architecture::AllReduce)
+        };
+        let g = opts.gpus_per_server.max(1);
+        let packed: Vec<u32> = (0..n.div_ceil(g)).map(|k| (n - k * g).min(g)).collect();
+        let id = i as u64;
+        let (workers, ps, ips) = match arch {
+            Architecture::AllReduce => {
+                let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: None };
+                let s = perf.speed(&q, &opts.reference_gpu, &PlacementShape::isolated(n, 0, packed))?;
+                (TaskRange::new(1, n.saturating_mul(opts.max_scale_up).max(1)), TaskRange::new(0, 0), s.iterations_per_s)
+            }
+            Architecture::ParameterServer => {
+                let (max_w, max_p) = ps_limits(perf, &model)?;
+                let w = n.min(max_w);
+                let p = w.min(max_p);
+                let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: None };
+                let s = perf.speed(&q, &opts.reference_gpu, &PlacementShape::isolated(w, p, packed))?;
+                let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
+                (TaskRange::new(1, wmax), TaskRange::new(1, max_p), s.iterations_per_s)
+            }
+        };
+        jobs.push(Job {
+            id,
+            arrival_s: row.arrival_s,
+            model,
+            arch,
+            total_iterations: row.duration_s * ips,
+            done_iterations: 0.0,
+            demand: TaskDemand {
+                gpus_per_worker: 1,
+                cpu_per_worker: row.cpu_per_gpu.unwrap_or(opts.cpu_per_gpu),
+                mem_per_worker_gib: row.mem_per_gpu_gib.unwrap_or(opts.mem_per_gpu_gib),
+                cpu_per_ps: opts.cpu_per_ps,
+                mem_per_ps_gib: opts.mem_per_ps_gib,
+            },
+            workers,
+            ps,
+            gpu_types: Vec::new(),
+            local_batch: None,
+            current: None,
+        });
+    }
+    Ok(jobs)
+}
+
+fn ps_limits(perf: &dyn PerfModel, model: &str) -> Result<(u32, u32)> {
+    perf.max_tasks(model).ok_or_else(|| Error::UnsupportedConfiguration {
+        model: model.into(),
+        reason: "no measured worker/PS limits".into(),
+    })
+}
