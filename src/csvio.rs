@@ -27,16 +27,29 @@ impl CsvFile {
 
     /// Parses CSV text; `name` is used in errors.
     pub(crate) fn from_bytes(bytes: &[u8], name: &str, required: &[&str]) -> Result<Self> {
-        let mut rdr = csv::ReaderBuilder::new().has_headers(true).from_reader(bytes);
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(bytes);
         let malformed = |e: csv::Error| {
             let line = e.position().map_or(0, |p| p.line());
-            Error::MalformedRow { file: name.to_string(), line, message: e.to_string() }
+            Error::MalformedRow {
+                file: name.to_string(),
+                line,
+                message: e.to_string(),
+            }
         };
-        let columns: Vec<String> =
-            rdr.headers().map_err(malformed)?.iter().map(|h| h.trim().to_string()).collect();
+        let columns: Vec<String> = rdr
+            .headers()
+            .map_err(malformed)?
+            .iter()
+            .map(|h| h.trim().to_string())
+            .collect();
         for &c in required {
             if !columns.iter().any(|h| h == c) {
-                return Err(Error::MissingColumn { file: name.to_string(), column: c.to_string() });
+                return Err(Error::MissingColumn {
+                    file: name.to_string(),
+                    column: c.to_string(),
+                });
             }
         }
         let mut rows = Vec::new();
@@ -45,12 +58,20 @@ impl CsvFile {
             let line = rec.position().map_or(0, |p| p.line());
             rows.push((line, rec));
         }
-        Ok(CsvFile { name: name.to_string(), columns, rows })
+        Ok(CsvFile {
+            name: name.to_string(),
+            columns,
+            rows,
+        })
     }
 
     /// The data rows in file order.
     pub(crate) fn rows(&self) -> impl Iterator<Item = Row<'_>> {
-        self.rows.iter().map(move |(line, rec)| Row { file: self, line: *line, rec })
+        self.rows.iter().map(move |(line, rec)| Row {
+            file: self,
+            line: *line,
+            rec,
+        })
     }
 
     pub(crate) fn has_column(&self, c: &str) -> bool {
@@ -58,7 +79,10 @@ impl CsvFile {
     }
 
     fn index(&self, c: &str) -> usize {
-        self.columns.iter().position(|h| h == c).expect("required columns are checked on open")
+        self.columns
+            .iter()
+            .position(|h| h == c)
+            .expect("required columns are checked on open")
     }
 }
 

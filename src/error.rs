@@ -124,7 +124,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// An [`Error::InvalidField`].

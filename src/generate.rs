@@ -55,10 +55,19 @@ impl Default for GenerateOptions {
 /// Generates a valid snapshot; models are drawn from those the performance model knows.
 pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterSnapshot> {
     if opts.servers == 0 {
-        return Err(Error::EmptyCluster { context: "generate".into(), what: "servers".into() });
+        return Err(Error::EmptyCluster {
+            context: "generate".into(),
+            what: "servers".into(),
+        });
     }
     if opts.gpu_types.is_empty() {
-        return Err(Error::invalid("generate", 0, "gpu_types", "[]", "need at least one GPU type"));
+        return Err(Error::invalid(
+            "generate",
+            0,
+            "gpu_types",
+            "[]",
+            "need at least one GPU type",
+        ));
     }
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let (so, sw, g) = opts.topology;
@@ -79,19 +88,32 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
     let cluster = Cluster { servers };
     let models = perf.models();
     if models.is_empty() {
-        return Err(Error::InvalidInstance { context: "generate".into(), reason: "the performance model knows no model".into() });
+        return Err(Error::InvalidInstance {
+            context: "generate".into(),
+            reason: "the performance model knows no model".into(),
+        });
     }
     let per_server = so * sw * g;
     let mut jobs = Vec::with_capacity(opts.jobs);
     for id in 0..opts.jobs as u64 {
         let (model, arch) = models[rng.random_range(0..models.len())].clone();
         let (max_w, max_p) = perf.max_tasks(&model).unwrap_or((1, 0));
-        let wmax = rng.random_range(1..=opts.max_workers.max(1)).min(max_w).max(1);
+        let wmax = rng
+            .random_range(1..=opts.max_workers.max(1))
+            .min(max_w)
+            .max(1);
         let ps = match arch {
             Architecture::AllReduce => TaskRange::new(0, 0),
-            Architecture::ParameterServer => TaskRange::new(1, rng.random_range(1..=4u32).min(max_p).max(1)),
+            Architecture::ParameterServer => {
+                TaskRange::new(1, rng.random_range(1..=4u32).min(max_p).max(1))
+            }
         };
-        let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: None };
+        let q = JobQuery {
+            model: &model,
+            arch,
+            gpus_per_worker: 1,
+            local_batch: None,
+        };
         let shape = PlacementShape::isolated(1, ps.min, vec![1]);
         let speed = perf.speed(&q, &cluster.servers[0].gpu_type, &shape)?;
         // Durations log-uniform between 10 minutes and 1 day on one worker.
@@ -104,7 +126,11 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
             model,
             arch,
             total_iterations: total,
-            done_iterations: if running { (rng.random::<f64>() * 0.9 * total).floor() } else { 0.0 },
+            done_iterations: if running {
+                (rng.random::<f64>() * 0.9 * total).floor()
+            } else {
+                0.0
+            },
             demand: TaskDemand {
                 gpus_per_worker: 1,
                 cpu_per_worker: opts.cpu_cores / f64::from(per_server.max(1)),
@@ -126,7 +152,11 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
 /// First-fit placement of the running jobs with their minimum allocation, skipping any that do
 /// not fit, so that the current placements together always form a valid schedule.
 fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
-    let mut free: Vec<Vec<u32>> = cluster.servers.iter().map(|s| (0..s.num_gpus()).collect()).collect();
+    let mut free: Vec<Vec<u32>> = cluster
+        .servers
+        .iter()
+        .map(|s| (0..s.num_gpus()).collect())
+        .collect();
     let mut cpu: Vec<f64> = cluster.servers.iter().map(|s| s.cpu_cores).collect();
     let mut mem: Vec<f64> = cluster.servers.iter().map(|s| s.memory_gib).collect();
     for job in jobs.iter_mut() {
@@ -135,11 +165,17 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
             continue;
         }
         let d = job.demand;
-        let mut a = Assignment { job: job.id, workers: Vec::new(), ps: Vec::new() };
+        let mut a = Assignment {
+            job: job.id,
+            workers: Vec::new(),
+            ps: Vec::new(),
+        };
         let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
         for _ in 0..job.workers.min {
             let Some(s) = (0..f2.len()).find(|&s| {
-                f2[s].len() as u32 >= d.gpus_per_worker && c2[s] >= d.cpu_per_worker && m2[s] >= d.mem_per_worker_gib
+                f2[s].len() as u32 >= d.gpus_per_worker
+                    && c2[s] >= d.cpu_per_worker
+                    && m2[s] >= d.mem_per_worker_gib
             }) else {
                 break;
             };
@@ -149,7 +185,11 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
             a.workers.push(WorkerTask { server: s, gpus });
         }
         for _ in 0..job.ps.min {
-            let Some(s) = (0..c2.len()).find(|&s| c2[s] >= d.cpu_per_ps && m2[s] >= d.mem_per_ps_gib) else { break };
+            let Some(s) =
+                (0..c2.len()).find(|&s| c2[s] >= d.cpu_per_ps && m2[s] >= d.mem_per_ps_gib)
+            else {
+                break;
+            };
             c2[s] -= d.cpu_per_ps;
             m2[s] -= d.mem_per_ps_gib;
             a.ps.push(PsTask { server: s });
@@ -166,5 +206,11 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
 
 /// The schedule that keeps every running job where it is.
 pub fn current_schedule(snapshot: &ClusterSnapshot) -> Schedule {
-    Schedule { assignments: snapshot.jobs.iter().filter_map(|j| j.current.clone()).collect() }
+    Schedule {
+        assignments: snapshot
+            .jobs
+            .iter()
+            .filter_map(|j| j.current.clone())
+            .collect(),
+    }
 }

@@ -12,7 +12,11 @@ use coda::{
 };
 
 #[derive(Parser)]
-#[command(name = "coda", version, about = "Contention-aware joint allocation and placement of DL training jobs")]
+#[command(
+    name = "coda",
+    version,
+    about = "Contention-aware joint allocation and placement of DL training jobs"
+)]
 struct Cli {
     /// Performance-model parameter file (default: the shipped `models/perf_params.json`).
     #[arg(long, global = true)]
@@ -144,7 +148,12 @@ fn perf_model(params: &Option<PathBuf>) -> coda::Result<CalibratedPerf> {
 
 fn run(cli: Cli) -> coda::Result<ExitCode> {
     match cli.cmd {
-        Cmd::Calibrate { datasets, out, quality_csv, json } => {
+        Cmd::Calibrate {
+            datasets,
+            out,
+            quality_csv,
+            json,
+        } => {
             let t = Instant::now();
             let params = perf::calibrate(&datasets, Estimates::default())?;
             let text = serde_json::to_string_pretty(&params).expect("params serialize") + "\n";
@@ -153,14 +162,32 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
             }
             if json {
-                println!("{}", serde_json::to_string(&params.fit_quality).expect("serialize"));
+                println!(
+                    "{}",
+                    serde_json::to_string(&params.fit_quality).expect("serialize")
+                );
             } else {
                 print_quality(&params);
-                println!("wrote {} in {:.2} s", out.display(), t.elapsed().as_secs_f64());
+                println!(
+                    "wrote {} in {:.2} s",
+                    out.display(),
+                    t.elapsed().as_secs_f64()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Perf { model, workers, ps, placement, gpu, batch, ps_local, cross_socket, list, json } => {
+        Cmd::Perf {
+            model,
+            workers,
+            ps,
+            placement,
+            gpu,
+            batch,
+            ps_local,
+            cross_socket,
+            list,
+            json,
+        } => {
             let perf = perf_model(&cli.params)?;
             if list {
                 for (m, a) in perf.models() {
@@ -169,11 +196,18 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let model = model.expect("clap requires --model without --list");
-            let arch = perf.architecture(&model).ok_or_else(|| coda::Error::UnknownModel {
-                context: "--model".into(),
-                model: model.clone(),
-                known: perf.models().into_iter().map(|(m, _)| m).collect::<Vec<_>>().join(", "),
-            })?;
+            let arch = perf
+                .architecture(&model)
+                .ok_or_else(|| coda::Error::UnknownModel {
+                    context: "--model".into(),
+                    model: model.clone(),
+                    known: perf
+                        .models()
+                        .into_iter()
+                        .map(|(m, _)| m)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
             let ps = match arch {
                 Architecture::ParameterServer => ps.unwrap_or(1),
                 Architecture::AllReduce => ps.unwrap_or(0),
@@ -191,10 +225,18 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let mut shape = PlacementShape::isolated(workers, ps, placement.clone());
             shape.ps_colocated_fraction = ps_local;
             shape.cross_socket_servers = cross_socket;
-            let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: batch.map(f64::from) };
+            let q = JobQuery {
+                model: &model,
+                arch,
+                gpus_per_worker: 1,
+                local_batch: batch.map(f64::from),
+            };
             let s = perf.speed(&q, &gpu, &shape)?;
             let (value, unit) = match arch {
-                Architecture::ParameterServer => (s.iterations_per_s, "job_speed (steps/s summed over workers)"),
+                Architecture::ParameterServer => (
+                    s.iterations_per_s,
+                    "job_speed (steps/s summed over workers)",
+                ),
                 Architecture::AllReduce => (s.step_time_s, "step_time (s per step)"),
             };
             if json {
@@ -204,7 +246,9 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 });
                 println!("{obj}");
             } else {
-                println!("{model} ({arch:?}) on {gpu}, {workers} workers, {ps} PS, placement {placement:?}");
+                println!(
+                    "{model} ({arch:?}) on {gpu}, {workers} workers, {ps} PS, placement {placement:?}"
+                );
                 println!("  {unit}: {value:.6}");
                 println!(
                     "  per step: compute {:.4} s, intra-server comm {:.4} s, inter-server comm {:.4} s",
@@ -213,7 +257,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Validate { instance, schedule, json } => {
+        Cmd::Validate {
+            instance,
+            schedule,
+            json,
+        } => {
             let perf = perf_model(&cli.params)?;
             let snap = ClusterSnapshot::from_json_file(&instance)?;
             let origin = instance.display().to_string();
@@ -224,7 +272,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let t = Instant::now();
             let violations = sched.validate(&snap);
             let validate_s = t.elapsed().as_secs_f64();
-            let speeds = if violations.is_empty() { perf::speeds(&perf, &snap, &sched)? } else { Vec::new() };
+            let speeds = if violations.is_empty() {
+                perf::speeds(&perf, &snap, &sched)?
+            } else {
+                Vec::new()
+            };
             if json {
                 let obj = serde_json::json!({
                     "valid": violations.is_empty(),
@@ -235,7 +287,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 println!("{obj}");
             } else {
                 if violations.is_empty() {
-                    println!("valid: {} jobs running, {} GPUs used", sched.assignments.len(), sched.gpus_used());
+                    println!(
+                        "valid: {} jobs running, {} GPUs used",
+                        sched.assignments.len(),
+                        sched.gpus_used()
+                    );
                 } else {
                     println!("{} violation(s):", violations.len());
                     for v in &violations {
@@ -245,26 +301,56 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 for (j, s) in &speeds {
                     println!(
                         "  job {j}: {:.4} it/s, step {:.4} s (compute {:.4}, intra {:.4}, inter {:.4})",
-                        s.iterations_per_s, s.step_time_s, s.compute_s, s.intra_comm_s, s.inter_comm_s
+                        s.iterations_per_s,
+                        s.step_time_s,
+                        s.compute_s,
+                        s.intra_comm_s,
+                        s.inter_comm_s
                     );
                 }
             }
-            Ok(if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if violations.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
-        Cmd::Generate { servers, jobs, seed, gpu_types, out } => {
+        Cmd::Generate {
+            servers,
+            jobs,
+            seed,
+            gpu_types,
+            out,
+        } => {
             let perf = perf_model(&cli.params)?;
-            let opts = GenerateOptions { servers, jobs, seed, gpu_types, ..Default::default() };
+            let opts = GenerateOptions {
+                servers,
+                jobs,
+                seed,
+                gpu_types,
+                ..Default::default()
+            };
             let snap = coda::generate(&opts, &perf)?;
             match out {
                 Some(p) => {
                     snap.to_json_file(&p)?;
                     eprintln!("wrote {}", p.display());
                 }
-                None => println!("{}", serde_json::to_string_pretty(&snap).expect("serialize")),
+                None => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&snap).expect("serialize")
+                ),
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Trace { trace: name, group, seed, datasets, out, json } => {
+        Cmd::Trace {
+            trace: name,
+            group,
+            seed,
+            datasets,
+            out,
+            json,
+        } => {
             let perf = perf_model(&cli.params)?;
             let (path, format) = match TraceFormat::from_name(&name) {
                 Some(f) => (datasets.join(f.shipped_file()), f),
@@ -277,7 +363,10 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let t = Instant::now();
             let tr = trace::load(&path, format, &TraceFilter { group })?;
             let load_s = t.elapsed().as_secs_f64();
-            let opts = TraceOptions { seed, ..Default::default() };
+            let opts = TraceOptions {
+                seed,
+                ..Default::default()
+            };
             let jobs = trace::to_jobs(&tr.jobs, &opts, &perf)?;
             let gpus: u64 = tr.jobs.iter().map(|j| u64::from(j.num_gpus)).sum();
             let mut by_model: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -295,7 +384,13 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 });
                 println!("{obj}");
             } else {
-                println!("{}: {} jobs ({:?}), {gpus} GPUs requested in total, loaded in {:.3} s", path.display(), jobs.len(), format, load_s);
+                println!(
+                    "{}: {} jobs ({:?}), {gpus} GPUs requested in total, loaded in {:.3} s",
+                    path.display(),
+                    jobs.len(),
+                    format,
+                    load_s
+                );
                 for (why, n) in &tr.skipped {
                     println!("  skipped {n}: {why}");
                 }
@@ -310,21 +405,42 @@ fn quality_csv_text(q: &[FitQuality]) -> String {
     let mut s = String::from("model,gpu,split,rows,mape,median_ape,train_mape\n");
     for r in q {
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
-        s += &format!("{},{},{},{},{},{},{}\n", r.model, r.gpu, r.split, r.rows, f(r.mape), f(r.median_ape), f(r.train_mape));
+        s += &format!(
+            "{},{},{},{},{},{},{}\n",
+            r.model,
+            r.gpu,
+            r.split,
+            r.rows,
+            f(r.mape),
+            f(r.median_ape),
+            f(r.train_mape)
+        );
     }
     s
 }
 
 fn print_quality(p: &PerfParams) {
-    println!("{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}", "model", "gpu", "split", "rows", "MAPE", "medAPE", "train");
+    println!(
+        "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
+        "model", "gpu", "split", "rows", "MAPE", "medAPE", "train"
+    );
     for r in &p.fit_quality {
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
         println!(
             "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
-            r.model, r.gpu, r.split, r.rows, f(r.mape), f(r.median_ape), f(r.train_mape)
+            r.model,
+            r.gpu,
+            r.split,
+            r.rows,
+            f(r.mape),
+            f(r.median_ape),
+            f(r.train_mape)
         );
     }
-    println!("compute ∝ TFLOP/s^-{:.3} (fitted across GPU types)", p.compute_tflops_exponent);
+    println!(
+        "compute ∝ TFLOP/s^-{:.3} (fitted across GPU types)",
+        p.compute_tflops_exponent
+    );
     // Row-weighted summary per family and split.
     let family = |m: &str| {
         if p.ps_models.contains_key(m) {
@@ -343,6 +459,9 @@ fn print_quality(p: &PerfParams) {
         e.1 += r.rows;
     }
     for ((fam, split), (sum, n)) in acc {
-        println!("summary: {fam:<24} {split:<8} held-out MAPE {:>6.1}% over {n} rows", 100.0 * sum / n as f64);
+        println!(
+            "summary: {fam:<24} {split:<8} held-out MAPE {:>6.1}% over {n} rows",
+            100.0 * sum / n as f64
+        );
     }
 }

@@ -67,7 +67,10 @@ impl Server {
         for (socket, switches) in self.topology.iter().enumerate() {
             for &gpus in switches {
                 for _ in 0..gpus {
-                    slots.push(GpuSlot { socket: socket as u32, switch });
+                    slots.push(GpuSlot {
+                        socket: socket as u32,
+                        switch,
+                    });
                 }
                 switch += 1;
             }
@@ -89,7 +92,10 @@ impl Cluster {
     pub fn homogeneous(n: usize, template: &Server) -> Self {
         Cluster {
             servers: (0..n)
-                .map(|i| Server { name: format!("node-{i:03}"), ..template.clone() })
+                .map(|i| Server {
+                    name: format!("node-{i:03}"),
+                    ..template.clone()
+                })
                 .collect(),
         }
     }

@@ -102,20 +102,36 @@ impl Job {
             Err((field.to_string(), value, reason.to_string()))
         };
         if !self.arrival_s.is_finite() || self.arrival_s < 0.0 {
-            return bad("arrival_s", self.arrival_s.to_string(), "must be finite and >= 0");
+            return bad(
+                "arrival_s",
+                self.arrival_s.to_string(),
+                "must be finite and >= 0",
+            );
         }
         if !self.total_iterations.is_finite() || self.total_iterations <= 0.0 {
-            return bad("total_iterations", self.total_iterations.to_string(), "must be finite and > 0");
+            return bad(
+                "total_iterations",
+                self.total_iterations.to_string(),
+                "must be finite and > 0",
+            );
         }
         if !self.done_iterations.is_finite() || self.done_iterations < 0.0 {
-            return bad("done_iterations", self.done_iterations.to_string(), "must be finite and >= 0");
+            return bad(
+                "done_iterations",
+                self.done_iterations.to_string(),
+                "must be finite and >= 0",
+            );
         }
         if self.model.trim().is_empty() {
             return bad("model", self.model.clone(), "must not be empty");
         }
         let d = &self.demand;
         if d.gpus_per_worker == 0 {
-            return bad("demand.gpus_per_worker", "0".into(), "every worker needs at least one GPU");
+            return bad(
+                "demand.gpus_per_worker",
+                "0".into(),
+                "every worker needs at least one GPU",
+            );
         }
         for (field, v) in [
             ("demand.cpu_per_worker", d.cpu_per_worker),
@@ -135,15 +151,23 @@ impl Job {
             );
         }
         if self.ps.min > self.ps.max {
-            return bad("ps", format!("{}..={}", self.ps.min, self.ps.max), "need min <= max");
+            return bad(
+                "ps",
+                format!("{}..={}", self.ps.min, self.ps.max),
+                "need min <= max",
+            );
         }
         match self.arch {
-            Architecture::AllReduce if self.ps.max != 0 => {
-                bad("ps", format!("{}..={}", self.ps.min, self.ps.max), "all-reduce jobs have no PS")
-            }
-            Architecture::ParameterServer if self.ps.min == 0 => {
-                bad("ps.min", "0".into(), "a PS job needs at least one parameter server")
-            }
+            Architecture::AllReduce if self.ps.max != 0 => bad(
+                "ps",
+                format!("{}..={}", self.ps.min, self.ps.max),
+                "all-reduce jobs have no PS",
+            ),
+            Architecture::ParameterServer if self.ps.min == 0 => bad(
+                "ps.min",
+                "0".into(),
+                "a PS job needs at least one parameter server",
+            ),
             _ => Ok(()),
         }
     }
@@ -193,7 +217,10 @@ impl TryFrom<JobFields> for Job {
             format!("job {}: field `{field}` = {value}: {reason}", job.id)
         })?;
         if job.local_batch == Some(0) {
-            return Err(format!("job {}: field `local_batch` = 0: must be >= 1", job.id));
+            return Err(format!(
+                "job {}: field `local_batch` = 0: must be >= 1",
+                job.id
+            ));
         }
         Ok(job)
     }

@@ -55,8 +55,12 @@ impl Assignment {
 
     /// Every server this assignment touches (workers or PS), sorted, without repeats.
     pub fn servers(&self) -> Vec<usize> {
-        let mut s: Vec<usize> =
-            self.workers.iter().map(|w| w.server).chain(self.ps.iter().map(|p| p.server)).collect();
+        let mut s: Vec<usize> = self
+            .workers
+            .iter()
+            .map(|w| w.server)
+            .chain(self.ps.iter().map(|p| p.server))
+            .collect();
         s.sort_unstable();
         s.dedup();
         s
@@ -186,27 +190,69 @@ impl fmt::Display for Violation {
             UnknownGpu { job, server, gpu } => {
                 write!(f, "job {job}: server {server} has no GPU {gpu}")
             }
-            GpuDoubleBooked { server, gpu, first_job, second_job } => write!(
+            GpuDoubleBooked {
+                server,
+                gpu,
+                first_job,
+                second_job,
+            } => write!(
                 f,
                 "server {server} GPU {gpu}: given to job {first_job} and again to job {second_job}"
             ),
-            WrongGpusPerWorker { job, worker, expected, got } => {
-                write!(f, "job {job} worker {worker}: {got} GPUs, the job needs {expected}")
+            WrongGpusPerWorker {
+                job,
+                worker,
+                expected,
+                got,
+            } => {
+                write!(
+                    f,
+                    "job {job} worker {worker}: {got} GPUs, the job needs {expected}"
+                )
             }
-            WorkersOutOfRange { job, workers, min, max } => {
+            WorkersOutOfRange {
+                job,
+                workers,
+                min,
+                max,
+            } => {
                 write!(f, "job {job}: {workers} workers, allowed {min}..={max}")
             }
             PsOutOfRange { job, ps, min, max } => {
-                write!(f, "job {job}: {ps} parameter servers, allowed {min}..={max}")
+                write!(
+                    f,
+                    "job {job}: {ps} parameter servers, allowed {min}..={max}"
+                )
             }
-            IncompatibleGpuType { job, server, gpu_type } => {
-                write!(f, "job {job}: server {server} has {gpu_type} GPUs, which it cannot use")
+            IncompatibleGpuType {
+                job,
+                server,
+                gpu_type,
+            } => {
+                write!(
+                    f,
+                    "job {job}: server {server} has {gpu_type} GPUs, which it cannot use"
+                )
             }
-            CpuOverCapacity { server, used, capacity } => {
-                write!(f, "server {server}: {used} CPU cores asked, {capacity} available")
+            CpuOverCapacity {
+                server,
+                used,
+                capacity,
+            } => {
+                write!(
+                    f,
+                    "server {server}: {used} CPU cores asked, {capacity} available"
+                )
             }
-            MemoryOverCapacity { server, used_gib, capacity_gib } => {
-                write!(f, "server {server}: {used_gib} GiB asked, {capacity_gib} GiB available")
+            MemoryOverCapacity {
+                server,
+                used_gib,
+                capacity_gib,
+            } => {
+                write!(
+                    f,
+                    "server {server}: {used_gib} GiB asked, {capacity_gib} GiB available"
+                )
             }
         }
     }
@@ -238,8 +284,11 @@ impl Schedule {
         // GPU owner per server, allocated lazily: most servers of a large cluster are untouched
         // by most schedules' violations, but all are touched by a full schedule, so a flat table
         // indexed by server is the cheapest.
-        let mut owner: Vec<Vec<Option<u64>>> =
-            cluster.servers.iter().map(|s| vec![None; s.num_gpus() as usize]).collect();
+        let mut owner: Vec<Vec<Option<u64>>> = cluster
+            .servers
+            .iter()
+            .map(|s| vec![None; s.num_gpus() as usize])
+            .collect();
         let mut cpu = vec![0.0f64; cluster.servers.len()];
         let mut mem = vec![0.0f64; cluster.servers.len()];
 
@@ -272,7 +321,10 @@ impl Schedule {
             let mut bad_type_servers: Vec<usize> = Vec::new();
             for (wi, w) in a.workers.iter().enumerate() {
                 let Some(server) = cluster.servers.get(w.server) else {
-                    out.push(Violation::UnknownServer { job: job.id, server: w.server });
+                    out.push(Violation::UnknownServer {
+                        job: job.id,
+                        server: w.server,
+                    });
                     continue;
                 };
                 if w.gpus.len() as u32 != job.demand.gpus_per_worker {
@@ -312,7 +364,10 @@ impl Schedule {
             }
             for p in &a.ps {
                 if p.server >= cluster.servers.len() {
-                    out.push(Violation::UnknownServer { job: job.id, server: p.server });
+                    out.push(Violation::UnknownServer {
+                        job: job.id,
+                        server: p.server,
+                    });
                     continue;
                 }
                 cpu[p.server] += job.demand.cpu_per_ps;
@@ -321,7 +376,11 @@ impl Schedule {
         }
         for (i, s) in cluster.servers.iter().enumerate() {
             if cpu[i] > s.cpu_cores + CAPACITY_TOLERANCE {
-                out.push(Violation::CpuOverCapacity { server: i, used: cpu[i], capacity: s.cpu_cores });
+                out.push(Violation::CpuOverCapacity {
+                    server: i,
+                    used: cpu[i],
+                    capacity: s.cpu_cores,
+                });
             }
             if mem[i] > s.memory_gib + CAPACITY_TOLERANCE {
                 out.push(Violation::MemoryOverCapacity {
@@ -341,6 +400,10 @@ impl Schedule {
 
     /// GPUs in use.
     pub fn gpus_used(&self) -> usize {
-        self.assignments.iter().flat_map(|a| &a.workers).map(|w| w.gpus.len()).sum()
+        self.assignments
+            .iter()
+            .flat_map(|a| &a.workers)
+            .map(|w| w.gpus.len())
+            .sum()
     }
 }

@@ -24,7 +24,11 @@ pub struct ClusterSnapshot {
 impl ClusterSnapshot {
     /// Builds a snapshot and checks it (see [`ClusterSnapshot::check`]).
     pub fn new(time_s: f64, cluster: Cluster, jobs: Vec<Job>) -> Result<Self> {
-        let s = ClusterSnapshot { time_s, cluster, jobs };
+        let s = ClusterSnapshot {
+            time_s,
+            cluster,
+            jobs,
+        };
         s.check("<input>")?;
         Ok(s)
     }
@@ -55,13 +59,25 @@ impl ClusterSnapshot {
     /// and current placements that point outside the cluster.
     pub fn check(&self, origin: &str) -> Result<()> {
         if !self.time_s.is_finite() || self.time_s < 0.0 {
-            return Err(Error::invalid(origin, 0, "time_s", self.time_s, "must be finite and >= 0"));
+            return Err(Error::invalid(
+                origin,
+                0,
+                "time_s",
+                self.time_s,
+                "must be finite and >= 0",
+            ));
         }
         if self.cluster.servers.is_empty() {
-            return Err(Error::EmptyCluster { context: origin.into(), what: "servers".into() });
+            return Err(Error::EmptyCluster {
+                context: origin.into(),
+                what: "servers".into(),
+            });
         }
         if self.cluster.num_gpus() == 0 {
-            return Err(Error::EmptyCluster { context: origin.into(), what: "GPUs".into() });
+            return Err(Error::EmptyCluster {
+                context: origin.into(),
+                what: "GPUs".into(),
+            });
         }
         for (i, s) in self.cluster.servers.iter().enumerate() {
             for (field, v, strictly) in [
@@ -75,7 +91,11 @@ impl ClusterSnapshot {
                         0,
                         &format!("cluster.servers[{i}].{field}"),
                         v,
-                        if strictly { "must be finite and > 0" } else { "must be finite and >= 0" },
+                        if strictly {
+                            "must be finite and > 0"
+                        } else {
+                            "must be finite and >= 0"
+                        },
                     ));
                 }
             }
@@ -105,14 +125,19 @@ impl ClusterSnapshot {
                 if cur.job != job.id {
                     return Err(Error::InvalidInstance {
                         context: origin.into(),
-                        reason: format!("jobs[{k}].current names job {} instead of {}", cur.job, job.id),
+                        reason: format!(
+                            "jobs[{k}].current names job {} instead of {}",
+                            cur.job, job.id
+                        ),
                     });
                 }
                 let servers = self.cluster.servers.len();
                 if let Some(s) = cur.servers().into_iter().find(|&s| s >= servers) {
                     return Err(Error::InvalidInstance {
                         context: origin.into(),
-                        reason: format!("jobs[{k}].current uses server {s}; the cluster has {servers}"),
+                        reason: format!(
+                            "jobs[{k}].current uses server {s}; the cluster has {servers}"
+                        ),
                     });
                 }
             }
@@ -122,7 +147,11 @@ impl ClusterSnapshot {
 
     fn check_fits(&self, job: &Job, origin: &str) -> Result<()> {
         let d = &job.demand;
-        let too_large = |reason: String| Error::JobTooLarge { context: origin.into(), job: job.id, reason };
+        let too_large = |reason: String| Error::JobTooLarge {
+            context: origin.into(),
+            job: job.id,
+            reason,
+        };
         let hosts_worker = |s: &super::Server| {
             job.allows_gpu(&s.gpu_type)
                 && s.num_gpus() >= d.gpus_per_worker

@@ -52,7 +52,10 @@ pub fn gavel_model_name(job_type: &str) -> String {
         Some((b, rest)) => (b.to_string(), Some(rest.trim_end_matches(')').to_string())),
         None => (lower.clone(), None),
     };
-    let base: String = base.chars().map(|c| if c.is_alphanumeric() { c } else { '-' }).collect();
+    let base: String = base
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect();
     match batch {
         Some(b) => format!("gavel-{base}-b{b}"),
         None => format!("gavel-{base}"),
@@ -60,7 +63,10 @@ pub fn gavel_model_name(job_type: &str) -> String {
 }
 
 fn proxy_for(model: &str) -> Option<String> {
-    INTERFERENCE_PROXY.iter().find(|(m, _)| *m == model).map(|(_, p)| p.to_string())
+    INTERFERENCE_PROXY
+        .iter()
+        .find(|(m, _)| *m == model)
+        .map(|(_, p)| p.to_string())
 }
 
 /// One measured row: features of the linear time model and the measured time (seconds).
@@ -79,7 +85,9 @@ fn fit_relative(rows: &[&Obs]) -> Option<Vec<f64>> {
     let a = DMatrix::from_fn(rows.len(), p, |i, j| rows[i].x[j] / rows[i].time);
     let b = DVector::from_element(rows.len(), 1.0);
     let th = nnls(&a, &b);
-    th.iter().all(|v| v.is_finite()).then(|| th.iter().copied().collect())
+    th.iter()
+        .all(|v| v.is_finite())
+        .then(|| th.iter().copied().collect())
 }
 
 fn predict(th: &[f64], x: &[f64]) -> f64 {
@@ -106,7 +114,11 @@ fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    }
 }
 
 /// Full fit plus k-fold held-out errors.
@@ -122,14 +134,22 @@ fn fit_with_cv(
         model: format!("{name} on {gpu}"),
         reason: format!("no usable fit from {} rows", rows.len()),
     })?;
-    let train: Vec<f64> = rows.iter().map(|o| ape(predict(&th, &o.x), o.time, as_speed)).collect();
+    let train: Vec<f64> = rows
+        .iter()
+        .map(|o| ape(predict(&th, &o.x), o.time, as_speed))
+        .collect();
     let k = rows.len().min(5);
     let mut idx: Vec<usize> = (0..rows.len()).collect();
     idx.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     let mut held = Vec::with_capacity(rows.len());
     if k >= 2 {
         for f in 0..k {
-            let tr: Vec<&Obs> = idx.iter().enumerate().filter(|(i, _)| i % k != f).map(|(_, &j)| &rows[j]).collect();
+            let tr: Vec<&Obs> = idx
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % k != f)
+                .map(|(_, &j)| &rows[j])
+                .collect();
             let Some(t) = fit_relative(&tr) else { continue };
             for (_, &j) in idx.iter().enumerate().filter(|(i, _)| i % k == f) {
                 held.push(ape(predict(&t, &rows[j].x), rows[j].time, as_speed));
@@ -164,11 +184,18 @@ fn ar_features(m: f64, k: u32, n: u32) -> Vec<f64> {
 fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec<FitQuality>)> {
     let f = CsvFile::open(
         &dir.join("dl2_ps_worker_speed.csv"),
-        &["model", "tot_batch_size", "num_ps", "num_worker", "job_speed"],
+        &[
+            "model",
+            "tot_batch_size",
+            "num_ps",
+            "num_worker",
+            "job_speed",
+        ],
     )?;
     let consts_path = dir.join("dl2_model_constants.json");
     let text = std::fs::read_to_string(&consts_path).map_err(|e| Error::io(&consts_path, e))?;
-    let consts: serde_json::Value = crate::model::parse_json(&text, &consts_path.display().to_string())?;
+    let consts: serde_json::Value =
+        crate::model::parse_json(&text, &consts_path.display().to_string())?;
     let mut by_model: BTreeMap<String, (f64, Vec<Obs>, u32, u32)> = BTreeMap::new();
     for r in f.rows() {
         let model = r.str("model").to_string();
@@ -185,7 +212,10 @@ fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec
         if e.0 != batch {
             return Err(r.bad("tot_batch_size", "one model must have one batch size"));
         }
-        e.1.push(Obs { x: ps_features(batch, f64::from(w), f64::from(p)).to_vec(), time: 1.0 / speed });
+        e.1.push(Obs {
+            x: ps_features(batch, f64::from(w), f64::from(p)).to_vec(),
+            time: 1.0 / speed,
+        });
         e.2 = e.2.max(w);
         e.3 = e.3.max(p);
     }
@@ -193,14 +223,26 @@ fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec
     let mut quality = Vec::new();
     for (model, (batch, rows, max_w, max_p)) in by_model {
         let (th, q) = fit_with_cv(&model, "-", &rows, true, seed)?;
-        let c = consts.get("models").and_then(|m| m.get(&model)).ok_or_else(|| Error::Calibration {
-            model: model.clone(),
-            reason: format!("no entry in {}", consts_path.display()),
-        })?;
+        let c = consts
+            .get("models")
+            .and_then(|m| m.get(&model))
+            .ok_or_else(|| Error::Calibration {
+                model: model.clone(),
+                reason: format!("no entry in {}", consts_path.display()),
+            })?;
         let num = |k: &str| -> Result<f64> {
-            c.get(k).and_then(serde_json::Value::as_f64).filter(|v| *v > 0.0).ok_or_else(|| {
-                Error::invalid(&consts_path.display().to_string(), 0, &format!("models.{model}.{k}"), "", "missing or not > 0")
-            })
+            c.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .filter(|v| *v > 0.0)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        &consts_path.display().to_string(),
+                        0,
+                        &format!("models.{model}.{k}"),
+                        "",
+                        "missing or not > 0",
+                    )
+                })
         };
         out.insert(
             model.clone(),
@@ -233,7 +275,14 @@ struct ArData {
 fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     let f = CsvFile::open(
         &dir.join("pollux_sia_placement_step_times.csv"),
-        &["cluster", "model", "num_nodes", "num_replicas", "local_bsz", "step_time"],
+        &[
+            "cluster",
+            "model",
+            "num_nodes",
+            "num_replicas",
+            "local_bsz",
+            "step_time",
+        ],
     )?;
     let mut out: BTreeMap<String, ArData> = BTreeMap::new();
     let mut batches: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -261,7 +310,10 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
             rows: BTreeMap::new(),
         });
         d.max_gpus = d.max_gpus.max(k);
-        d.rows.entry(gpu.to_string()).or_default().push(Obs { x: ar_features(m, k, n), time: t });
+        d.rows.entry(gpu.to_string()).or_default().push(Obs {
+            x: ar_features(m, k, n),
+            time: t,
+        });
     }
     for (model, b) in batches {
         if let Some(d) = out.get_mut(&model) {
@@ -271,10 +323,18 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     Ok(out)
 }
 
-fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, BTreeMap<(String, String), f64>)> {
+fn read_gavel_isolated(
+    dir: &Path,
+) -> Result<(BTreeMap<String, ArData>, BTreeMap<(String, String), f64>)> {
     let f = CsvFile::open(
         &dir.join("gavel_isolated_throughputs.csv"),
-        &["gpu_type", "job_type", "scale_factor", "sim_consolidated", "sim_unconsolidated"],
+        &[
+            "gpu_type",
+            "job_type",
+            "scale_factor",
+            "sim_consolidated",
+            "sim_unconsolidated",
+        ],
     )?;
     let mut out: BTreeMap<String, ArData> = BTreeMap::new();
     let mut single: BTreeMap<(String, String), f64> = BTreeMap::new();
@@ -301,12 +361,18 @@ fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, BTreeMap
             if k == 1 {
                 single.insert((gpu, job_type.clone()), cons);
             }
-            rows.push(Obs { x: ar_features(0.0, k, 1), time: f64::from(k) / cons });
+            rows.push(Obs {
+                x: ar_features(0.0, k, 1),
+                time: f64::from(k) / cons,
+            });
         }
         if k > 1 && !r.str("sim_unconsolidated").is_empty() {
             let spread = r.nonneg("sim_unconsolidated")?;
             if spread > 0.0 {
-                rows.push(Obs { x: ar_features(0.0, k, 2), time: f64::from(k) / spread });
+                rows.push(Obs {
+                    x: ar_features(0.0, k, 2),
+                    time: f64::from(k) / spread,
+                });
             }
         }
     }
@@ -323,7 +389,9 @@ fn fit_ar(
     for (model, d) in &data {
         for (gpu, rows) in &d.rows {
             let (th, q) = fit_with_cv(model, gpu, rows, false, seed)?;
-            fits.entry(model.clone()).or_default().insert(gpu.clone(), ArStepParams::from_vec(&th));
+            fits.entry(model.clone())
+                .or_default()
+                .insert(gpu.clone(), ArStepParams::from_vec(&th));
             quality.push(q);
         }
     }
@@ -334,11 +402,18 @@ fn fit_ar(
             continue;
         }
         for (gpu, rows) in &d.rows {
-            let Some(tf) = est.gpu_tflops.get(gpu) else { continue };
+            let Some(tf) = est.gpu_tflops.get(gpu) else {
+                continue;
+            };
             let b = tflops_exponent(&fits, &data, est, Some(gpu));
-            let others: BTreeMap<String, ArStepParams> =
-                fits[model].iter().filter(|(g, _)| *g != gpu).map(|(g, p)| (g.clone(), *p)).collect();
-            let Some(u) = unmeasured(&others, est, b) else { continue };
+            let others: BTreeMap<String, ArStepParams> = fits[model]
+                .iter()
+                .filter(|(g, _)| *g != gpu)
+                .map(|(g, p)| (g.clone(), *p))
+                .collect();
+            let Some(u) = unmeasured(&others, est, b) else {
+                continue;
+            };
             let p = scale_compute(&u, tf, b);
             let errs: Vec<f64> = rows
                 .iter()
@@ -358,10 +433,11 @@ fn fit_ar(
     let mut out = BTreeMap::new();
     for (model, d) in data {
         let per_gpu = fits.remove(&model).unwrap_or_default();
-        let unmeasured_gpu = unmeasured(&per_gpu, est, exponent).ok_or_else(|| Error::Calibration {
-            model: model.clone(),
-            reason: "no GPU type with a known TFLOP/s estimate to extrapolate from".into(),
-        })?;
+        let unmeasured_gpu =
+            unmeasured(&per_gpu, est, exponent).ok_or_else(|| Error::Calibration {
+                model: model.clone(),
+                reason: "no GPU type with a known TFLOP/s estimate to extrapolate from".into(),
+            })?;
         out.insert(
             model.clone(),
             ArModelParams {
@@ -378,26 +454,45 @@ fn fit_ar(
 }
 
 fn to_vec(p: &ArStepParams) -> Vec<f64> {
-    vec![p.compute_base_s, p.compute_per_sample_s, p.local_base_s, p.local_per_gpu_s, p.net_base_s, p.net_per_gpu_s]
+    vec![
+        p.compute_base_s,
+        p.compute_per_sample_s,
+        p.local_base_s,
+        p.local_per_gpu_s,
+        p.net_base_s,
+        p.net_per_gpu_s,
+    ]
 }
 
 /// Compute terms at 1 TFLOP/s scaled to a GPU of `tflops`.
 pub(crate) fn scale_compute(u: &ArStepParams, tflops: f64, exponent: f64) -> ArStepParams {
     let f = tflops.powf(-exponent);
-    ArStepParams { compute_base_s: u.compute_base_s * f, compute_per_sample_s: u.compute_per_sample_s * f, ..*u }
+    ArStepParams {
+        compute_base_s: u.compute_base_s * f,
+        compute_per_sample_s: u.compute_per_sample_s * f,
+        ..*u
+    }
 }
 
 /// Parameters for a GPU type never measured: compute terms brought to 1 TFLOP/s with the fitted
 /// exponent (median over the measured types), synchronisation terms the median over them.
 /// Medians beat the nearest measured GPU type (by TFLOP/s) in leave-one-GPU-type-out tests on
 /// the Pollux/Sia models (50 % vs 146 % MAPE): one outlying profile cannot drag them.
-fn unmeasured(per_gpu: &BTreeMap<String, ArStepParams>, est: &Estimates, b: f64) -> Option<ArStepParams> {
-    let known: Vec<(f64, &ArStepParams)> =
-        per_gpu.iter().filter_map(|(g, p)| est.gpu_tflops.get(g).map(|t| (t, p))).collect();
+fn unmeasured(
+    per_gpu: &BTreeMap<String, ArStepParams>,
+    est: &Estimates,
+    b: f64,
+) -> Option<ArStepParams> {
+    let known: Vec<(f64, &ArStepParams)> = per_gpu
+        .iter()
+        .filter_map(|(g, p)| est.gpu_tflops.get(g).map(|t| (t, p)))
+        .collect();
     if known.is_empty() {
         return None;
     }
-    let med = |f: &dyn Fn(f64, &ArStepParams) -> f64| median(&known.iter().map(|(t, p)| f(*t, p)).collect::<Vec<_>>());
+    let med = |f: &dyn Fn(f64, &ArStepParams) -> f64| {
+        median(&known.iter().map(|(t, p)| f(*t, p)).collect::<Vec<_>>())
+    };
     Some(ArStepParams {
         compute_base_s: med(&|t, p| p.compute_base_s * t.powf(b)),
         compute_per_sample_s: med(&|t, p| p.compute_per_sample_s * t.powf(b)),
@@ -424,7 +519,10 @@ fn tflops_exponent(
             .filter(|(g, _)| Some(g.as_str()) != leave_out)
             .filter_map(|(g, p)| {
                 let c = p.compute_base_s + p.compute_per_sample_s * m;
-                est.gpu_tflops.get(g).filter(|_| c > 0.0).map(|t| (t.ln(), c.ln()))
+                est.gpu_tflops
+                    .get(g)
+                    .filter(|_| c > 0.0)
+                    .map(|t| (t.ln(), c.ln()))
             })
             .collect();
         if pts.len() < 2 {
@@ -437,7 +535,11 @@ fn tflops_exponent(
             sxx += (x - mx) * (x - mx);
         }
     }
-    if sxx > 0.0 { (-sxy / sxx).max(0.0) } else { 1.0 }
+    if sxx > 0.0 {
+        (-sxy / sxx).max(0.0)
+    } else {
+        1.0
+    }
 }
 
 fn fit_interference(
@@ -464,7 +566,12 @@ fn fit_interference(
         // Normalised throughput; clamped to 1 because sharing cannot speed a job up (values a
         // hair above 1 are measurement noise).
         let norm = (t / iso).min(1.0);
-        pairs.entry(gpu).or_default().entry(job).or_default().insert(other, norm);
+        pairs
+            .entry(gpu)
+            .or_default()
+            .entry(job)
+            .or_default()
+            .insert(other, norm);
     }
     let mut row_median = BTreeMap::new();
     let mut col_median = BTreeMap::new();
@@ -482,10 +589,19 @@ fn fit_interference(
             }
         }
         row_median.insert(gpu.clone(), rows);
-        col_median.insert(gpu.clone(), cols.into_iter().map(|(k, v)| (k, median(&v))).collect());
+        col_median.insert(
+            gpu.clone(),
+            cols.into_iter().map(|(k, v)| (k, median(&v))).collect(),
+        );
         all_median.insert(gpu.clone(), median(&all));
     }
-    Ok(InterferenceParams { pairs, row_median, col_median, all_median, fallback_gpu: "v100".into() })
+    Ok(InterferenceParams {
+        pairs,
+        row_median,
+        col_median,
+        all_median,
+        fallback_gpu: "v100".into(),
+    })
 }
 
 /// Fits every model from the files in `dir` (a copy of `datasets/`).

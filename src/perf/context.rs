@@ -34,7 +34,12 @@ impl PlacementShape {
     /// A job alone on the cluster: `gpus_per_server` GPUs on each of its servers, all under one
     /// socket, PS tasks on other servers.
     pub fn isolated(workers: u32, ps: u32, gpus_per_server: Vec<u32>) -> Self {
-        PlacementShape { workers, ps, gpus_per_server, ..Default::default() }
+        PlacementShape {
+            workers,
+            ps,
+            gpus_per_server,
+            ..Default::default()
+        }
     }
 
     /// Number of servers holding the job's GPUs.
@@ -45,11 +50,18 @@ impl PlacementShape {
 
 /// The shape of every assignment of a schedule, in schedule order. Tasks on servers or GPUs
 /// outside the cluster are ignored here; `Schedule::validate` reports them.
-pub fn placement_shapes(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Vec<(u64, PlacementShape)> {
+pub fn placement_shapes(
+    snapshot: &ClusterSnapshot,
+    schedule: &Schedule,
+) -> Vec<(u64, PlacementShape)> {
     let servers = &snapshot.cluster.servers;
     let nsrv = servers.len();
     let slots = snapshot.cluster.slot_table();
-    let model_of: HashMap<u64, &str> = snapshot.jobs.iter().map(|j| (j.id, j.model.as_str())).collect();
+    let model_of: HashMap<u64, &str> = snapshot
+        .jobs
+        .iter()
+        .map(|j| (j.id, j.model.as_str()))
+        .collect();
     // Per server: jobs with workers there; distributed jobs with any task there.
     let mut workers_on: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut distributed_on: HashMap<usize, Vec<usize>> = HashMap::new();
@@ -59,7 +71,11 @@ pub fn placement_shapes(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Vec<
     let mut all_servers = Vec::with_capacity(schedule.assignments.len());
     let mut switches_of = Vec::with_capacity(schedule.assignments.len());
     for (ai, a) in schedule.assignments.iter().enumerate() {
-        let gps: Vec<(usize, u32)> = a.gpus_per_server().into_iter().filter(|(s, _)| *s < nsrv).collect();
+        let gps: Vec<(usize, u32)> = a
+            .gpus_per_server()
+            .into_iter()
+            .filter(|(s, _)| *s < nsrv)
+            .collect();
         let mut cross = 0u32;
         let mut sw: Vec<(usize, u32)> = Vec::new();
         for &(s, _) in &gps {
@@ -102,7 +118,11 @@ pub fn placement_shapes(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Vec<
             ps: a.ps.len() as u32,
             gpus_per_server: gps.iter().map(|&(_, n)| n).collect(),
             cross_socket_servers: cross,
-            ps_colocated_fraction: if pairs == 0 { 0.0 } else { colocated as f64 / pairs as f64 },
+            ps_colocated_fraction: if pairs == 0 {
+                0.0
+            } else {
+                colocated as f64 / pairs as f64
+            },
             ..Default::default()
         });
         worker_servers.push(wsrv);
@@ -136,7 +156,11 @@ pub fn placement_shapes(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Vec<
         co.dedup();
         shape.co_runners = co
             .into_iter()
-            .filter_map(|o| model_of.get(&schedule.assignments[o].job).map(|m| m.to_string()))
+            .filter_map(|o| {
+                model_of
+                    .get(&schedule.assignments[o].job)
+                    .map(|m| m.to_string())
+            })
             .collect();
         out.push((a.job, shape));
     }
@@ -161,8 +185,12 @@ pub fn speeds(
                 context: "schedule".into(),
                 reason: format!("job {id} is not in the snapshot"),
             })?;
-            let mut types: Vec<&str> =
-                a.workers.iter().filter_map(|w| servers.get(w.server)).map(|s| s.gpu_type.as_str()).collect();
+            let mut types: Vec<&str> = a
+                .workers
+                .iter()
+                .filter_map(|w| servers.get(w.server))
+                .map(|s| s.gpu_type.as_str())
+                .collect();
             types.sort_unstable();
             types.dedup();
             let q = JobQuery::of(job);

@@ -73,7 +73,11 @@ impl ArStepParams {
         if k <= 1 {
             (compute, 0.0, 0.0)
         } else if n <= 1 {
-            (compute, self.local_base_s + self.local_per_gpu_s * extra, 0.0)
+            (
+                compute,
+                self.local_base_s + self.local_per_gpu_s * extra,
+                0.0,
+            )
         } else {
             (compute, 0.0, self.net_base_s + self.net_per_gpu_s * extra)
         }

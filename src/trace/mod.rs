@@ -8,8 +8,8 @@
 //!   `duration`, `num_gpu`); [`TraceFilter`] can keep one of its clusters.
 //! * `alibaba` — `datasets/alibaba_2023_openb_pods.csv` (K8s pods). Pods that are not
 //!   whole-GPU training tasks are *skipped and counted*, not rejected: CPU-only pods
-//!   (`num_gpu = 0`), GPU-sharing pods (`gpu_milli < 1000`), and pods with no run time
-//!   (`deletion_time <= scheduled_time`). Pods still running at the trace end keep the trace end
+//!   (`num_gpu = 0`), GPU-sharing pods (`gpu_milli < 1000`), pods never scheduled (empty
+//!   `scheduled_time`) and pods with no run time (`deletion_time <= scheduled_time`). Pods still running at the trace end keep the trace end
 //!   as their end (the trace is censored there).
 //!
 //! In Philly and ITP, a zero, negative or unparsable duration or GPU count is an error naming the
@@ -113,7 +113,9 @@ impl TraceFormat {
         } else {
             Err(Error::MissingColumn {
                 file: path.display().to_string(),
-                column: "submit_offset_s (philly), submission_time (itp) or creation_time (alibaba)".into(),
+                column:
+                    "submit_offset_s (philly), submission_time (itp) or creation_time (alibaba)"
+                        .into(),
             })
         }
     }
@@ -142,11 +144,18 @@ pub fn load(path: &Path, format: TraceFormat, filter: &TraceFilter) -> Result<Tr
             j.arrival_s -= t0;
         }
     }
-    Ok(Trace { format, jobs, skipped })
+    Ok(Trace {
+        format,
+        jobs,
+        skipped,
+    })
 }
 
 fn read_philly(path: &Path) -> Result<Vec<TraceJob>> {
-    let f = CsvFile::open(path, &["submit_offset_s", "duration", "num_gpus", "cluster"])?;
+    let f = CsvFile::open(
+        path,
+        &["submit_offset_s", "duration", "num_gpus", "cluster"],
+    )?;
     f.rows()
         .map(|r| {
             Ok(TraceJob {
@@ -163,7 +172,16 @@ fn read_philly(path: &Path) -> Result<Vec<TraceJob>> {
 }
 
 fn read_itp(path: &Path) -> Result<Vec<TraceJob>> {
-    let f = CsvFile::open(path, &["cluster", "job_id", "submission_time", "duration", "num_gpu"])?;
+    let f = CsvFile::open(
+        path,
+        &[
+            "cluster",
+            "job_id",
+            "submission_time",
+            "duration",
+            "num_gpu",
+        ],
+    )?;
     f.rows()
         .map(|r| {
             Ok(TraceJob {
@@ -182,9 +200,18 @@ fn read_itp(path: &Path) -> Result<Vec<TraceJob>> {
 fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
     let f = CsvFile::open(
         path,
-        &["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"],
+        &[
+            "name",
+            "cpu_milli",
+            "memory_mib",
+            "num_gpu",
+            "gpu_milli",
+            "creation_time",
+            "deletion_time",
+            "scheduled_time",
+        ],
     )?;
-    let (mut cpu_only, mut sharing, mut no_run) = (0, 0, 0);
+    let (mut cpu_only, mut sharing, mut never, mut no_run) = (0, 0, 0, 0);
     let mut jobs = Vec::new();
     for r in f.rows() {
         let gpus = r.count("num_gpu")?;
@@ -193,7 +220,6 @@ fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
         let mem = r.nonneg("memory_mib")?;
         let created = r.nonneg("creation_time")?;
         let deleted = r.nonneg("deletion_time")?;
-        let scheduled = r.nonneg("scheduled_time")?;
         if gpus == 0 {
             cpu_only += 1;
             continue;
@@ -202,6 +228,12 @@ fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
             sharing += 1;
             continue;
         }
+        // Pending pods have an empty scheduled_time: they never ran.
+        if r.str("scheduled_time").is_empty() {
+            never += 1;
+            continue;
+        }
+        let scheduled = r.nonneg("scheduled_time")?;
         if deleted <= scheduled || scheduled < created {
             no_run += 1;
             continue;
@@ -219,7 +251,11 @@ fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
     let skipped = vec![
         ("cpu-only pod (num_gpu = 0)".to_string(), cpu_only),
         ("GPU-sharing pod (gpu_milli < 1000)".to_string(), sharing),
-        ("no run time (deletion_time <= scheduled_time)".to_string(), no_run),
+        ("never scheduled (empty scheduled_time)".to_string(), never),
+        (
+            "no run time (deletion_time <= scheduled_time)".to_string(),
+            no_run,
+        ),
     ];
     Ok((jobs, skipped))
 }
@@ -243,7 +279,16 @@ pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
             n => {
                 let per_socket = n / 2;
                 let sockets = [per_socket, n - per_socket];
-                sockets.iter().map(|&g| if g >= 4 { vec![g / 2, g - g / 2] } else { vec![g] }).collect()
+                sockets
+                    .iter()
+                    .map(|&g| {
+                        if g >= 4 {
+                            vec![g / 2, g - g / 2]
+                        } else {
+                            vec![g]
+                        }
+                    })
+                    .collect()
             }
         };
         servers.push(Server {
@@ -303,8 +348,11 @@ impl Default for TraceOptions {
 }
 
 /// GPU-time classes (upper bound in GPU-hours) and the all-reduce models drawn in each.
-pub const AR_CLASSES: [(f64, [&str; 2]); 3] =
-    [(1.0, ["cifar10", "ncf"]), (10.0, ["deepspeech2", "yolov3"]), (f64::INFINITY, ["imagenet", "bert"])];
+pub const AR_CLASSES: [(f64, [&str; 2]); 3] = [
+    (1.0, ["cifar10", "ncf"]),
+    (10.0, ["deepspeech2", "yolov3"]),
+    (f64::INFINITY, ["imagenet", "bert"]),
+];
 
 /// Turns trace rows into jobs with the seeded rule of the module docs.
 pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> Result<Vec<Job>> {
@@ -320,30 +368,58 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         let n = row.num_gpus;
         let is_ps = !ps_models.is_empty() && rng.random::<f64>() < opts.ps_fraction;
         let (model, arch) = if is_ps {
-            (ps_models[rng.random_range(0..ps_models.len())].clone(), Architecture::ParameterServer)
+            (
+                ps_models[rng.random_range(0..ps_models.len())].clone(),
+                Architecture::ParameterServer,
+            )
         } else {
             let gpu_hours = row.duration_s * f64::from(n) / 3600.0;
-            let class = AR_CLASSES.iter().find(|(ub, _)| gpu_hours < *ub).map_or(AR_CLASSES[2].1, |c| c.1);
-            (class[rng.random_range(0..class.len())].to_string(), Architecture::AllReduce)
+            let class = AR_CLASSES
+                .iter()
+                .find(|(ub, _)| gpu_hours < *ub)
+                .map_or(AR_CLASSES[2].1, |c| c.1);
+            (
+                class[rng.random_range(0..class.len())].to_string(),
+                Architecture::AllReduce,
+            )
         };
-        let g = opts.gpus_per_server.max(1);
-        let packed: Vec<u32> = (0..n.div_ceil(g)).map(|k| (n - k * g).min(g)).collect();
         let id = i as u64;
+        let (max_w, max_p) =
+            perf.max_tasks(&model)
+                .ok_or_else(|| Error::UnsupportedConfiguration {
+                    model: model.clone(),
+                    reason: "no measured worker/PS limits".into(),
+                })?;
+        // Workers that reproduce the trace allocation (PS models: within their measured range),
+        // and PS = workers as far as measured.
+        let w = n.min(max_w).max(1);
+        let p = match arch {
+            Architecture::AllReduce => 0,
+            Architecture::ParameterServer => w.min(max_p),
+        };
+        let q = JobQuery {
+            model: &model,
+            arch,
+            gpus_per_worker: 1,
+            local_batch: None,
+        };
+        let s = perf.speed(
+            &q,
+            &opts.reference_gpu,
+            &PlacementShape::isolated(w, p, packed(w, opts.gpus_per_server)),
+        )?;
+        let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
         let (workers, ps, ips) = match arch {
-            Architecture::AllReduce => {
-                let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: None };
-                let s = perf.speed(&q, &opts.reference_gpu, &PlacementShape::isolated(n, 0, packed))?;
-                (TaskRange::new(1, n.saturating_mul(opts.max_scale_up).max(1)), TaskRange::new(0, 0), s.iterations_per_s)
-            }
-            Architecture::ParameterServer => {
-                let (max_w, max_p) = ps_limits(perf, &model)?;
-                let w = n.min(max_w);
-                let p = w.min(max_p);
-                let q = JobQuery { model: &model, arch, gpus_per_worker: 1, local_batch: None };
-                let s = perf.speed(&q, &opts.reference_gpu, &PlacementShape::isolated(w, p, packed))?;
-                let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
-                (TaskRange::new(1, wmax), TaskRange::new(1, max_p), s.iterations_per_s)
-            }
+            Architecture::AllReduce => (
+                TaskRange::new(1, wmax),
+                TaskRange::new(0, 0),
+                s.iterations_per_s,
+            ),
+            Architecture::ParameterServer => (
+                TaskRange::new(1, wmax),
+                TaskRange::new(1, max_p),
+                s.iterations_per_s,
+            ),
         };
         jobs.push(Job {
             id,
@@ -369,9 +445,10 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
     Ok(jobs)
 }
 
-fn ps_limits(perf: &dyn PerfModel, model: &str) -> Result<(u32, u32)> {
-    perf.max_tasks(model).ok_or_else(|| Error::UnsupportedConfiguration {
-        model: model.into(),
-        reason: "no measured worker/PS limits".into(),
-    })
+/// `gpus` GPUs packed on as few servers of `per_server` GPUs as possible: `[8, 8, 3]`.
+pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
+    let g = per_server.max(1);
+    (0..gpus.div_ceil(g))
+        .map(|k| (gpus - k * g).min(g))
+        .collect()
 }

@@ -1,1 +1,9 @@
+//! Integration tests, one binary (link once).
 
+mod cli;
+mod common;
+mod errors;
+mod generate;
+mod perf;
+mod trace;
+mod validate;

@@ -1,0 +1,188 @@
+//! The `coda` binary: exit codes, JSON output, and files left intact on failure.
+
+use std::process::Command;
+
+use crate::common::coda_bin;
+
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn validate_valid_example_exits_zero_with_speeds() {
+    let out = Command::new(coda_bin())
+        .current_dir(root())
+        .args([
+            "validate",
+            "--instance",
+            "examples/instances/hetero.json",
+            "--schedule",
+            "examples/instances/hetero.schedule.json",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["speeds"].as_array().unwrap().len(), 10);
+}
+
+#[test]
+fn validate_invalid_schedule_exits_one_and_lists_violations() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read_to_string(root().join("examples/instances/small.schedule.json")).unwrap();
+    let mut sched: coda::Schedule = serde_json::from_str(&text).unwrap();
+    let first = sched.assignments[0].clone();
+    sched.assignments[1].workers[0] = first.workers[0].clone();
+    let p = dir.path().join("bad.json");
+    std::fs::write(&p, serde_json::to_string(&sched).unwrap()).unwrap();
+    let out = Command::new(coda_bin())
+        .current_dir(root())
+        .args([
+            "validate",
+            "--instance",
+            "examples/instances/small.json",
+            "--schedule",
+        ])
+        .arg(&p)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], false);
+    assert!(
+        v["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["kind"] == "gpu_double_booked"),
+        "{v}"
+    );
+}
+
+#[test]
+fn perf_answers_what_if_in_data_units() {
+    let run = |args: &[&str]| {
+        let out = Command::new(coda_bin()).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let packed = run(&[
+        "perf",
+        "--model",
+        "imagenet",
+        "--workers",
+        "8",
+        "--placement",
+        "8",
+        "--gpu",
+        "v100",
+        "--json",
+    ]);
+    let spread = run(&[
+        "perf",
+        "--model",
+        "imagenet",
+        "--workers",
+        "8",
+        "--placement",
+        "4,2,2",
+        "--gpu",
+        "v100",
+        "--json",
+    ]);
+    assert!(packed["unit"].as_str().unwrap().starts_with("step_time"));
+    assert!(spread["value"].as_f64().unwrap() > 0.0 && packed["value"].as_f64().unwrap() > 0.0);
+    let ps = run(&[
+        "perf",
+        "--model",
+        "resnet-50",
+        "--workers",
+        "4",
+        "--ps",
+        "2",
+        "--json",
+    ]);
+    assert!(ps["unit"].as_str().unwrap().starts_with("job_speed"));
+}
+
+#[test]
+fn perf_unknown_model_and_bad_placement_exit_two() {
+    let out = Command::new(coda_bin())
+        .args(["perf", "--model", "nope", "--workers", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model `nope`"));
+    let out = Command::new(coda_bin())
+        .args([
+            "perf",
+            "--model",
+            "imagenet",
+            "--workers",
+            "4",
+            "--placement",
+            "2,1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn failed_calibration_leaves_existing_output_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("params.json");
+    std::fs::write(&out_file, "precious").unwrap();
+    // A datasets folder whose DL2 table has a malformed value.
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    for f in std::fs::read_dir(root().join("datasets")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, data.join(f.file_name().unwrap())).unwrap();
+    }
+    let dl2 = data.join("dl2_ps_worker_speed.csv");
+    let text = std::fs::read_to_string(&dl2)
+        .unwrap()
+        .replacen("15.783", "fast", 1);
+    std::fs::write(&dl2, text).unwrap();
+    let out = Command::new(coda_bin())
+        .args(["calibrate", "--datasets"])
+        .arg(&data)
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dl2_ps_worker_speed.csv:2") && err.contains("job_speed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "precious");
+}
+
+#[test]
+fn generate_is_deterministic() {
+    let run = || {
+        Command::new(coda_bin())
+            .args(["generate", "--servers", "3", "--jobs", "6", "--seed", "42"])
+            .output()
+            .unwrap()
+            .stdout
+    };
+    let a = run();
+    assert!(!a.is_empty());
+    assert_eq!(a, run());
+}

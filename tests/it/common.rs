@@ -1,0 +1,84 @@
+//! Helpers shared by the tests.
+
+use std::path::PathBuf;
+
+use coda::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The repository's `datasets/`.
+pub fn datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets")
+}
+
+/// A random schedule that satisfies every constraint: jobs in random order, each given a random
+/// worker count in its range and random free GPUs of allowed servers; a job that does not fit
+/// waits. Built independently of `validate`, so the property test means something.
+pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut free: Vec<Vec<u32>> = s
+        .cluster
+        .servers
+        .iter()
+        .map(|x| (0..x.num_gpus()).collect())
+        .collect();
+    for f in &mut free {
+        f.shuffle(&mut rng);
+    }
+    let mut cpu: Vec<f64> = s.cluster.servers.iter().map(|x| x.cpu_cores).collect();
+    let mut mem: Vec<f64> = s.cluster.servers.iter().map(|x| x.memory_gib).collect();
+    let mut order: Vec<usize> = (0..s.jobs.len()).collect();
+    order.shuffle(&mut rng);
+    let mut out = Schedule::default();
+    for k in order {
+        let job = &s.jobs[k];
+        let d = job.demand;
+        let want_w = rng.random_range(job.workers.min..=job.workers.max);
+        let want_p = rng.random_range(job.ps.min..=job.ps.max);
+        let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
+        let mut a = Assignment {
+            job: job.id,
+            workers: vec![],
+            ps: vec![],
+        };
+        for _ in 0..want_w {
+            let cands: Vec<usize> = (0..f2.len())
+                .filter(|&i| {
+                    job.allows_gpu(&s.cluster.servers[i].gpu_type)
+                        && f2[i].len() as u32 >= d.gpus_per_worker
+                        && c2[i] >= d.cpu_per_worker
+                        && m2[i] >= d.mem_per_worker_gib
+                })
+                .collect();
+            let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
+                break;
+            };
+            let gpus = f2[i].drain(..d.gpus_per_worker as usize).collect();
+            c2[i] -= d.cpu_per_worker;
+            m2[i] -= d.mem_per_worker_gib;
+            a.workers.push(WorkerTask { server: i, gpus });
+        }
+        for _ in 0..want_p {
+            let cands: Vec<usize> = (0..c2.len())
+                .filter(|&i| c2[i] >= d.cpu_per_ps && m2[i] >= d.mem_per_ps_gib)
+                .collect();
+            let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
+                break;
+            };
+            c2[i] -= d.cpu_per_ps;
+            m2[i] -= d.mem_per_ps_gib;
+            a.ps.push(PsTask { server: i });
+        }
+        if job.workers.contains(a.workers.len() as u32) && job.ps.contains(a.ps.len() as u32) {
+            (free, cpu, mem) = (f2, c2, m2);
+            out.assignments.push(a);
+        }
+    }
+    out
+}
+
+/// Path of the built `coda` binary.
+pub fn coda_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_coda"))
+}

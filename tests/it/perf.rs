@@ -1,0 +1,318 @@
+//! The performance model: reproducible calibration, sane predictions, and monotone where physics
+//! says it must be.
+
+use coda::perf::{self, Estimates, PerfParams};
+use coda::{Architecture, CalibratedPerf, JobQuery, PerfModel, PlacementShape};
+use proptest::prelude::*;
+
+use crate::common::datasets;
+
+fn perf() -> &'static CalibratedPerf {
+    CalibratedPerf::shipped()
+}
+
+#[test]
+fn shipped_parameters_are_what_calibrate_produces() {
+    // `coda calibrate` must rebuild models/perf_params.json exactly from datasets/.
+    let fresh = perf::calibrate(&datasets(), Estimates::default()).unwrap();
+    let shipped: &PerfParams = perf().params();
+    let (a, b) = (
+        serde_json::to_string(&fresh).unwrap(),
+        serde_json::to_string(shipped).unwrap(),
+    );
+    if a != b {
+        let at = a
+            .bytes()
+            .zip(b.bytes())
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
+        let lo = at.saturating_sub(120);
+        panic!(
+            "models/perf_params.json is stale (run `coda calibrate`); first difference at byte {at}:\n fresh:   {}\n shipped: {}",
+            &a[lo..(at + 80).min(a.len())],
+            &b[lo..(at + 80).min(b.len())]
+        );
+    }
+}
+
+#[test]
+fn held_out_fit_quality_is_reported_for_every_model() {
+    let p = perf().params();
+    for (m, _) in perf().models() {
+        assert!(
+            p.fit_quality
+                .iter()
+                .any(|q| q.model == m && q.split == "kfold5"),
+            "{m} has no kfold row"
+        );
+    }
+    // Row-weighted held-out error of the two large families stays where it was measured; a
+    // regression in the fitting code shows up here.
+    let weighted = |pred: &dyn Fn(&str) -> bool| {
+        let (mut s, mut n) = (0.0, 0usize);
+        for q in p
+            .fit_quality
+            .iter()
+            .filter(|q| q.split == "kfold5" && pred(&q.model))
+        {
+            s += q.mape.unwrap() * q.rows as f64;
+            n += q.rows;
+        }
+        s / n as f64
+    };
+    let ps = weighted(&|m| p.ps_models.contains_key(m));
+    let pollux = weighted(&|m| p.ar_models.get(m).is_some_and(|a| a.source == "pollux"));
+    assert!(ps < 0.15, "PS held-out MAPE {ps}");
+    assert!(pollux < 0.15, "Pollux/Sia held-out MAPE {pollux}");
+}
+
+fn q(model: &str) -> JobQuery<'_> {
+    let arch = perf().architecture(model).unwrap();
+    JobQuery {
+        model,
+        arch,
+        gpus_per_worker: 1,
+        local_batch: None,
+    }
+}
+
+fn all_models() -> Vec<String> {
+    perf().models().into_iter().map(|(m, _)| m).collect()
+}
+
+fn shape_for(model: &str, workers: u32, per_server: u32) -> PlacementShape {
+    let (max_w, max_p) = perf().max_tasks(model).unwrap();
+    let w = workers.min(max_w).max(1);
+    let ps = if perf().architecture(model) == Some(Architecture::ParameterServer) {
+        max_p.min(2).max(1)
+    } else {
+        0
+    };
+    let g = per_server.max(1);
+    let placement: Vec<u32> = (0..w.div_ceil(g)).map(|k| (w - k * g).min(g)).collect();
+    PlacementShape::isolated(w, ps, placement)
+}
+
+#[test]
+fn every_model_prices_its_measured_range_positive_and_finite() {
+    for m in all_models() {
+        let (max_w, _) = perf().max_tasks(&m).unwrap();
+        for gpu in ["v100", "t4", "a100", "k80", "rtx2080ti"] {
+            for w in [1, 2, max_w.min(8), max_w] {
+                for per in [1, 4, 8] {
+                    let s = perf().speed(&q(&m), gpu, &shape_for(&m, w, per)).unwrap();
+                    assert!(
+                        s.iterations_per_s.is_finite() && s.iterations_per_s > 0.0,
+                        "{m} {gpu} {w} {per}: {s:?}"
+                    );
+                    let parts = s.compute_s + s.intra_comm_s + s.inter_comm_s;
+                    assert!(
+                        (parts - s.step_time_s).abs() < 1e-12,
+                        "{m}: parts do not add up"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn beyond_measured_range_is_refused_not_extrapolated() {
+    let (max_w, max_p) = perf().max_tasks("vgg-16").unwrap();
+    assert!(
+        perf()
+            .speed(
+                &q("vgg-16"),
+                "v100",
+                &PlacementShape::isolated(max_w + 1, 1, vec![max_w + 1])
+            )
+            .is_err()
+    );
+    assert!(
+        perf()
+            .speed(
+                &q("vgg-16"),
+                "v100",
+                &PlacementShape::isolated(1, max_p + 1, vec![1])
+            )
+            .is_err()
+    );
+    assert!(
+        perf()
+            .speed(
+                &q("imagenet"),
+                "no-such-gpu",
+                &PlacementShape::isolated(1, 0, vec![1])
+            )
+            .is_err()
+    );
+}
+
+#[test]
+fn packing_beats_spreading_on_t4_imagenet_as_measured() {
+    // Pollux's aws profile: imagenet at batch 20, `4` 0.161 s vs `1111` 0.334 s measured.
+    let qq = JobQuery {
+        local_batch: Some(20.0),
+        ..q("imagenet")
+    };
+    let packed = perf()
+        .speed(&qq, "t4", &PlacementShape::isolated(4, 0, vec![4]))
+        .unwrap();
+    let spread = perf()
+        .speed(&qq, "t4", &PlacementShape::isolated(4, 0, vec![1, 1, 1, 1]))
+        .unwrap();
+    assert!(
+        spread.step_time_s > 1.2 * packed.step_time_s,
+        "{packed:?} {spread:?}"
+    );
+    assert!(
+        (packed.step_time_s - 0.161).abs() / 0.161 < 0.35,
+        "{packed:?}"
+    );
+    assert!(
+        (spread.step_time_s - 0.334).abs() / 0.334 < 0.35,
+        "{spread:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Adding a co-runner, a PCIe-sharing job, a NIC-sharing job or a cross-socket split never
+    /// makes a job faster; moving PS next to its workers never makes it slower.
+    #[test]
+    fn contention_is_monotone(
+        mi in 0usize..64, oi in 0usize..64, w in 1u32..16, per in 1u32..8,
+        gpu in prop::sample::select(vec!["v100", "t4", "a100", "k80", "p100", "rtx6000", "rtx2080ti"]),
+        pcie in 0u32..4, nic in 0u32..4, frac in 0.0f64..1.0,
+    ) {
+        let models = all_models();
+        let m = &models[mi % models.len()];
+        let other = &models[oi % models.len()];
+        let base = shape_for(m, w, per);
+        let mut ctx = base.clone();
+        ctx.pcie_sharing_jobs = pcie;
+        ctx.nic_sharing_jobs = nic;
+        ctx.ps_colocated_fraction = frac;
+        let t = |s: &PlacementShape| perf().speed(&q(m), gpu, s).unwrap().step_time_s;
+        let t0 = t(&ctx);
+        let mut more = ctx.clone();
+        more.co_runners.push(other.clone());
+        prop_assert!(t(&more) >= t0);
+        let mut more = ctx.clone();
+        more.pcie_sharing_jobs += 1;
+        prop_assert!(t(&more) >= t0);
+        if base.servers() > 1 {
+            let mut more = ctx.clone();
+            more.nic_sharing_jobs += 1;
+            prop_assert!(t(&more) >= t0);
+        }
+        let mut more = ctx.clone();
+        more.cross_socket_servers += 1;
+        prop_assert!(t(&more) >= t0);
+        let mut closer = ctx.clone();
+        closer.ps_colocated_fraction = (frac + 0.25).min(1.0);
+        prop_assert!(t(&closer) <= t0 + 1e-12);
+    }
+
+    /// Same query, same answer (no hidden state).
+    #[test]
+    fn speed_is_a_pure_function(mi in 0usize..64, w in 1u32..8) {
+        let models = all_models();
+        let m = &models[mi % models.len()];
+        let s = shape_for(m, w, 4);
+        prop_assert_eq!(perf().speed(&q(m), "v100", &s).unwrap(), perf().speed(&q(m), "v100", &s).unwrap());
+    }
+}
+
+#[test]
+fn co_location_and_contention_read_from_a_schedule() {
+    use coda::{
+        Assignment, Cluster, ClusterSnapshot, Job, Schedule, Server, TaskDemand, TaskRange,
+        WorkerTask,
+    };
+    let server = Server::uniform("n", "v100", 2, 2, 2, 64.0, 512.0, 100.0);
+    let cluster = Cluster::homogeneous(2, &server);
+    let mk = |id: u64, model: &str| Job {
+        id,
+        arrival_s: 0.0,
+        model: model.into(),
+        arch: Architecture::AllReduce,
+        total_iterations: 1e4,
+        done_iterations: 0.0,
+        demand: TaskDemand {
+            gpus_per_worker: 1,
+            cpu_per_worker: 1.0,
+            mem_per_worker_gib: 1.0,
+            cpu_per_ps: 0.0,
+            mem_per_ps_gib: 0.0,
+        },
+        workers: TaskRange::new(1, 8),
+        ps: TaskRange::new(0, 0),
+        gpu_types: vec![],
+        local_batch: None,
+        current: None,
+    };
+    let snap = ClusterSnapshot::new(
+        0.0,
+        cluster,
+        vec![mk(0, "imagenet"), mk(1, "cifar10"), mk(2, "bert")],
+    )
+    .unwrap();
+    let w = |server, gpu| WorkerTask {
+        server,
+        gpus: vec![gpu],
+    };
+    // Job 0: GPUs 0 (socket 0, switch 0) and 4 (socket 1) of server 0 and GPU 0 of server 1.
+    // Job 1: GPU 1 of server 0 (same switch as job 0's GPU 0). Job 2: GPU 1 of server 1, distributed? no.
+    let sched = Schedule {
+        assignments: vec![
+            Assignment {
+                job: 0,
+                workers: vec![w(0, 0), w(0, 4), w(1, 0)],
+                ps: vec![],
+            },
+            Assignment {
+                job: 1,
+                workers: vec![w(0, 1)],
+                ps: vec![],
+            },
+            Assignment {
+                job: 2,
+                workers: vec![w(1, 2), w(0, 6)],
+                ps: vec![],
+            },
+        ],
+    };
+    assert!(sched.validate(&snap).is_empty());
+    let shapes = perf::placement_shapes(&snap, &sched);
+    let s0 = &shapes[0].1;
+    assert_eq!(s0.gpus_per_server, vec![2, 1]);
+    assert_eq!(s0.cross_socket_servers, 1);
+    assert_eq!(s0.pcie_sharing_jobs, 1, "job 1 shares switch 0 of server 0");
+    assert_eq!(
+        s0.nic_sharing_jobs, 1,
+        "job 2 is also distributed over servers 0 and 1"
+    );
+    assert_eq!(s0.co_runners.len(), 2);
+    let s1 = &shapes[1].1;
+    assert_eq!(
+        (
+            s1.pcie_sharing_jobs,
+            s1.nic_sharing_jobs,
+            s1.co_runners.len()
+        ),
+        (1, 0, 2)
+    );
+    let speeds = perf::speeds(perf(), &snap, &sched).unwrap();
+    assert_eq!(speeds.len(), 3);
+    // Job 1 alone on one GPU is faster than with its neighbours.
+    let alone = perf()
+        .speed(
+            &q("cifar10"),
+            "v100",
+            &PlacementShape::isolated(1, 0, vec![1]),
+        )
+        .unwrap();
+    assert!(speeds[1].1.step_time_s > alone.step_time_s);
+}
