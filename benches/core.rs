@@ -1,1 +1,60 @@
-fn main() {}
+//! Core speed: loading the shipped traces, and validating and pricing a 1,000-server schedule.
+//! Run: `cargo bench --bench core`. Criterion reports what it measured on this machine.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::{CalibratedPerf, GenerateOptions, current_schedule, generate, perf};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn datasets() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets")
+}
+
+fn traces(c: &mut Criterion) {
+    let perf = CalibratedPerf::shipped();
+    for f in [TraceFormat::Philly, TraceFormat::Itp, TraceFormat::Alibaba] {
+        let path = datasets().join(f.shipped_file());
+        c.bench_function(&format!("trace_load/{f:?}"), |b| {
+            b.iter(|| black_box(trace::load(&path, f, &TraceFilter::default()).unwrap()))
+        });
+        let t = trace::load(&path, f, &TraceFilter::default()).unwrap();
+        c.bench_function(&format!("trace_to_jobs/{f:?}"), |b| {
+            b.iter(|| black_box(trace::to_jobs(&t.jobs, &TraceOptions::default(), perf).unwrap()))
+        });
+    }
+}
+
+fn validate_large(c: &mut Criterion) {
+    let perf = CalibratedPerf::shipped();
+    // 1,000 servers × 8 GPUs; 6,000 jobs all running (first-fit, minimum allocation).
+    let opts = GenerateOptions {
+        servers: 1_000,
+        jobs: 6_000,
+        seed: 1,
+        running_fraction: 1.0,
+        ..Default::default()
+    };
+    let snap = generate(&opts, perf).unwrap();
+    let sched = current_schedule(&snap);
+    assert!(sched.validate(&snap).is_empty());
+    eprintln!(
+        "1,000-server schedule: {} jobs running, {} GPUs used",
+        sched.assignments.len(),
+        sched.gpus_used()
+    );
+    c.bench_function("validate/1000_servers", |b| {
+        b.iter(|| black_box(sched.validate(&snap)))
+    });
+    c.bench_function("speeds_in_context/1000_servers", |b| {
+        b.iter(|| black_box(perf::speeds(perf, &snap, &sched).unwrap()))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = traces, validate_large
+}
+criterion_main!(benches);

@@ -438,8 +438,8 @@ fn print_quality(p: &PerfParams) {
         );
     }
     println!(
-        "compute ∝ TFLOP/s^-{:.3} (fitted across GPU types)",
-        p.compute_tflops_exponent
+        "compute ∝ (memory bandwidth)^-{:.3} (fitted across GPU types)",
+        p.compute_bandwidth_exponent
     );
     // Row-weighted summary per family and split.
     let family = |m: &str| {

@@ -35,6 +35,7 @@ pub struct GpuSlot {
 
 impl Server {
     /// A server of `sockets` sockets, each with `switches` PCIe switches of `gpus_per_switch` GPUs.
+    #[allow(clippy::too_many_arguments)] // one argument per field; a builder would add nothing
     pub fn uniform(
         name: impl Into<String>,
         gpu_type: impl Into<String>,

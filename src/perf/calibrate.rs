@@ -323,9 +323,10 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     Ok(out)
 }
 
-fn read_gavel_isolated(
-    dir: &Path,
-) -> Result<(BTreeMap<String, ArData>, BTreeMap<(String, String), f64>)> {
+/// Isolated 1-GPU throughput per `(gpu_type, job_type)`, the denominator of pair slowdowns.
+type SingleGpuThroughput = BTreeMap<(String, String), f64>;
+
+fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGpuThroughput)> {
     let f = CsvFile::open(
         &dir.join("gavel_isolated_throughputs.csv"),
         &[
@@ -395,17 +396,17 @@ fn fit_ar(
             quality.push(q);
         }
     }
-    let exponent = tflops_exponent(&fits, &data, est, None);
+    let exponent = bandwidth_exponent(&fits, &data, est, None);
     // Leave-one-GPU-type-out: predict every row of one GPU type from the other types only.
     for (model, d) in &data {
         if d.rows.len() < 2 {
             continue;
         }
         for (gpu, rows) in &d.rows {
-            let Some(tf) = est.gpu_tflops.get(gpu) else {
+            let Some(tf) = est.gpu_mem_bandwidth.get(gpu) else {
                 continue;
             };
-            let b = tflops_exponent(&fits, &data, est, Some(gpu));
+            let b = bandwidth_exponent(&fits, &data, est, Some(gpu));
             let others: BTreeMap<String, ArStepParams> = fits[model]
                 .iter()
                 .filter(|(g, _)| *g != gpu)
@@ -436,7 +437,8 @@ fn fit_ar(
         let unmeasured_gpu =
             unmeasured(&per_gpu, est, exponent).ok_or_else(|| Error::Calibration {
                 model: model.clone(),
-                reason: "no GPU type with a known TFLOP/s estimate to extrapolate from".into(),
+                reason: "no GPU type with a known memory-bandwidth estimate to extrapolate from"
+                    .into(),
             })?;
         out.insert(
             model.clone(),
@@ -464,9 +466,9 @@ fn to_vec(p: &ArStepParams) -> Vec<f64> {
     ]
 }
 
-/// Compute terms at 1 TFLOP/s scaled to a GPU of `tflops`.
-pub(crate) fn scale_compute(u: &ArStepParams, tflops: f64, exponent: f64) -> ArStepParams {
-    let f = tflops.powf(-exponent);
+/// Compute terms at 1 GB/s scaled to a GPU of `bandwidth` GB/s.
+pub(crate) fn scale_compute(u: &ArStepParams, bandwidth: f64, exponent: f64) -> ArStepParams {
+    let f = bandwidth.powf(-exponent);
     ArStepParams {
         compute_base_s: u.compute_base_s * f,
         compute_per_sample_s: u.compute_per_sample_s * f,
@@ -474,9 +476,9 @@ pub(crate) fn scale_compute(u: &ArStepParams, tflops: f64, exponent: f64) -> ArS
     }
 }
 
-/// Parameters for a GPU type never measured: compute terms brought to 1 TFLOP/s with the fitted
+/// Parameters for a GPU type never measured: compute terms brought to 1 GB/s with the fitted
 /// exponent (median over the measured types), synchronisation terms the median over them.
-/// Medians beat the nearest measured GPU type (by TFLOP/s) in leave-one-GPU-type-out tests on
+/// Medians beat the nearest measured GPU type (by FP32 TFLOP/s) in leave-one-GPU-type-out tests on
 /// the Pollux/Sia models (50 % vs 146 % MAPE): one outlying profile cannot drag them.
 fn unmeasured(
     per_gpu: &BTreeMap<String, ArStepParams>,
@@ -485,7 +487,7 @@ fn unmeasured(
 ) -> Option<ArStepParams> {
     let known: Vec<(f64, &ArStepParams)> = per_gpu
         .iter()
-        .filter_map(|(g, p)| est.gpu_tflops.get(g).map(|t| (t, p)))
+        .filter_map(|(g, p)| est.gpu_mem_bandwidth.get(g).map(|t| (t, p)))
         .collect();
     if known.is_empty() {
         return None;
@@ -503,9 +505,9 @@ fn unmeasured(
     })
 }
 
-/// Slope `b` of `log compute = a_model − b·log tflops`, fitted across models and GPU types
+/// Slope `b` of `log compute = a_model − b·log bandwidth`, fitted across models and GPU types
 /// (each model's mean removed), optionally leaving one GPU type out.
-fn tflops_exponent(
+fn bandwidth_exponent(
     fits: &BTreeMap<String, BTreeMap<String, ArStepParams>>,
     data: &BTreeMap<String, ArData>,
     est: &Estimates,
@@ -519,7 +521,7 @@ fn tflops_exponent(
             .filter(|(g, _)| Some(g.as_str()) != leave_out)
             .filter_map(|(g, p)| {
                 let c = p.compute_base_s + p.compute_per_sample_s * m;
-                est.gpu_tflops
+                est.gpu_mem_bandwidth
                     .get(g)
                     .filter(|_| c > 0.0)
                     .map(|t| (t.ln(), c.ln()))
@@ -542,10 +544,7 @@ fn tflops_exponent(
     }
 }
 
-fn fit_interference(
-    dir: &Path,
-    single: &BTreeMap<(String, String), f64>,
-) -> Result<InterferenceParams> {
+fn fit_interference(dir: &Path, single: &SingleGpuThroughput) -> Result<InterferenceParams> {
     let f = CsvFile::open(
         &dir.join("gavel_colocated_throughputs.csv"),
         &["gpu_type", "job_type", "other_job_type", "throughput"],
@@ -623,7 +622,7 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
         ),
         ps_models,
         ar_models,
-        compute_tflops_exponent: exponent,
+        compute_bandwidth_exponent: exponent,
         interference,
         estimates,
         fit_quality: quality,

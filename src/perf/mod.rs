@@ -34,8 +34,8 @@ pub use calibrate::{
 };
 pub use context::{PlacementShape, placement_shapes, speeds};
 pub use params::{
-    ArModelParams, ArStepParams, Estimates, FitQuality, GpuTflops, InterferenceParams, PerfParams,
-    PsModelParams,
+    ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
+    PerfParams, PsModelParams,
 };
 
 use crate::error::{Error, Result};
@@ -196,18 +196,18 @@ impl CalibratedPerf {
         if let Some(p) = m.per_gpu.get(gpu_type) {
             return Ok(*p);
         }
-        let tf = self.params.estimates.gpu_tflops.get(gpu_type).ok_or_else(|| {
+        let tf = self.params.estimates.gpu_mem_bandwidth.get(gpu_type).ok_or_else(|| {
             Error::UnsupportedConfiguration {
                 model: model.into(),
                 reason: format!(
-                    "GPU type `{gpu_type}` is neither measured for it nor in the TFLOP/s estimate table"
+                    "GPU type `{gpu_type}` is neither measured for it nor in the memory-bandwidth estimate table"
                 ),
             }
         })?;
         Ok(calibrate::scale_compute(
             &m.unmeasured_gpu,
             tf,
-            self.params.compute_tflops_exponent,
+            self.params.compute_bandwidth_exponent,
         ))
     }
 

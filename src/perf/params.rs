@@ -96,7 +96,7 @@ pub struct ArModelParams {
     pub max_gpus_measured: u32,
     /// Fits per GPU type.
     pub per_gpu: BTreeMap<String, ArStepParams>,
-    /// For unmeasured GPU types: compute terms at 1 TFLOP/s (scaled by `tflops^-exponent`) and
+    /// For unmeasured GPU types: compute terms at 1 GB/s (scaled by `bandwidth^-exponent`) and
     /// the median synchronisation terms over the measured GPU types.
     pub unmeasured_gpu: ArStepParams,
     /// Gavel job type whose measured pair slowdowns stand for this model.
@@ -140,23 +140,25 @@ pub struct Estimates {
     /// stretches when `k` distributed jobs share a NIC (fair share: time × (1 + k·fraction)), as in
     /// SJF-BCO's contention model; the rest is latency.
     pub nic_bandwidth_fraction: f64,
-    /// ESTIMATE. Relative FP32 peak (TFLOP/s, vendor data sheets) used only to extrapolate
-    /// compute time to GPU types with no step-time measurement; the exponent is fitted.
-    pub gpu_tflops: GpuTflops,
+    /// ESTIMATE. Peak memory bandwidth (GB/s, vendor data sheets) used only to extrapolate
+    /// compute time to GPU types with no step-time measurement; the exponent is fitted. Memory
+    /// bandwidth predicted held-out GPU types better than FP32 TFLOP/s in leave-one-GPU-type-out
+    /// tests on the Pollux/Sia models (39 % vs 50 % MAPE), training being largely memory-bound.
+    pub gpu_mem_bandwidth: GpuMemBandwidth,
 }
 
-/// Vendor peak FP32 TFLOP/s per GPU type (see [`Estimates::gpu_tflops`]).
+/// Vendor peak memory bandwidth per GPU type, GB/s (see [`Estimates::gpu_mem_bandwidth`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct GpuTflops {
+pub struct GpuMemBandwidth {
     /// NVIDIA K80 (one of the board's two GPUs).
     pub k80: f64,
-    /// NVIDIA P100 (PCIe).
+    /// NVIDIA P100 (PCIe, 16 GB).
     pub p100: f64,
     /// NVIDIA T4.
     pub t4: f64,
     /// NVIDIA V100 (SXM2).
     pub v100: f64,
-    /// NVIDIA A100.
+    /// NVIDIA A100 (40 GB).
     pub a100: f64,
     /// NVIDIA Quadro RTX 6000.
     pub rtx6000: f64,
@@ -164,7 +166,7 @@ pub struct GpuTflops {
     pub rtx2080ti: f64,
 }
 
-impl GpuTflops {
+impl GpuMemBandwidth {
     /// The peak for a GPU type name, if listed.
     pub fn get(&self, gpu: &str) -> Option<f64> {
         Some(match gpu {
@@ -187,14 +189,14 @@ impl Default for Estimates {
             cross_socket_comm_factor: 1.5,
             pcie_share_comm_penalty: 0.25,
             nic_bandwidth_fraction: 1.0,
-            gpu_tflops: GpuTflops {
-                k80: 4.37,
-                p100: 9.3,
-                t4: 8.1,
-                v100: 15.7,
-                a100: 19.5,
-                rtx6000: 16.3,
-                rtx2080ti: 13.4,
+            gpu_mem_bandwidth: GpuMemBandwidth {
+                k80: 240.0,
+                p100: 732.0,
+                t4: 320.0,
+                v100: 900.0,
+                a100: 1555.0,
+                rtx6000: 672.0,
+                rtx2080ti: 616.0,
             },
         }
     }
@@ -230,8 +232,8 @@ pub struct PerfParams {
     pub ps_models: BTreeMap<String, PsModelParams>,
     /// All-reduce models by name.
     pub ar_models: BTreeMap<String, ArModelParams>,
-    /// Fitted exponent `b` in `compute ∝ tflops^-b` across measured GPU types.
-    pub compute_tflops_exponent: f64,
+    /// Fitted exponent `b` in `compute ∝ bandwidth^-b` across measured GPU types.
+    pub compute_bandwidth_exponent: f64,
     /// Pairwise co-location data.
     pub interference: InterferenceParams,
     /// Named estimates.

@@ -197,7 +197,10 @@ fn read_itp(path: &Path) -> Result<Vec<TraceJob>> {
         .collect()
 }
 
-fn read_alibaba(path: &Path) -> Result<(Vec<TraceJob>, Vec<(String, usize)>)> {
+/// Rows kept, and `(reason, count)` of rows skipped.
+type KeptAndSkipped = (Vec<TraceJob>, Vec<(String, usize)>);
+
+fn read_alibaba(path: &Path) -> Result<KeptAndSkipped> {
     let f = CsvFile::open(
         path,
         &[

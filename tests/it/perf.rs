@@ -84,7 +84,7 @@ fn shape_for(model: &str, workers: u32, per_server: u32) -> PlacementShape {
     let (max_w, max_p) = perf().max_tasks(model).unwrap();
     let w = workers.min(max_w).max(1);
     let ps = if perf().architecture(model) == Some(Architecture::ParameterServer) {
-        max_p.min(2).max(1)
+        max_p.clamp(1, 2)
     } else {
         0
     };

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set-up included: installs what is missing, builds, and runs the main job on the shipped data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+cargo build --release --locked
+coda=target/release/coda
+out=${CODA_OUT:-out}
+mkdir -p "$out"
+
+echo "== 1. calibrate the performance model on datasets/ (held-out fit quality per model)"
+$coda calibrate --out "$out/perf_params.json" --quality-csv "$out/fit_quality.csv" | grep -E '^summary|TFLOP'
+cmp -s "$out/perf_params.json" models/perf_params.json \
+  && echo "   rebuilt parameters are identical to models/perf_params.json" \
+  || { echo "   models/perf_params.json differs from a fresh calibration" >&2; exit 1; }
+
+echo "== 2. load the shipped traces and assign models (seed 0)"
+for t in philly itp alibaba; do $coda trace --trace "$t"; done
+
+echo "== 3. what-if: imagenet on 4 T4s, packed vs one per server (Pollux's aws profile: packing wins)"
+$coda perf --model imagenet --workers 4 --placement 4 --gpu t4
+$coda perf --model imagenet --workers 4 --placement 1,1,1,1 --gpu t4
+echo "   ... and on 8 V100s (Sia's azure profile measured 8-on-one-server slower than 4+4)"
+$coda perf --model imagenet --workers 8 --placement 8 --gpu v100
+$coda perf --model imagenet --workers 8 --placement 4,4 --gpu v100
+
+echo "== 4. validate a schedule and price it in context"
+$coda validate --instance examples/instances/hetero.json --schedule examples/instances/hetero.schedule.json

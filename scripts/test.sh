@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set-up included: installs what is missing, builds, and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+cargo test --release --locked
