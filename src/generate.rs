@@ -171,9 +171,14 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
             ps: Vec::new(),
         };
         let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
+        // All workers on the GPU type of the first server with room for one.
+        let gpu_type = (0..f2.len())
+            .find(|&s| f2[s].len() as u32 >= d.gpus_per_worker)
+            .map(|s| cluster.servers[s].gpu_type.clone());
         for _ in 0..job.workers.min {
             let Some(s) = (0..f2.len()).find(|&s| {
-                f2[s].len() as u32 >= d.gpus_per_worker
+                Some(&cluster.servers[s].gpu_type) == gpu_type.as_ref()
+                    && f2[s].len() as u32 >= d.gpus_per_worker
                     && c2[s] >= d.cpu_per_worker
                     && m2[s] >= d.mem_per_worker_gib
             }) else {

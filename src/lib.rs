@@ -27,13 +27,19 @@
 //! assert!(spread.step_time_s > packed.step_time_s);
 //! ```
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// One call reads a 64-bit solver statistic through HiGHS' C API (see `solver::node_count`);
+// everything else is safe code.
+#![deny(unsafe_code)]
 
 mod csvio;
 pub mod error;
+pub mod formulation;
 pub mod generate;
 pub mod model;
+pub mod objective;
 pub mod perf;
+pub mod scheduler;
+pub mod solver;
 pub mod trace;
 
 pub use error::{Error, Result};
@@ -42,4 +48,7 @@ pub use model::{
     Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Schedule, Server, TaskDemand,
     TaskRange, Violation, WorkerTask, write_atomic,
 };
+pub use objective::{Objective, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
+pub use scheduler::{ExactScheduler, Scheduler, schedule};
+pub use solver::{SolveReport, SolveSettings, SolveStatus, Solved};

@@ -122,6 +122,13 @@ impl Job {
                 "must be finite and >= 0",
             );
         }
+        if self.done_iterations >= self.total_iterations {
+            return bad(
+                "done_iterations",
+                self.done_iterations.to_string(),
+                "must be below total_iterations (a finished job is not part of a snapshot)",
+            );
+        }
         if self.model.trim().is_empty() {
             return bad("model", self.model.clone(), "must not be empty");
         }

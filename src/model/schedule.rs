@@ -160,6 +160,14 @@ pub enum Violation {
         /// The server's GPU type.
         gpu_type: String,
     },
+    /// A job's workers sit on servers of different GPU types (data-parallel training would run at
+    /// the slowest type's pace; coda keeps each job on one type).
+    MixedGpuTypes {
+        /// The job.
+        job: u64,
+        /// The GPU types used, sorted.
+        gpu_types: Vec<String>,
+    },
     /// Tasks on a server ask for more CPU cores than it has.
     CpuOverCapacity {
         /// The server.
@@ -233,6 +241,9 @@ impl fmt::Display for Violation {
                     f,
                     "job {job}: server {server} has {gpu_type} GPUs, which it cannot use"
                 )
+            }
+            MixedGpuTypes { job, gpu_types } => {
+                write!(f, "job {job}: workers on several GPU types {gpu_types:?}")
             }
             CpuOverCapacity {
                 server,
@@ -319,6 +330,7 @@ impl Schedule {
                 });
             }
             let mut bad_type_servers: Vec<usize> = Vec::new();
+            let mut types: Vec<&str> = Vec::new();
             for (wi, w) in a.workers.iter().enumerate() {
                 let Some(server) = cluster.servers.get(w.server) else {
                     out.push(Violation::UnknownServer {
@@ -334,6 +346,9 @@ impl Schedule {
                         expected: job.demand.gpus_per_worker,
                         got: w.gpus.len() as u32,
                     });
+                }
+                if !types.contains(&server.gpu_type.as_str()) {
+                    types.push(&server.gpu_type);
                 }
                 if !job.allows_gpu(&server.gpu_type) && !bad_type_servers.contains(&w.server) {
                     bad_type_servers.push(w.server);
@@ -361,6 +376,14 @@ impl Schedule {
                 }
                 cpu[w.server] += job.demand.cpu_per_worker;
                 mem[w.server] += job.demand.mem_per_worker_gib;
+            }
+            if types.len() > 1 {
+                let mut gpu_types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+                gpu_types.sort();
+                out.push(Violation::MixedGpuTypes {
+                    job: job.id,
+                    gpu_types,
+                });
             }
             for p in &a.ps {
                 if p.server >= cluster.servers.len() {

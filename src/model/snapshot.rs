@@ -142,6 +142,17 @@ impl ClusterSnapshot {
                 }
             }
         }
+        // Running jobs must be running somewhere they can: their current placements together form
+        // a valid schedule (a scheduler that keeps everyone in place must be able to).
+        let current = crate::Schedule {
+            assignments: self.jobs.iter().filter_map(|j| j.current.clone()).collect(),
+        };
+        if let Some(v) = current.validate(self).first() {
+            return Err(Error::InvalidInstance {
+                context: origin.into(),
+                reason: format!("current placements conflict: {v}"),
+            });
+        }
         Ok(())
     }
 

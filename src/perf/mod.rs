@@ -92,6 +92,10 @@ pub trait PerfModel: Send + Sync {
     /// Largest `(workers, ps)` the model prices for a model name (measured range), if known.
     fn max_tasks(&self, model: &str) -> Option<(u32, u32)>;
 
+    /// Factor (>= 1) on the compute time of a `victim` model from one co-runner of model `other`
+    /// on the same server with GPUs of type `gpu_type`.
+    fn colocation_slowdown(&self, victim: &str, other: &str, gpu_type: &str) -> f64;
+
     /// Speed of `job` running with `shape` on GPUs of type `gpu_type`.
     fn speed(&self, job: &JobQuery<'_>, gpu_type: &str, shape: &PlacementShape) -> Result<Speed>;
 
@@ -247,16 +251,9 @@ impl CalibratedPerf {
 
     /// Factor `>= 1` on compute time from the co-runners on the job's servers.
     fn colocation_factor(&self, model: &str, gpu_type: &str, co_runners: &[String]) -> f64 {
-        let kappa = self.params.estimates.colocation_coupling;
-        let victim = self.proxy(model);
         co_runners
             .iter()
-            .map(|o| {
-                let s = self
-                    .pair_throughput(gpu_type, victim, self.proxy(o))
-                    .clamp(1e-3, 1.0);
-                1.0 / (1.0 - kappa * (1.0 - s))
-            })
+            .map(|o| self.colocation_slowdown(model, o, gpu_type))
             .product()
     }
 }
@@ -287,6 +284,12 @@ impl PerfModel for CalibratedPerf {
             .collect();
         v.sort();
         v
+    }
+
+    fn colocation_slowdown(&self, victim: &str, other: &str, gpu_type: &str) -> f64 {
+        let kappa = self.params.estimates.colocation_coupling;
+        let s = self.pair_throughput(gpu_type, self.proxy(victim), self.proxy(other));
+        1.0 / (1.0 - kappa * (1.0 - s.clamp(1e-3, 1.0)))
     }
 
     fn max_tasks(&self, model: &str) -> Option<(u32, u32)> {

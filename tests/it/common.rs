@@ -36,6 +36,19 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
         let d = job.demand;
         let want_w = rng.random_range(job.workers.min..=job.workers.max);
         let want_p = rng.random_range(job.ps.min..=job.ps.max);
+        // One GPU type per job, drawn among the allowed types present.
+        let mut types: Vec<&str> = s
+            .cluster
+            .servers
+            .iter()
+            .map(|x| x.gpu_type.as_str())
+            .filter(|t| job.allows_gpu(t))
+            .collect();
+        types.sort_unstable();
+        types.dedup();
+        let Some(&gpu_type) = types.get(rng.random_range(0..types.len().max(1))) else {
+            continue;
+        };
         let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
         let mut a = Assignment {
             job: job.id,
@@ -45,7 +58,7 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
         for _ in 0..want_w {
             let cands: Vec<usize> = (0..f2.len())
                 .filter(|&i| {
-                    job.allows_gpu(&s.cluster.servers[i].gpu_type)
+                    s.cluster.servers[i].gpu_type == gpu_type
                         && f2[i].len() as u32 >= d.gpus_per_worker
                         && c2[i] >= d.cpu_per_worker
                         && m2[i] >= d.mem_per_worker_gib

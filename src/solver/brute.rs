@@ -1,0 +1,198 @@
+//! Brute force over every valid schedule of a tiny instance: the reference the integer program
+//! must match exactly.
+
+use crate::error::{Error, Result};
+use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
+use crate::objective::Objective;
+use crate::perf::PerfModel;
+
+/// Refuses instances whose enumeration would not finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BruteForceLimits {
+    /// Most schedules to score.
+    pub max_schedules: u64,
+}
+
+impl Default for BruteForceLimits {
+    fn default() -> Self {
+        BruteForceLimits {
+            max_schedules: 2_000_000,
+        }
+    }
+}
+
+fn combinations(n: usize, k: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::with_capacity(k);
+    fn rec(start: usize, n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if cur.len() == k {
+            out.push(cur.clone());
+            return;
+        }
+        for i in start..n {
+            cur.push(i);
+            rec(i + 1, n, k, cur, out);
+            cur.pop();
+        }
+    }
+    rec(0, n, k, &mut cur, &mut out);
+    out
+}
+
+fn multisets(n: usize, k: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    fn rec(start: usize, n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if cur.len() == k {
+            out.push(cur.clone());
+            return;
+        }
+        for i in start..n {
+            cur.push(i);
+            rec(i, n, k, cur, out);
+            cur.pop();
+        }
+    }
+    rec(0, n, k, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Every assignment of one job (one-GPU workers; PS as server multisets), before capacity checks
+/// against other jobs.
+fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec<Assignment>> {
+    if job.demand.gpus_per_worker != 1 {
+        return Err(Error::UnsupportedConfiguration {
+            model: job.model.clone(),
+            reason: "brute force enumerates one-GPU workers only".into(),
+        });
+    }
+    let gpus: Vec<(usize, u32)> = snapshot
+        .cluster
+        .servers
+        .iter()
+        .enumerate()
+        .flat_map(|(s, srv)| (0..srv.num_gpus()).map(move |g| (s, g)))
+        .collect();
+    let nsrv = snapshot.cluster.servers.len();
+    let mut out = Vec::new();
+    for w in job.workers.min..=job.workers.max {
+        if w as usize > gpus.len() {
+            break;
+        }
+        let sets = combinations(gpus.len(), w as usize);
+        for p in job.ps.min..=job.ps.max {
+            let ps_sets = multisets(nsrv, p as usize);
+            for set in &sets {
+                for ps in &ps_sets {
+                    out.push(Assignment {
+                        job: job.id,
+                        workers: set
+                            .iter()
+                            .map(|&i| WorkerTask {
+                                server: gpus[i].0,
+                                gpus: vec![gpus[i].1],
+                            })
+                            .collect(),
+                        ps: ps.iter().map(|&s| PsTask { server: s }).collect(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The best objective over every valid schedule, a schedule achieving it, and how many
+/// schedules were scored.
+pub fn brute_force(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    limits: BruteForceLimits,
+) -> Result<(f64, Schedule, u64)> {
+    let cands: Vec<Vec<Assignment>> = snapshot
+        .jobs
+        .iter()
+        .map(|j| candidates(snapshot, j))
+        .collect::<Result<_>>()?;
+    let total: f64 = cands.iter().map(|c| (c.len() + 1) as f64).product();
+    if total > limits.max_schedules as f64 {
+        return Err(Error::InvalidInstance {
+            context: "brute force".into(),
+            reason: format!(
+                "{total:.0} schedules to enumerate, limit {}",
+                limits.max_schedules
+            ),
+        });
+    }
+    let mut best = (f64::NEG_INFINITY, Schedule::default());
+    let mut scored = 0u64;
+    let mut current = Schedule::default();
+    fn rec(
+        k: usize,
+        cands: &[Vec<Assignment>],
+        current: &mut Schedule,
+        snapshot: &ClusterSnapshot,
+        perf: &dyn PerfModel,
+        objective: &Objective,
+        best: &mut (f64, Schedule),
+        scored: &mut u64,
+    ) {
+        if k == cands.len() {
+            // Invalid combinations (GPU given twice, capacity, mixed types) and unpriceable
+            // shapes are not schedules: skipped, exactly as the integer program cannot take them.
+            if let Ok(s) = objective.score(perf, snapshot, current) {
+                *scored += 1;
+                if s.total > best.0 + 1e-12 {
+                    *best = (s.total, current.clone());
+                }
+            }
+            return;
+        }
+        rec(
+            k + 1,
+            cands,
+            current,
+            snapshot,
+            perf,
+            objective,
+            best,
+            scored,
+        );
+        for a in &cands[k] {
+            // Cheap pruning: no GPU twice.
+            let clash = current.assignments.iter().any(|b| {
+                b.workers.iter().any(|x| {
+                    a.workers
+                        .iter()
+                        .any(|y| x.server == y.server && x.gpus == y.gpus)
+                })
+            });
+            if clash {
+                continue;
+            }
+            current.assignments.push(a.clone());
+            rec(
+                k + 1,
+                cands,
+                current,
+                snapshot,
+                perf,
+                objective,
+                best,
+                scored,
+            );
+            current.assignments.pop();
+        }
+    }
+    rec(
+        0,
+        &cands,
+        &mut current,
+        snapshot,
+        perf,
+        objective,
+        &mut best,
+        &mut scored,
+    );
+    Ok((best.0, best.1, scored))
+}

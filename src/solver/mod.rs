@@ -1,0 +1,301 @@
+//! Solving the round program: HiGHS through good_lp, with limits, seed and MIP start, and an
+//! honest report; plus a brute-force reference for tiny instances.
+//!
+//! Outcomes are data: a time-limited solve returns its best schedule with its bound and gap; an
+//! infeasible model is a [`SolveStatus`], not an error. Only bad input is an error.
+
+mod brute;
+
+use std::time::Instant;
+
+use good_lp::SolverModel;
+use good_lp::solvers::highs::highs;
+use serde::{Deserialize, Serialize};
+
+pub use brute::{BruteForceLimits, brute_force};
+
+use crate::error::{Error, Result};
+use crate::formulation::{Formulation, FormulationOptions, ModelSize};
+use crate::model::{ClusterSnapshot, Schedule};
+use crate::objective::Objective;
+use crate::perf::PerfModel;
+
+/// Solver settings, checked by [`SolveSettings::check`]; defaults written down here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SolveSettings {
+    /// Wall-clock limit, seconds (default 60).
+    pub time_limit_s: f64,
+    /// Stop when the relative gap is below this (default 1e-6: prove optimality).
+    pub mip_rel_gap: f64,
+    /// Branch-and-bound node limit, a repeatable work limit (default: none).
+    pub node_limit: Option<u64>,
+    /// Solver threads (default 1).
+    pub threads: u32,
+    /// HiGHS random seed (default 0).
+    pub seed: u32,
+    /// Order interchangeable servers (default on).
+    pub symmetry_breaking: bool,
+    /// Print the solver log.
+    pub verbose: bool,
+}
+
+impl Default for SolveSettings {
+    fn default() -> Self {
+        SolveSettings {
+            time_limit_s: 60.0,
+            mip_rel_gap: 1e-6,
+            node_limit: None,
+            threads: 1,
+            seed: 0,
+            symmetry_breaking: true,
+            verbose: false,
+        }
+    }
+}
+
+impl SolveSettings {
+    /// Rejects settings no solve can use.
+    pub fn check(&self) -> Result<()> {
+        let bad =
+            |f: &str, v: String, why: &str| Err(Error::invalid("solve settings", 0, f, v, why));
+        if !(self.time_limit_s.is_finite() && self.time_limit_s > 0.0) {
+            return bad("time_limit_s", self.time_limit_s.to_string(), "must be > 0");
+        }
+        if !(self.mip_rel_gap.is_finite() && self.mip_rel_gap >= 0.0) {
+            return bad("mip_rel_gap", self.mip_rel_gap.to_string(), "must be >= 0");
+        }
+        if self.threads == 0 {
+            return bad("threads", "0".into(), "must be >= 1");
+        }
+        Ok(())
+    }
+}
+
+/// How a solve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolveStatus {
+    /// Proven optimal (within `mip_rel_gap` of 1e-6 or better).
+    Optimal,
+    /// Stopped at the gap limit with a feasible schedule.
+    GapLimit,
+    /// Stopped at the time limit with a feasible schedule.
+    TimeLimit,
+    /// Stopped at the node limit with a feasible schedule.
+    NodeLimit,
+    /// The model has no solution.
+    Infeasible,
+}
+
+/// What a solve did and found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SolveReport {
+    /// How it ended.
+    pub status: SolveStatus,
+    /// Objective of the returned schedule (solver value + constant).
+    pub objective: f64,
+    /// The same, recomputed by [`Objective::score`] on the decoded schedule.
+    pub objective_check: f64,
+    /// Best proven upper bound on the objective.
+    pub best_bound: f64,
+    /// Relative gap `(bound − objective) / max(|objective|, 1e-9)`.
+    pub gap: f64,
+    /// Seconds spent building the model.
+    pub build_time_s: f64,
+    /// Seconds in the solver.
+    pub wall_time_s: f64,
+    /// Branch-and-bound nodes.
+    pub nodes: Option<u64>,
+    /// Model size.
+    pub size: ModelSize,
+    /// Whether the solver accepted the MIP start.
+    pub warm_started: bool,
+}
+
+/// A solved round: the schedule (empty if infeasible) and the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Solved {
+    /// Best schedule found.
+    pub schedule: Schedule,
+    /// Report.
+    pub report: SolveReport,
+}
+
+/// Builds and solves the round program for a snapshot, optionally from a MIP start.
+pub fn solve(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+    warm_start: Option<&Schedule>,
+) -> Result<Solved> {
+    settings.check()?;
+    let t0 = Instant::now();
+    let form = Formulation::build(
+        snapshot,
+        perf,
+        objective,
+        FormulationOptions {
+            symmetry_breaking: settings.symmetry_breaking,
+        },
+    )?;
+    let size = form.size();
+    let (vars, obj, constraints, decoder) = form.into_parts();
+    let start = match warm_start {
+        Some(s) => Some(decoder.encode(snapshot, perf, objective, s)?),
+        None => None,
+    };
+    let mut problem = vars.maximise(obj).using(highs);
+    for c in constraints {
+        problem.add_constraint(c);
+    }
+    let build_time_s = t0.elapsed().as_secs_f64();
+    let mut model = problem.into_inner();
+    // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
+    model.set_option("output_flag", settings.verbose);
+    model.set_option("time_limit", settings.time_limit_s);
+    model.set_option("mip_rel_gap", settings.mip_rel_gap);
+    model.set_option("threads", settings.threads as i32);
+    model.set_option("random_seed", settings.seed as i32);
+    if let Some(n) = settings.node_limit {
+        model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
+    }
+    if let Some(x) = &start {
+        model.set_solution(Some(x), None, None, None);
+    }
+    let t1 = Instant::now();
+    let solved = model.try_solve().map_err(|e| Error::InvalidInstance {
+        context: "HiGHS".into(),
+        reason: format!("{e:?}"),
+    })?;
+    let wall_time_s = t1.elapsed().as_secs_f64();
+    use highs::HighsModelStatus as H;
+    let status = match solved.status() {
+        H::Optimal => SolveStatus::Optimal,
+        H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
+        H::ReachedTimeLimit => SolveStatus::TimeLimit,
+        H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
+        H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
+        other => {
+            return Err(Error::InvalidInstance {
+                context: "HiGHS".into(),
+                reason: format!("solver status {other:?}"),
+            });
+        }
+    };
+    let nodes = node_count(&solved);
+    let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+    if status == SolveStatus::Infeasible || !feasible {
+        let report = SolveReport {
+            status: SolveStatus::Infeasible,
+            objective: f64::NAN,
+            objective_check: f64::NAN,
+            best_bound: f64::NAN,
+            gap: f64::NAN,
+            build_time_s,
+            wall_time_s,
+            nodes,
+            size,
+            warm_started: start.is_some(),
+        };
+        return Ok(Solved {
+            schedule: Schedule::default(),
+            report,
+        });
+    }
+    let values = solved.get_solution().columns().to_vec();
+    let value = |v: good_lp::Variable| values[decoder.index(v)];
+    let schedule = decoder.decode(snapshot, &value);
+    let objective_value = solved.objective_value() + decoder.objective_constant();
+    let bound = solved
+        .double_info_value(c"mip_dual_bound")
+        .map(|b| b + decoder.objective_constant())
+        .unwrap_or(objective_value);
+    // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
+    let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
+    let check = objective.score(perf, snapshot, &schedule)?.total;
+    let status = if status == SolveStatus::Optimal && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
+    {
+        SolveStatus::GapLimit
+    } else {
+        status
+    };
+    let report = SolveReport {
+        status,
+        objective: objective_value,
+        objective_check: check,
+        best_bound: bound,
+        gap,
+        build_time_s,
+        wall_time_s,
+        nodes,
+        size,
+        warm_started: start.is_some(),
+    };
+    Ok(Solved { schedule, report })
+}
+
+/// Branch-and-bound nodes: HiGHS keeps the count as a 64-bit info value, which the safe wrapper
+/// does not read; the 32-bit reader fails on it, so it is read through the C API.
+#[allow(unsafe_code)]
+fn node_count(solved: &highs::SolvedModel) -> Option<u64> {
+    let mut n: i64 = -1;
+    // SAFETY: `solved` owns a live HiGHS instance for the duration of the call; the name is a
+    // NUL-terminated C string; `n` is a valid i64 out-parameter.
+    let status = unsafe {
+        highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut n)
+    };
+    (status == 0 && n >= 0).then_some(n as u64)
+}
+
+/// Exports the round program of a snapshot as MPS.
+pub fn export_mps(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    symmetry_breaking: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<ModelSize> {
+    let form = Formulation::build(
+        snapshot,
+        perf,
+        objective,
+        FormulationOptions { symmetry_breaking },
+    )?;
+    form.write_mps(out).map_err(|e| Error::io("<mps>", e))?;
+    Ok(form.size())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(SolveSettings::default().check().is_ok());
+        assert!(
+            SolveSettings {
+                time_limit_s: 0.0,
+                ..Default::default()
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            SolveSettings {
+                mip_rel_gap: f64::NAN,
+                ..Default::default()
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            SolveSettings {
+                threads: 0,
+                ..Default::default()
+            }
+            .check()
+            .is_err()
+        );
+    }
+}
