@@ -9,7 +9,7 @@
 
 mod mps;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use good_lp::{Constraint, Expression, ProblemVariables, Variable, variable};
 
@@ -46,15 +46,15 @@ struct JobVars {
     /// Workers on the server at all.
     v: Vec<Option<Variable>>,
     /// GPUs per switch and switch used, keyed by switch index.
-    g: HashMap<usize, (Variable, Variable)>,
+    g: BTreeMap<usize, (Variable, Variable)>,
     /// PS per server and "any task on server" (PS jobs only).
     q: Vec<Option<Variable>>,
     a: Vec<Option<Variable>>,
     /// Sockets used per (server, socket) and "spans sockets" per server (all-reduce jobs).
-    t: HashMap<(usize, u32), Variable>,
-    zeta: HashMap<usize, Variable>,
+    t: BTreeMap<(usize, u32), Variable>,
+    zeta: BTreeMap<usize, Variable>,
     /// Binary expansion of q and the products with m (PS locality).
-    bits: HashMap<usize, Vec<(Variable, Variable)>>,
+    bits: BTreeMap<usize, Vec<(Variable, Variable)>>,
     local_pairs: Option<Variable>,
     local_pairs_by_option: Vec<Option<Variable>>,
     keep: Option<Variable>,
@@ -202,9 +202,9 @@ impl Formulation {
             let mut v = vec![None; nsrv];
             let mut q = vec![None; nsrv];
             let mut a = vec![None; nsrv];
-            let mut g = HashMap::new();
-            let mut t = HashMap::new();
-            let mut zeta = HashMap::new();
+            let mut g = BTreeMap::new();
+            let mut t = BTreeMap::new();
+            let mut zeta = BTreeMap::new();
             if !opts.is_empty() {
                 for s in 0..nsrv {
                     if usable(s) {
@@ -270,7 +270,7 @@ impl Formulation {
                 a,
                 t,
                 zeta,
-                bits: HashMap::new(),
+                bits: BTreeMap::new(),
                 local_pairs: None,
                 local_pairs_by_option: Vec::new(),
                 keep,
@@ -455,7 +455,7 @@ impl Formulation {
                 let p_max = job.ps.max;
                 let nbits = (32 - p_max.leading_zeros()).max(1);
                 let mut l_terms: Vec<(f64, Variable)> = Vec::new();
-                let mut bits = HashMap::new();
+                let mut bits = BTreeMap::new();
                 for s in 0..nsrv {
                     let Some(ms) = m[s] else { continue };
                     let qs = q[s].expect("PS jobs have q");
@@ -500,7 +500,7 @@ impl Formulation {
             }
             // Keep: the job stays exactly where it is (per-switch GPU counts and per-server PS).
             if let (Some(kv), Some(cur)) = (keep, &job.current) {
-                let mut cur_g: HashMap<usize, f64> = HashMap::new();
+                let mut cur_g: BTreeMap<usize, f64> = BTreeMap::new();
                 for w in &cur.workers {
                     for &gi in &w.gpus {
                         let b = self

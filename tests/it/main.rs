@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod errors;
 mod generate;
+mod ilp;
 mod perf;
 mod trace;
 mod validate;

@@ -1,0 +1,313 @@
+//! The integer program against references: brute force on tiny instances, the objective of its
+//! own decoded schedule, every other schedule, and a bigger cluster.
+
+use coda::solver::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
+use coda::{
+    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, GenerateOptions, Job,
+    Objective, PerfModel, Schedule, Server, TaskDemand, TaskRange, WorkerTask, generate,
+};
+use proptest::prelude::*;
+
+use crate::common::random_valid_schedule;
+
+fn perf() -> &'static CalibratedPerf {
+    CalibratedPerf::shipped()
+}
+
+const MODELS: [&str; 6] = ["imagenet", "cifar10", "ncf", "bert", "resnet-50", "vgg-16"];
+
+/// A tiny instance: `servers` servers of 1 socket × `switches` switches × 1–2 GPUs, `jobs` jobs
+/// of up to 2 workers (PS jobs: up to 2 PS), some running.
+fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) -> ClusterSnapshot {
+    let sockets = if switches >= 2 { 2 } else { 1 };
+    let per_socket = (switches / sockets).max(1);
+    let srv = Server::uniform(
+        "n", "v100", sockets, per_socket, per_switch, 16.0, 256.0, 100.0,
+    );
+    let cluster = Cluster::homogeneous(servers, &srv);
+    let mut rng = seed;
+    let mut next = || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) as usize
+    };
+    let mut js = Vec::new();
+    for id in 0..jobs as u64 {
+        let model = MODELS[next() % MODELS.len()];
+        let arch = perf().architecture(model).unwrap();
+        let ps = if arch == Architecture::ParameterServer {
+            TaskRange::new(1, 1 + (next() % 2) as u32)
+        } else {
+            TaskRange::new(0, 0)
+        };
+        js.push(Job {
+            id,
+            arrival_s: 0.0,
+            model: model.into(),
+            arch,
+            // Between a few seconds and a few hours of work at one GPU.
+            total_iterations: [50.0, 2_000.0, 20_000.0, 200_000.0][next() % 4],
+            done_iterations: 0.0,
+            demand: TaskDemand {
+                gpus_per_worker: 1,
+                cpu_per_worker: 4.0,
+                mem_per_worker_gib: 32.0,
+                cpu_per_ps: 4.0,
+                mem_per_ps_gib: 8.0,
+            },
+            workers: TaskRange::new(1, 1 + (next() % 2) as u32),
+            ps,
+            gpu_types: vec![],
+            local_batch: None,
+            current: None,
+        });
+    }
+    // The first job runs now on GPU 0 of server 0 (so restart costs are exercised).
+    if let Some(j) = js.first_mut() {
+        let ps = (0..j.ps.min).map(|_| coda::PsTask { server: 0 }).collect();
+        j.current = Some(Assignment {
+            job: j.id,
+            workers: vec![WorkerTask {
+                server: 0,
+                gpus: vec![0],
+            }],
+            ps,
+        });
+        j.done_iterations = j.total_iterations * 0.5;
+    }
+    ClusterSnapshot::new(0.0, cluster, js).unwrap()
+}
+
+fn exact(s: &ClusterSnapshot) -> coda::Solved {
+    let settings = SolveSettings {
+        time_limit_s: 120.0,
+        ..Default::default()
+    };
+    solver::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// The integer program's optimum equals the best of every valid schedule, enumerated.
+    #[test]
+    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>()) {
+        let s = tiny(servers, per_switch, switches, jobs, seed);
+        let (best, _, scored) = brute_force(&s, perf(), &Objective::default(), BruteForceLimits::default()).unwrap();
+        prop_assert!(scored >= 1);
+        let got = exact(&s);
+        prop_assert_eq!(got.report.status, SolveStatus::Optimal);
+        prop_assert!((got.report.objective - best).abs() < 1e-6, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
+    }
+
+    /// The decoded schedule is valid and its objective is the one the solver reports.
+    #[test]
+    fn decoded_schedule_scores_the_reported_objective(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
+        let got = exact(&s);
+        prop_assert_eq!(got.report.status, SolveStatus::Optimal);
+        prop_assert!(got.schedule.validate(&s).is_empty());
+        let score = Objective::default().score(perf(), &s, &got.schedule).unwrap().total;
+        prop_assert!((score - got.report.objective).abs() < 1e-6, "decoded {score} vs reported {}", got.report.objective);
+    }
+
+    /// No valid schedule scores above the optimum (random schedules and keep-everyone-in-place).
+    #[test]
+    fn ilp_bounds_every_other_schedule(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
+        let opt = exact(&s).report.objective;
+        let obj = Objective::default();
+        let mut others = vec![coda::current_schedule(&s), Schedule::default()];
+        others.extend((0..8).map(|k| random_valid_schedule(&s, seed ^ k)));
+        for other in others {
+            if let Ok(sc) = obj.score(perf(), &s, &other) {
+                prop_assert!(sc.total <= opt + 1e-6, "schedule scores {} above the optimum {}", sc.total, opt);
+            }
+        }
+    }
+
+    /// Adding a GPU (at the end of the last switch, so no index moves) never lowers the optimum.
+    #[test]
+    fn adding_a_gpu_never_lowers_the_optimum(servers in 1usize..3, jobs in 1usize..6, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
+        let before = exact(&s).report.objective;
+        let mut bigger = s.clone();
+        let last = bigger.cluster.servers.len() - 1;
+        *bigger.cluster.servers[last].topology.last_mut().unwrap().last_mut().unwrap() += 1;
+        let after = exact(&bigger).report.objective;
+        prop_assert!(after >= before - 1e-6, "{before} -> {after}");
+    }
+}
+
+#[test]
+fn warm_start_is_accepted_and_does_not_change_the_optimum() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 3,
+            jobs: 6,
+            seed: 4,
+            max_workers: 4,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let cold = exact(&s);
+    let settings = SolveSettings::default();
+    let warm = solver::solve(
+        &s,
+        perf(),
+        &Objective::default(),
+        &settings,
+        Some(&cold.schedule),
+    )
+    .unwrap();
+    assert!(warm.report.warm_started);
+    assert!((warm.report.objective - cold.report.objective).abs() < 1e-6);
+    // A start from a different valid schedule works too.
+    let other = random_valid_schedule(&s, 3);
+    let warm2 = solver::solve(&s, perf(), &Objective::default(), &settings, Some(&other)).unwrap();
+    assert!((warm2.report.objective - cold.report.objective).abs() < 1e-6);
+}
+
+#[test]
+fn invalid_warm_start_is_a_typed_error() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 2,
+            jobs: 4,
+            seed: 1,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let bad = Schedule {
+        assignments: vec![Assignment {
+            job: 999,
+            workers: vec![],
+            ps: vec![],
+        }],
+    };
+    assert!(
+        solver::solve(
+            &s,
+            perf(),
+            &Objective::default(),
+            &SolveSettings::default(),
+            Some(&bad)
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn work_limited_solve_returns_its_best_schedule_and_an_honest_gap() {
+    // Node limit 1: a repeatable work limit. The result is a valid schedule whose objective is
+    // what the report says, with a bound no lower than it.
+    let s = generate(
+        &GenerateOptions {
+            servers: 4,
+            jobs: 12,
+            seed: 8,
+            max_workers: 6,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let settings = SolveSettings {
+        node_limit: Some(1),
+        ..Default::default()
+    };
+    let got = solver::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
+    assert!(got.schedule.validate(&s).is_empty());
+    assert!(got.report.best_bound >= got.report.objective - 1e-9);
+    assert!(got.report.gap >= 0.0);
+    if got.report.status == SolveStatus::Optimal {
+        assert!(got.report.gap <= 1e-6);
+    } else {
+        assert!(matches!(
+            got.report.status,
+            SolveStatus::NodeLimit | SolveStatus::GapLimit | SolveStatus::TimeLimit
+        ));
+    }
+    let score = Objective::default()
+        .score(perf(), &s, &got.schedule)
+        .unwrap()
+        .total;
+    assert!((score - got.report.objective_check).abs() < 1e-9);
+}
+
+#[test]
+fn solves_are_deterministic() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 3,
+            jobs: 8,
+            seed: 2,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let a = exact(&s);
+    let b = exact(&s);
+    assert_eq!(a.schedule, b.schedule);
+    assert_eq!(a.report.nodes, b.report.nodes);
+}
+
+#[test]
+fn bad_settings_and_objective_are_typed_errors() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 1,
+            jobs: 1,
+            seed: 0,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let bad = SolveSettings {
+        time_limit_s: -1.0,
+        ..Default::default()
+    };
+    assert!(matches!(
+        solver::solve(&s, perf(), &Objective::default(), &bad, None),
+        Err(coda::Error::InvalidField { .. })
+    ));
+    assert!(Objective::new(0.0, 0.0).is_err());
+    assert!(Objective::new(300.0, 400.0).is_err());
+}
+
+#[test]
+fn mps_export_declares_every_column_and_row() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 2,
+            jobs: 4,
+            seed: 5,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    let size = solver::export_mps(&s, perf(), &Objective::default(), true, &mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    let rows = text
+        .lines()
+        .skip_while(|l| *l != "ROWS")
+        .skip(2)
+        .take_while(|l| *l != "COLUMNS")
+        .count();
+    assert_eq!(rows, size.constraints);
+    let bounds = text
+        .lines()
+        .filter(|l| l.starts_with(" LO BND") || l.starts_with(" MI BND"))
+        .count();
+    assert_eq!(bounds, size.variables);
+    assert!(text.contains("OBJSENSE") && text.trim_end().ends_with("ENDATA"));
+}
