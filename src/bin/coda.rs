@@ -149,6 +149,12 @@ enum Cmd {
         /// GPU types, round-robin over servers.
         #[arg(long, value_delimiter = ',', default_value = "v100")]
         gpu_types: Vec<String>,
+        /// Fraction of jobs already running (placed first-fit).
+        #[arg(long, default_value_t = 0.3)]
+        running_fraction: f64,
+        /// Largest worker count a job may ask for.
+        #[arg(long, default_value_t = 8)]
+        max_workers: u32,
         /// Output file (stdout if absent).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -320,6 +326,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let t = Instant::now();
             let violations = sched.validate(&snap);
             let validate_s = t.elapsed().as_secs_f64();
+            let score = if violations.is_empty() {
+                Some(coda::Objective::default().score(&perf, &snap, &sched)?)
+            } else {
+                None
+            };
             let speeds = if violations.is_empty() {
                 perf::speeds(&perf, &snap, &sched)?
             } else {
@@ -331,9 +342,13 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                     "violations": violations,
                     "speeds": speeds.iter().map(|(j, s)| serde_json::json!({"job": j, "speed": s})).collect::<Vec<_>>(),
                     "validate_s": validate_s,
+                    "objective": score.as_ref().map(|x| x.total),
                 });
                 println!("{obj}");
             } else {
+                if let Some(sc) = &score {
+                    println!("objective (default round utility): {:.6}", sc.total);
+                }
                 if violations.is_empty() {
                     println!(
                         "valid: {} jobs running, {} GPUs used",
@@ -459,6 +474,8 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             jobs,
             seed,
             gpu_types,
+            running_fraction,
+            max_workers,
             out,
         } => {
             let perf = perf_model(&cli.params)?;
@@ -467,6 +484,8 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 jobs,
                 seed,
                 gpu_types,
+                running_fraction,
+                max_workers,
                 ..Default::default()
             };
             let snap = coda::generate(&opts, &perf)?;

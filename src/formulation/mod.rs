@@ -104,6 +104,16 @@ pub struct Formulation {
     switches: Vec<Switch>,
     /// Column index of every variable (creation order).
     index_of: HashMap<Variable, usize>,
+    /// Definitions of the sharing variables, in creation order (for MIP starts).
+    shares: Vec<ShareDef>,
+}
+
+/// `var = Π_gates(Σ gate) · Σ terms` at its tight value (terms empty: the gate product alone).
+#[derive(Clone)]
+struct ShareDef {
+    var: Variable,
+    gates: Vec<Vec<Variable>>,
+    terms: Vec<(f64, Variable)>,
 }
 
 fn lin(terms: &[(f64, Variable)]) -> Expression {
@@ -177,6 +187,7 @@ impl Formulation {
             jobs: Vec::new(),
             switches,
             index_of: HashMap::new(),
+            shares: Vec::new(),
         };
         let nsrv = servers.len();
         for (ji, job) in snapshot.jobs.iter().enumerate() {
@@ -281,8 +292,8 @@ impl Formulation {
         }
         f.job_constraints(snapshot)?;
         f.capacity_constraints(snapshot);
-        f.pair_constraints(snapshot, perf);
-        f.loss_constraints();
+        f.sharing_constraints(snapshot, perf);
+        f.loss_constraints(snapshot);
         if options.symmetry_breaking {
             f.symmetry_constraints(snapshot);
         }
@@ -593,94 +604,184 @@ impl Formulation {
         }
     }
 
-    fn pair_constraints(&mut self, snapshot: &ClusterSnapshot, perf: &dyn PerfModel) {
+    /// Adds `var >= gate·(Σ terms) ` in big-M form: `var >= Σ terms − M·(#gates − Σ gates)`,
+    /// where each gate is a sum of binaries (0 or 1). Exact wherever `var` is pushed down, as
+    /// every sharing variable is (it only ever costs utility).
+    fn gated_sum(
+        &mut self,
+        var: Variable,
+        gates: Vec<Vec<Variable>>,
+        terms: Vec<(f64, Variable)>,
+        big_m: f64,
+    ) {
+        let mut e: Vec<(f64, Variable)> = vec![(1.0, var)];
+        e.extend(terms.iter().map(|&(c, x)| (-c, x)));
+        for g in &gates {
+            e.extend(g.iter().map(|&x| (-big_m, x)));
+        }
+        self.constraints
+            .push(lin(&e).geq(-big_m * gates.len() as f64));
+        self.shares.push(ShareDef { var, gates, terms });
+    }
+
+    /// Sharing pressures, aggregated per (job, server) and (job, switch): O(jobs × places)
+    /// variables instead of one per pair of jobs.
+    fn sharing_constraints(&mut self, snapshot: &ClusterSnapshot, perf: &dyn PerfModel) {
         let servers = &snapshot.cluster.servers;
         let n = self.jobs.len();
-        for i in 0..n {
-            for k in (i + 1)..n {
-                if self.jobs[i].options.is_empty() || self.jobs[k].options.is_empty() {
+        let multi_ys = |jv: &JobVars| -> Vec<Variable> {
+            jv.y.iter()
+                .zip(&jv.options)
+                .filter(|(_, o)| o.mode == Mode::Multi)
+                .map(|(&x, _)| x)
+                .collect()
+        };
+        // μ_js = job j is on several servers and has a task on s.
+        let mut mu: BTreeMap<(usize, usize), Variable> = BTreeMap::new();
+        for j in 0..n {
+            let d = multi_ys(&self.jobs[j]);
+            if d.is_empty() {
+                continue;
+            }
+            let id = snapshot.jobs[self.jobs[j].job].id;
+            for s in 0..servers.len() {
+                let Some(a) = self.jobs[j].a[s].or(self.jobs[j].v[s]) else {
                     continue;
-                }
-                let (ji, jk) = (
-                    &snapshot.jobs[self.jobs[i].job],
-                    &snapshot.jobs[self.jobs[k].job],
-                );
-                let (idi, idk) = (ji.id, jk.id);
-                // Co-location on a server (workers of both).
-                for s in 0..servers.len() {
-                    let (Some(vi), Some(vk)) = (self.jobs[i].v[s], self.jobs[k].v[s]) else {
-                        continue;
-                    };
-                    let gpu = &servers[s].gpu_type;
-                    let fi = perf.colocation_slowdown(&ji.model, &jk.model, gpu) - 1.0;
-                    let fk = perf.colocation_slowdown(&jk.model, &ji.model, gpu) - 1.0;
-                    if fi <= 0.0 && fk <= 0.0 {
-                        continue;
-                    }
-                    let c = self.add_var(format!("col_j{idi}_j{idk}_s{s}"), 0.0, 1.0, false);
-                    self.constraints
-                        .push(lin(&[(1.0, c), (-1.0, vi), (-1.0, vk)]).geq(-1.0));
-                    self.jobs[i].pressure[0].push((fi, c));
-                    self.jobs[k].pressure[0].push((fk, c));
-                }
-                // PCIe switch sharing.
-                for b in 0..self.switches.len() {
-                    let (Some(&(_, ui)), Some(&(_, uk))) =
-                        (self.jobs[i].g.get(&b), self.jobs[k].g.get(&b))
-                    else {
-                        continue;
-                    };
-                    if self.switches[b].gpus.len() < 2 {
-                        continue;
-                    }
-                    let e = self.add_var(format!("pci_j{idi}_j{idk}_b{b}"), 0.0, 1.0, false);
-                    self.constraints
-                        .push(lin(&[(1.0, e), (-1.0, ui), (-1.0, uk)]).geq(-1.0));
-                    self.jobs[i].pressure[1].push((1.0, e));
-                    self.jobs[k].pressure[1].push((1.0, e));
-                }
-                // NIC sharing between two multi-server jobs meeting on a server.
-                let multi = |jv: &JobVars| -> Vec<Variable> {
-                    jv.y.iter()
-                        .zip(&jv.options)
-                        .filter(|(_, o)| o.mode == Mode::Multi)
-                        .map(|(&x, _)| x)
-                        .collect()
                 };
-                let (mi, mk) = (multi(&self.jobs[i]), multi(&self.jobs[k]));
-                if mi.is_empty() || mk.is_empty() {
+                let m = self.add_var(format!("mu_j{id}_s{s}"), 0.0, 1.0, false);
+                // m >= a + D − 1 (an AND of two binaries, pushed down wherever it is read).
+                let mut e: Vec<(f64, Variable)> = vec![(1.0, m), (-1.0, a)];
+                e.extend(d.iter().map(|&x| (-1.0, x)));
+                self.constraints.push(lin(&e).geq(-1.0));
+                self.shares.push(ShareDef {
+                    var: m,
+                    gates: vec![vec![a], d.clone()],
+                    terms: vec![],
+                });
+                mu.insert((j, s), m);
+            }
+        }
+        for i in 0..n {
+            if self.jobs[i].options.is_empty() {
+                continue;
+            }
+            let ji = &snapshot.jobs[self.jobs[i].job];
+            let id = ji.id;
+            // Co-location: ω_is >= v_is · Σ_j (slowdown_ij − 1)·v_js.
+            for s in 0..servers.len() {
+                let Some(vi) = self.jobs[i].v[s] else {
+                    continue;
+                };
+                let gpu = &servers[s].gpu_type;
+                let terms: Vec<(f64, Variable)> = (0..n)
+                    .filter(|&k| k != i)
+                    .filter_map(|k| {
+                        let vk = self.jobs[k].v[s]?;
+                        let c = perf.colocation_slowdown(
+                            &ji.model,
+                            &snapshot.jobs[self.jobs[k].job].model,
+                            gpu,
+                        ) - 1.0;
+                        (c > 0.0).then_some((c, vk))
+                    })
+                    .collect();
+                if terms.is_empty() {
                     continue;
                 }
-                for s in 0..servers.len() {
-                    let any = |jv: &JobVars| jv.a[s].or(jv.v[s]);
-                    let (Some(ai), Some(ak)) = (any(&self.jobs[i]), any(&self.jobs[k])) else {
-                        continue;
-                    };
-                    let h = self.add_var(format!("nic_j{idi}_j{idk}_s{s}"), 0.0, 1.0, false);
-                    let mut e: Vec<(f64, Variable)> = vec![(1.0, h), (-1.0, ai), (-1.0, ak)];
-                    e.extend(mi.iter().chain(&mk).map(|&x| (-1.0, x)));
-                    self.constraints.push(lin(&e).geq(-3.0));
-                    self.jobs[i].pressure[2].push((1.0, h));
-                    self.jobs[k].pressure[2].push((1.0, h));
+                // When job i is absent, up to one co-runner per GPU of the server may be there.
+                let slots = servers[s].num_gpus() as usize;
+                let mut cs: Vec<f64> = terms.iter().map(|t| t.0).collect();
+                cs.sort_by(|a, b| b.total_cmp(a));
+                let big_m: f64 = cs.iter().take(slots).sum();
+                let w = self.add_var(format!("wcol_j{id}_s{s}"), 0.0, f64::INFINITY, false);
+                self.gated_sum(w, vec![vec![vi]], terms, big_m);
+                self.jobs[i].pressure[0].push((1.0, w));
+            }
+            // PCIe: ω_ib >= u_ib · #other jobs under switch b.
+            let bs: Vec<usize> = self.jobs[i].g.keys().copied().collect();
+            for b in bs {
+                let cap = self.switches[b].gpus.len();
+                if cap < 2 {
+                    continue;
                 }
+                let ui = self.jobs[i].g[&b].1;
+                let terms: Vec<(f64, Variable)> = (0..n)
+                    .filter(|&k| k != i)
+                    .filter_map(|k| self.jobs[k].g.get(&b).map(|&(_, u)| (1.0, u)))
+                    .collect();
+                if terms.is_empty() {
+                    continue;
+                }
+                let big_m = (terms.len() as f64).min(cap as f64);
+                let w = self.add_var(format!("wpci_j{id}_b{b}"), 0.0, f64::INFINITY, false);
+                self.gated_sum(w, vec![vec![ui]], terms, big_m);
+                self.jobs[i].pressure[1].push((1.0, w));
+            }
+            // NIC: ω_is >= [i multi-server, on s] · #other multi-server jobs on s.
+            let di = multi_ys(&self.jobs[i]);
+            if di.is_empty() {
+                continue;
+            }
+            for s in 0..servers.len() {
+                let Some(ai) = self.jobs[i].a[s].or(self.jobs[i].v[s]) else {
+                    continue;
+                };
+                let terms: Vec<(f64, Variable)> = (0..n)
+                    .filter(|&k| k != i)
+                    .filter_map(|k| mu.get(&(k, s)).map(|&m| (1.0, m)))
+                    .collect();
+                if terms.is_empty() {
+                    continue;
+                }
+                let big_m = terms.len() as f64;
+                let w = self.add_var(format!("wnic_j{id}_s{s}"), 0.0, f64::INFINITY, false);
+                self.gated_sum(w, vec![vec![ai], di.clone()], terms, big_m);
+                self.jobs[i].pressure[2].push((1.0, w));
             }
         }
     }
 
-    fn loss_constraints(&mut self) {
+    fn loss_constraints(&mut self, snapshot: &ClusterSnapshot) {
+        let servers = &snapshot.cluster.servers;
+        let n_jobs = self.jobs.iter().filter(|jv| !jv.options.is_empty()).count();
+        let max_gpus = servers.iter().map(|s| s.num_gpus()).max().unwrap_or(0) as f64;
+        let max_cap = self
+            .switches
+            .iter()
+            .map(|sw| sw.gpus.len())
+            .max()
+            .unwrap_or(0) as f64;
         for jv in &self.jobs {
+            let job = &snapshot.jobs[jv.job];
+            let w_max = f64::from(job.workers.max);
+            let p_max = f64::from(job.ps.max);
+            let gpw = f64::from(job.demand.gpus_per_worker);
+            let others = (n_jobs as f64 - 1.0).max(0.0);
             for kind in 0..3 {
                 let p = &jv.pressure[kind];
                 if p.is_empty() {
                     continue;
                 }
-                let pmax: f64 = p.iter().map(|(c, _)| c).sum();
-                for (k, o) in jv.options.iter().enumerate() {
-                    let coef = match kind {
+                // Big-M: the most pressure the job can meet with any of its options. Each
+                // co-runner or sharer holds at least one GPU (or, for NIC, one task) there.
+                let all: f64 = p.iter().map(|(c, _)| c).sum();
+                let max_c = p.iter().map(|(c, _)| *c).fold(0.0, f64::max);
+                let structural = match kind {
+                    0 => w_max.min(servers.len() as f64) * others.min(max_gpus - 1.0) * max_c,
+                    1 => (w_max * gpw).min(self.switches.len() as f64) * others.min(max_cap - 1.0),
+                    _ => (w_max + p_max).min(servers.len() as f64) * others,
+                };
+                let pmax = all.min(structural.max(0.0));
+                let coefs: Vec<f64> = jv
+                    .options
+                    .iter()
+                    .map(|o| match kind {
                         0 => o.terms.coloc_coef,
                         1 => o.terms.pcie_coef,
                         _ => o.terms.nic_coef,
-                    };
+                    })
+                    .collect();
+                for (k, &coef) in coefs.iter().enumerate() {
                     if coef <= 0.0 {
                         continue;
                     }
@@ -690,14 +791,26 @@ impl Formulation {
                     e.push((-coef * pmax, jv.y[k]));
                     self.constraints.push(lin(&e).geq(-coef * pmax));
                 }
+                // Valid for every option (pressure is 0 when the job waits): strengthens the
+                // relaxation, where the big-M rows above are slack.
+                let min_coef = coefs.iter().copied().fold(f64::INFINITY, f64::min);
+                if min_coef > 0.0 && min_coef.is_finite() {
+                    let mut e: Vec<(f64, Variable)> = vec![(1.0, jv.loss[kind])];
+                    e.extend(p.iter().map(|&(c, x)| (-min_coef * c, x)));
+                    self.constraints.push(lin(&e).geq(0.0));
+                }
             }
         }
     }
 
+    /// Symmetry breaking. Servers nobody runs on now and identical in everything the model
+    /// reads are interchangeable, and so are the PCIe switches of one socket of such a server:
+    /// any solution can be relabelled so that, between two consecutive interchangeable places,
+    /// the first hosts a job of index no larger than every job the second hosts (and an empty
+    /// place comes after every used one). `v[j][s'] <= Σ_{i <= j} v[i][s]` says exactly that,
+    /// and keeps one labelling of each solution instead of up to `n!`.
     fn symmetry_constraints(&mut self, snapshot: &ClusterSnapshot) {
         let servers = &snapshot.cluster.servers;
-        // Servers nobody runs on now, identical in everything the model reads, are
-        // interchangeable: order them by GPUs used.
         let busy: Vec<bool> = (0..servers.len())
             .map(|s| {
                 snapshot
@@ -706,17 +819,6 @@ impl Formulation {
                     .any(|j| j.current.as_ref().is_some_and(|c| c.servers().contains(&s)))
             })
             .collect();
-        let gpus_on = |f: &Formulation, s: usize| -> Vec<(f64, Variable)> {
-            let mut e = Vec::new();
-            for jv in &f.jobs {
-                for (b, &(gv, _)) in &jv.g {
-                    if f.switches[*b].server == s {
-                        e.push((1.0, gv));
-                    }
-                }
-            }
-            e
-        };
         let same = |a: usize, b: usize| {
             let (x, y) = (&servers[a], &servers[b]);
             x.gpu_type == y.gpu_type
@@ -729,16 +831,42 @@ impl Formulation {
             if busy[s] {
                 continue;
             }
-            if let Some(p) = prev {
-                if same(p, s) {
-                    let mut e = gpus_on(self, p);
-                    e.extend(gpus_on(self, s).into_iter().map(|(c, x)| (-c, x)));
-                    if !e.is_empty() {
-                        self.constraints.push(lin(&e).geq(0.0));
-                    }
-                }
+            if let Some(p) = prev.filter(|&p| same(p, s)) {
+                let places: Vec<(Option<Variable>, Option<Variable>)> =
+                    self.jobs.iter().map(|jv| (jv.v[p], jv.v[s])).collect();
+                self.order_places(&places);
             }
             prev = Some(s);
+        }
+        for b in 1..self.switches.len() {
+            let (x, y) = (&self.switches[b - 1], &self.switches[b]);
+            if x.server == y.server
+                && x.socket == y.socket
+                && x.gpus.len() == y.gpus.len()
+                && !busy[x.server]
+            {
+                let places: Vec<(Option<Variable>, Option<Variable>)> = self
+                    .jobs
+                    .iter()
+                    .map(|jv| (jv.g.get(&(b - 1)).map(|g| g.1), jv.g.get(&b).map(|g| g.1)))
+                    .collect();
+                self.order_places(&places);
+            }
+        }
+    }
+
+    /// `second[j] <= Σ_{i <= j} first[i]` for every job `j` that can use the second place.
+    fn order_places(&mut self, places: &[(Option<Variable>, Option<Variable>)]) {
+        let mut prefix: Vec<(f64, Variable)> = Vec::new();
+        for &(first, second) in places {
+            if let Some(f) = first {
+                prefix.push((-1.0, f));
+            }
+            if let Some(sv) = second {
+                let mut e = prefix.clone();
+                e.push((1.0, sv));
+                self.constraints.push(lin(&e).leq(0.0));
+            }
         }
     }
 
@@ -783,6 +911,7 @@ impl Formulation {
             info: self.info,
             constant: self.objective_constant,
             index_of: self.index_of,
+            shares: self.shares,
         };
         (self.vars, self.objective, self.constraints, dec)
     }
@@ -807,6 +936,7 @@ pub struct Decoder {
     info: Vec<VarInfo>,
     constant: f64,
     index_of: HashMap<Variable, usize>,
+    shares: Vec<ShareDef>,
 }
 
 impl Decoder {
@@ -933,9 +1063,6 @@ impl Decoder {
         let idx = |v: Variable| -> usize { self.index_of[&v] };
         // Scoring first rejects invalid schedules and unpriceable shapes with a clear error.
         objective.score(perf, snapshot, schedule)?;
-        let mut used_switch: Vec<Vec<usize>> = vec![Vec::new(); self.jobs.len()];
-        let mut any_on: Vec<Vec<usize>> = vec![Vec::new(); self.jobs.len()];
-        let mut multi = vec![false; self.jobs.len()];
         let mut chosen: Vec<Option<usize>> = vec![None; self.jobs.len()];
         for (i, jv) in self.jobs.iter().enumerate() {
             let job = &snapshot.jobs[jv.job];
@@ -958,7 +1085,6 @@ impl Decoder {
                 })?;
             chosen[i] = Some(k);
             x[idx(jv.y[k])] = 1.0;
-            multi[i] = facts.2 == Mode::Multi;
             let mut per_server: HashMap<usize, f64> = HashMap::new();
             let mut per_switch: HashMap<usize, f64> = HashMap::new();
             for w in &a.workers {
@@ -984,7 +1110,6 @@ impl Decoder {
                 let (gv, uv) = jv.g[b];
                 x[idx(gv)] = n;
                 x[idx(uv)] = 1.0;
-                used_switch[i].push(*b);
             }
             for s in 0..jv.q.len() {
                 if let (Some(qv), Some(av)) = (jv.q[s], jv.a[s]) {
@@ -994,7 +1119,6 @@ impl Decoder {
                     x[idx(av)] = f64::from(u8::from(on));
                 }
             }
-            any_on[i] = a.servers();
             for (&(s, so), &tv) in &jv.t {
                 let on = a.workers.iter().any(|w| {
                     w.server == s
@@ -1034,15 +1158,20 @@ impl Decoder {
                 x[idx(kv)] = f64::from(u8::from(same_assignment(cur, a)));
             }
         }
-        // Pair indicators at their tight values, then losses.
-        for jv in &self.jobs {
-            for kind in 0..3 {
-                for &(_, pv) in &jv.pressure[kind] {
-                    let name = &self.info[idx(pv)].name;
-                    x[idx(pv)] =
-                        self.pair_value(name, snapshot, schedule, &any_on, &used_switch, &multi);
-                }
-            }
+        // Sharing variables at their tight values, in creation order (μ before the NIC ω that
+        // read it), then losses.
+        for d in &self.shares {
+            let gate: f64 = d
+                .gates
+                .iter()
+                .map(|g| g.iter().map(|&v| x[idx(v)]).sum::<f64>())
+                .product();
+            let sum: f64 = if d.terms.is_empty() {
+                1.0
+            } else {
+                d.terms.iter().map(|&(c, v)| c * x[idx(v)]).sum()
+            };
+            x[idx(d.var)] = gate * sum;
         }
         for (i, jv) in self.jobs.iter().enumerate() {
             let Some(k) = chosen[i] else { continue };
@@ -1054,43 +1183,6 @@ impl Decoder {
             }
         }
         Ok(x)
-    }
-
-    fn pair_value(
-        &self,
-        name: &str,
-        snapshot: &ClusterSnapshot,
-        schedule: &Schedule,
-        any_on: &[Vec<usize>],
-        used_switch: &[Vec<usize>],
-        multi: &[bool],
-    ) -> f64 {
-        // Names are `<kind>_j<id>_j<id>_<s|b><index>`.
-        let parts: Vec<&str> = name.split('_').collect();
-        let id = |p: &str| p.trim_start_matches('j').parse::<u64>().unwrap_or(u64::MAX);
-        let (a, b) = (id(parts[1]), id(parts[2]));
-        let pos = |jid: u64| {
-            self.jobs
-                .iter()
-                .position(|jv| snapshot.jobs[jv.job].id == jid)
-        };
-        let (Some(ia), Some(ib)) = (pos(a), pos(b)) else {
-            return 0.0;
-        };
-        let place: usize = parts[3][1..].parse().unwrap_or(usize::MAX);
-        let workers_on = |jid: u64, s: usize| {
-            schedule
-                .assignment(jid)
-                .is_some_and(|x| x.workers.iter().any(|w| w.server == s))
-        };
-        let hit = match parts[0] {
-            "col" => workers_on(a, place) && workers_on(b, place),
-            "pci" => used_switch[ia].contains(&place) && used_switch[ib].contains(&place),
-            _ => {
-                multi[ia] && multi[ib] && any_on[ia].contains(&place) && any_on[ib].contains(&place)
-            }
-        };
-        f64::from(u8::from(hit))
     }
 }
 

@@ -153,6 +153,7 @@ pub fn solve(
     let mut model = problem.into_inner();
     // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
     model.set_option("output_flag", settings.verbose);
+    model.set_option("log_to_console", settings.verbose);
     model.set_option("time_limit", settings.time_limit_s);
     model.set_option("mip_rel_gap", settings.mip_rel_gap);
     model.set_option("threads", settings.threads as i32);
