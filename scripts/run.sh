@@ -27,3 +27,9 @@ $coda perf --model imagenet --workers 8 --placement 4,4 --gpu v100
 
 echo "== 4. validate a schedule and price it in context"
 $coda validate --instance examples/instances/hetero.json --schedule examples/instances/hetero.schedule.json
+
+echo "== 5. solve rounds exactly (ILP, HiGHS, 1 thread) and write the schedules"
+$coda solve --instance examples/instances/small.json --out "$out/small.ilp.json"
+$coda solve --instance examples/instances/hetero.json --time-limit 60 --out "$out/hetero.ilp.json"
+$coda validate --instance examples/instances/hetero.json --schedule "$out/hetero.ilp.json" | head -2
+$coda solve --instance examples/instances/hetero.json --export-mps "$out/hetero.mps" --export-only

@@ -5,6 +5,7 @@
 //! infeasible model is a [`SolveStatus`], not an error. Only bad input is an error.
 
 mod brute;
+pub mod scaling;
 
 use std::time::Instant;
 
