@@ -14,9 +14,23 @@ fn build(c: &mut Criterion) {
     let mut g = c.benchmark_group("build");
     for (servers, jobs) in [(2, 4), (4, 8), (8, 16), (16, 32)] {
         let snap = scaling::scaling_instance(servers, jobs, 1, perf).unwrap();
-        g.bench_with_input(BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")), &snap, |b, s| {
-            b.iter(|| black_box(Formulation::build(s, perf, &Objective::default(), FormulationOptions::default()).unwrap()))
-        });
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")),
+            &snap,
+            |b, s| {
+                b.iter(|| {
+                    black_box(
+                        Formulation::build(
+                            s,
+                            perf,
+                            &Objective::default(),
+                            FormulationOptions::default(),
+                        )
+                        .unwrap(),
+                    )
+                })
+            },
+        );
     }
     g.finish();
 }
@@ -27,9 +41,24 @@ fn solve(c: &mut Criterion) {
     g.sample_size(10);
     for (servers, jobs) in [(1, 2), (2, 4), (3, 6)] {
         let snap = scaling::scaling_instance(servers, jobs, 1, perf).unwrap();
-        g.bench_with_input(BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")), &snap, |b, s| {
-            b.iter(|| black_box(solver::solve(s, perf, &Objective::default(), &SolveSettings::default(), None).unwrap()))
-        });
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")),
+            &snap,
+            |b, s| {
+                b.iter(|| {
+                    black_box(
+                        solver::solve(
+                            s,
+                            perf,
+                            &Objective::default(),
+                            &SolveSettings::default(),
+                            None,
+                        )
+                        .unwrap(),
+                    )
+                })
+            },
+        );
     }
     g.finish();
 }

@@ -5,7 +5,9 @@
 use coda::{CalibratedPerf, ClusterSnapshot, Objective, current_schedule, solver};
 
 fn main() -> coda::Result<()> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "examples/instances/hetero.json".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "examples/instances/hetero.json".into());
     let snapshot = ClusterSnapshot::from_json_file(&path)?;
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
@@ -15,14 +17,31 @@ fn main() -> coda::Result<()> {
 
     let schedule = coda::schedule(&snapshot)?;
     let score = objective.score(perf, &snapshot, &schedule)?.total;
-    println!("{path}: {} jobs, {} GPUs", snapshot.jobs.len(), snapshot.cluster.num_gpus());
+    println!(
+        "{path}: {} jobs, {} GPUs",
+        snapshot.jobs.len(),
+        snapshot.cluster.num_gpus()
+    );
     println!("keep running jobs in place: objective {stay_score:.4}");
-    println!("exact round (ILP):          objective {score:.4}, {} jobs on {} GPUs", schedule.assignments.len(), schedule.gpus_used());
+    println!(
+        "exact round (ILP):          objective {score:.4}, {} jobs on {} GPUs",
+        schedule.assignments.len(),
+        schedule.gpus_used()
+    );
     for (job, speed) in coda::perf::speeds(perf, &snapshot, &schedule)? {
         println!("  job {job}: {:.3} it/s", speed.iterations_per_s);
     }
     // The same solve with its report: status, bound and gap.
-    let solved = solver::solve(&snapshot, perf, &objective, &Default::default(), Some(&stay))?;
-    println!("warm-started from the current placement: {:?}, gap {:.2e}", solved.report.status, solved.report.gap);
+    let solved = solver::solve(
+        &snapshot,
+        perf,
+        &objective,
+        &Default::default(),
+        Some(&stay),
+    )?;
+    println!(
+        "warm-started from the current placement: {:?}, gap {:.2e}",
+        solved.report.status, solved.report.gap
+    );
     Ok(())
 }

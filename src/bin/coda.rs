@@ -138,7 +138,11 @@ enum Cmd {
     /// Measure build and solve time against cluster size; write a CSV and an SVG plot.
     BenchSolve {
         /// Sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "1x2,2x4,3x6,4x8,5x10,6x12,8x12,8x16")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1x2,2x4,3x6,4x8,5x10,6x12,8x12,8x16"
+        )]
         sizes: Vec<String>,
         /// Seeds per size.
         #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
@@ -493,25 +497,50 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::BenchSolve { sizes, seeds, instances, time_limit, compare_symmetry, save_instances, out } => {
+        Cmd::BenchSolve {
+            sizes,
+            seeds,
+            instances,
+            time_limit,
+            compare_symmetry,
+            save_instances,
+            out,
+        } => {
             use coda::solver::scaling;
             let perf = perf_model(&cli.params)?;
-            std::fs::create_dir_all(&out).map_err(|e| coda::Error::Io { path: out.clone(), source: e })?;
+            std::fs::create_dir_all(&out).map_err(|e| coda::Error::Io {
+                path: out.clone(),
+                source: e,
+            })?;
             let mut cases: Vec<(String, ClusterSnapshot)> = Vec::new();
             if let Some(dir) = &instances {
                 let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-                    .map_err(|e| coda::Error::Io { path: dir.clone(), source: e })?
+                    .map_err(|e| coda::Error::Io {
+                        path: dir.clone(),
+                        source: e,
+                    })?
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| p.extension().is_some_and(|x| x == "json"))
                     .collect();
                 files.sort();
                 for f in files {
-                    let name = f.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
+                    let name = f
+                        .file_stem()
+                        .map(|x| x.to_string_lossy().to_string())
+                        .unwrap_or_default();
                     cases.push((name, ClusterSnapshot::from_json_file(&f)?));
                 }
             } else {
                 for size in &sizes {
-                    let bad = || coda::Error::invalid("--sizes", 0, "sizes", size, "expected SERVERSxJOBS, e.g. 8x16");
+                    let bad = || {
+                        coda::Error::invalid(
+                            "--sizes",
+                            0,
+                            "sizes",
+                            size,
+                            "expected SERVERSxJOBS, e.g. 8x16",
+                        )
+                    };
                     let (a, b) = size.split_once('x').ok_or_else(bad)?;
                     let servers: usize = a.parse().map_err(|_| bad())?;
                     let jobs: usize = b.parse().map_err(|_| bad())?;
@@ -519,7 +548,10 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                         let snap = scaling::scaling_instance(servers, jobs, seed, &perf)?;
                         let name = format!("gen_s{servers:02}_j{jobs:02}_seed{seed}");
                         if let Some(dir) = &save_instances {
-                            std::fs::create_dir_all(dir).map_err(|e| coda::Error::Io { path: dir.clone(), source: e })?;
+                            std::fs::create_dir_all(dir).map_err(|e| coda::Error::Io {
+                                path: dir.clone(),
+                                source: e,
+                            })?;
                             snap.to_json_file(dir.join(format!("{name}.json")))?;
                         }
                         cases.push((name, snap));
@@ -528,8 +560,16 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             }
             let mut rows = Vec::new();
             for (name, snap) in &cases {
-                for sym in if compare_symmetry { vec![true, false] } else { vec![true] } {
-                    let settings = coda::SolveSettings { time_limit_s: time_limit, symmetry_breaking: sym, ..Default::default() };
+                for sym in if compare_symmetry {
+                    vec![true, false]
+                } else {
+                    vec![true]
+                } {
+                    let settings = coda::SolveSettings {
+                        time_limit_s: time_limit,
+                        symmetry_breaking: sym,
+                        ..Default::default()
+                    };
                     let r = scaling::measure(name, snap, &perf, &settings)?;
                     eprintln!(
                         "{name}: {} servers, {} GPUs, {} jobs, sym {sym}: {:?} in {:.2} s (build {:.4} s), gap {:.2e}",
@@ -539,8 +579,16 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 }
             }
             scaling::write_csv(&rows, &out.join("solve_scaling.csv"))?;
-            scaling::plot_svg(&rows, &out.join("solve_scaling.svg"), "coda ILP (HiGHS, 1 thread): solve time vs size")?;
-            println!("wrote {} and {}", out.join("solve_scaling.csv").display(), out.join("solve_scaling.svg").display());
+            scaling::plot_svg(
+                &rows,
+                &out.join("solve_scaling.svg"),
+                "coda ILP (HiGHS, 1 thread): solve time vs size",
+            )?;
+            println!(
+                "wrote {} and {}",
+                out.join("solve_scaling.csv").display(),
+                out.join("solve_scaling.svg").display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Generate {

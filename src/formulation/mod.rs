@@ -7,6 +7,9 @@
 //! [`Objective`] does. It knows nothing about HiGHS; [`crate::solver`] solves it, and
 //! [`Formulation::write_mps`] lets any other MIP solver re-check it.
 
+// Servers, switches and jobs are indexed in parallel arrays throughout; index loops read best.
+#![allow(clippy::needless_range_loop)]
+
 mod mps;
 
 use std::collections::{BTreeMap, HashMap};

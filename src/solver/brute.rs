@@ -127,6 +127,7 @@ pub fn brute_force(
     let mut best = (f64::NEG_INFINITY, Schedule::default());
     let mut scored = 0u64;
     let mut current = Schedule::default();
+    #[allow(clippy::too_many_arguments)] // a recursive helper carrying the search state
     fn rec(
         k: usize,
         cands: &[Vec<Assignment>],

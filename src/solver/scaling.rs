@@ -76,17 +76,33 @@ pub fn measure(
 }
 
 /// The generated instance of a `(servers, jobs, seed)` size point (8-GPU V100 servers).
-pub fn scaling_instance(servers: usize, jobs: usize, seed: u64, perf: &dyn PerfModel) -> Result<ClusterSnapshot> {
-    generate(&GenerateOptions { servers, jobs, seed, ..Default::default() }, perf)
+pub fn scaling_instance(
+    servers: usize,
+    jobs: usize,
+    seed: u64,
+    perf: &dyn PerfModel,
+) -> Result<ClusterSnapshot> {
+    generate(
+        &GenerateOptions {
+            servers,
+            jobs,
+            seed,
+            ..Default::default()
+        },
+        perf,
+    )
 }
 
 /// Writes rows as CSV (atomically).
 pub fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
-        w.serialize(r).map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+        w.serialize(r)
+            .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
     }
-    let bytes = w.into_inner().map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
     crate::model::write_atomic(path, &bytes)
 }
 
@@ -94,9 +110,18 @@ pub fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
 /// that hit the time limit are drawn hollow.
 pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
     let err = |e: String| Error::io(path, std::io::Error::other(e));
-    let max_x = rows.iter().map(|r| r.gpus as f64 * r.jobs as f64).fold(1.0, f64::max) * 1.2;
+    let max_x = rows
+        .iter()
+        .map(|r| r.gpus as f64 * r.jobs as f64)
+        .fold(1.0, f64::max)
+        * 1.2;
     let max_y = rows.iter().map(|r| r.solve_s).fold(0.1, f64::max) * 2.0;
-    let min_y = rows.iter().map(|r| r.solve_s).fold(max_y, f64::min).max(1e-3) / 2.0;
+    let min_y = rows
+        .iter()
+        .map(|r| r.solve_s)
+        .fold(max_y, f64::min)
+        .max(1e-3)
+        / 2.0;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
@@ -114,8 +139,12 @@ pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
             .y_desc("solve time (s)")
             .draw()
             .map_err(|e| err(e.to_string()))?;
-        for (sym, color, label) in [(true, BLUE, "symmetry breaking on"), (false, RED, "symmetry breaking off")] {
-            let pts: Vec<&ScalingRow> = rows.iter().filter(|r| r.symmetry_breaking == sym).collect();
+        for (sym, color, label) in [
+            (true, BLUE, "symmetry breaking on"),
+            (false, RED, "symmetry breaking off"),
+        ] {
+            let pts: Vec<&ScalingRow> =
+                rows.iter().filter(|r| r.symmetry_breaking == sym).collect();
             if pts.is_empty() {
                 continue;
             }
@@ -123,7 +152,15 @@ pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
                 .draw_series(pts.iter().map(|r| {
                     let x = r.gpus as f64 * r.jobs as f64;
                     let filled = r.status == SolveStatus::Optimal;
-                    Circle::new((x, r.solve_s), 5, if filled { color.filled() } else { color.stroke_width(2) })
+                    Circle::new(
+                        (x, r.solve_s),
+                        5,
+                        if filled {
+                            color.filled()
+                        } else {
+                            color.stroke_width(2)
+                        },
+                    )
                 }))
                 .map_err(|e| err(e.to_string()))?
                 .label(label)
