@@ -342,6 +342,16 @@ impl Objective {
         }
     }
 
+    /// `(workers, ps, mode, GPU type)` of an assignment: the option it takes.
+    pub fn option_of(
+        snapshot: &ClusterSnapshot,
+        job: &Job,
+        a: &Assignment,
+    ) -> (u32, u32, Mode, String) {
+        let f = Self::facts(snapshot, job, a);
+        (f.workers, f.ps, f.mode, f.gpu_type)
+    }
+
     fn terms_of(&self, perf: &dyn PerfModel, job: &Job, f: &Facts) -> Result<OptionTerms> {
         self.option_terms(perf, job, f.workers, f.ps, f.mode, &f.gpu_type)
             .ok_or_else(|| Error::UnsupportedConfiguration {

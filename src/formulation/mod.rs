@@ -1072,7 +1072,7 @@ impl Decoder {
             let Some(a) = schedule.assignment(job.id) else {
                 continue;
             };
-            let facts = describe(snapshot, a, job.arch);
+            let facts = Objective::option_of(snapshot, job, a);
             let k = jv
                 .options
                 .iter()
@@ -1187,36 +1187,4 @@ impl Decoder {
         }
         Ok(x)
     }
-}
-
-/// `(workers, ps, mode, gpu type)` of an assignment, as the objective reads it.
-fn describe(
-    snapshot: &ClusterSnapshot,
-    a: &Assignment,
-    arch: Architecture,
-) -> (u32, u32, Mode, String) {
-    let servers = &snapshot.cluster.servers;
-    let mut sockets: Vec<(usize, u32)> = Vec::new();
-    for w in &a.workers {
-        let slots = servers[w.server].gpu_slots();
-        for &g in &w.gpus {
-            let k = (w.server, slots[g as usize].socket);
-            if !sockets.contains(&k) {
-                sockets.push(k);
-            }
-        }
-    }
-    let mode = if a.servers().len() > 1 {
-        Mode::Multi
-    } else if arch == Architecture::AllReduce && sockets.len() > 1 {
-        Mode::CrossSocket
-    } else {
-        Mode::Single
-    };
-    (
-        a.workers.len() as u32,
-        a.ps.len() as u32,
-        mode,
-        servers[a.workers[0].server].gpu_type.clone(),
-    )
 }
