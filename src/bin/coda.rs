@@ -11,6 +11,17 @@ use coda::{
     Architecture, ClusterSnapshot, GenerateOptions, JobQuery, PerfModel, PlacementShape, Schedule,
 };
 
+/// `println!` that ends the process quietly when stdout is closed (`coda ... | head`) instead of
+/// panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "coda",
@@ -204,6 +215,19 @@ enum Cmd {
         /// Write the jobs (with models and work) as JSON here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write one round (jobs --skip .. --skip + --take on --servers default servers) as an
+        /// instance here.
+        #[arg(long)]
+        snapshot_out: Option<PathBuf>,
+        /// Servers of the round instance.
+        #[arg(long, default_value_t = 8)]
+        servers: usize,
+        /// Jobs in the round instance.
+        #[arg(long, default_value_t = 16)]
+        take: usize,
+        /// Jobs skipped before the round.
+        #[arg(long, default_value_t = 0)]
+        skip: usize,
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
@@ -244,13 +268,13 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
             }
             if json {
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string(&params.fit_quality).expect("serialize")
                 );
             } else {
                 print_quality(&params);
-                println!(
+                out!(
                     "wrote {} in {:.2} s",
                     out.display(),
                     t.elapsed().as_secs_f64()
@@ -273,7 +297,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let perf = perf_model(&cli.params)?;
             if list {
                 for (m, a) in perf.models() {
-                    println!("{m}\t{a:?}");
+                    out!("{m}\t{a:?}");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -326,15 +350,17 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                     "model": model, "arch": arch, "gpu": gpu, "workers": workers, "ps": ps,
                     "placement": placement, "value": value, "unit": unit, "speed": s,
                 });
-                println!("{obj}");
+                out!("{obj}");
             } else {
-                println!(
+                out!(
                     "{model} ({arch:?}) on {gpu}, {workers} workers, {ps} PS, placement {placement:?}"
                 );
-                println!("  {unit}: {value:.6}");
-                println!(
+                out!("  {unit}: {value:.6}");
+                out!(
                     "  per step: compute {:.4} s, intra-server comm {:.4} s, inter-server comm {:.4} s",
-                    s.compute_s, s.intra_comm_s, s.inter_comm_s
+                    s.compute_s,
+                    s.intra_comm_s,
+                    s.inter_comm_s
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -372,25 +398,25 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                     "validate_s": validate_s,
                     "objective": score.as_ref().map(|x| x.total),
                 });
-                println!("{obj}");
+                out!("{obj}");
             } else {
                 if let Some(sc) = &score {
-                    println!("objective (default round utility): {:.6}", sc.total);
+                    out!("objective (default round utility): {:.6}", sc.total);
                 }
                 if violations.is_empty() {
-                    println!(
+                    out!(
                         "valid: {} jobs running, {} GPUs used",
                         sched.assignments.len(),
                         sched.gpus_used()
                     );
                 } else {
-                    println!("{} violation(s):", violations.len());
+                    out!("{} violation(s):", violations.len());
                     for v in &violations {
-                        println!("  {v}");
+                        out!("  {v}");
                     }
                 }
                 for (j, s) in &speeds {
-                    println!(
+                    out!(
                         "  job {j}: {:.4} it/s, step {:.4} s (compute {:.4}, intra {:.4}, inter {:.4})",
                         s.iterations_per_s,
                         s.step_time_s,
@@ -437,7 +463,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 )?;
                 coda::write_atomic(p, &buf)?;
                 if !json {
-                    println!(
+                    out!(
                         "wrote {} ({} variables, {} integer, {} constraints)",
                         p.display(),
                         size.variables,
@@ -471,28 +497,32 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 let mut v = serde_json::to_value(r).expect("serialize");
                 v["running_jobs"] = serde_json::json!(solved.schedule.assignments.len());
                 v["gpus_used"] = serde_json::json!(solved.schedule.gpus_used());
-                println!("{v}");
+                out!("{v}");
             } else {
-                println!("status      {:?}", r.status);
-                println!(
+                out!("status      {:?}", r.status);
+                out!(
                     "objective   {:.6} (re-scored: {:.6})",
-                    r.objective, r.objective_check
+                    r.objective,
+                    r.objective_check
                 );
-                println!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
-                println!(
+                out!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
+                out!(
                     "model       {} variables ({} integer), {} constraints; built in {:.3} s",
-                    r.size.variables, r.size.integer_variables, r.size.constraints, r.build_time_s
+                    r.size.variables,
+                    r.size.integer_variables,
+                    r.size.constraints,
+                    r.build_time_s
                 );
                 let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
                 let warm = if r.warm_started { ", warm-started" } else { "" };
-                println!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
-                println!(
+                out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
+                out!(
                     "schedule    {} jobs running on {} GPUs",
                     solved.schedule.assignments.len(),
                     solved.schedule.gpus_used()
                 );
                 if let Some(p) = &out {
-                    println!("wrote {}", p.display());
+                    out!("wrote {}", p.display());
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -584,7 +614,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 &out.join("solve_scaling.svg"),
                 "coda ILP (HiGHS, 1 thread): solve time vs size",
             )?;
-            println!(
+            out!(
                 "wrote {} and {}",
                 out.join("solve_scaling.csv").display(),
                 out.join("solve_scaling.svg").display()
@@ -616,7 +646,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                     snap.to_json_file(&p)?;
                     eprintln!("wrote {}", p.display());
                 }
-                None => println!(
+                None => out!(
                     "{}",
                     serde_json::to_string_pretty(&snap).expect("serialize")
                 ),
@@ -629,6 +659,10 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             seed,
             datasets,
             out,
+            snapshot_out,
+            servers,
+            take,
+            skip,
             json,
         } => {
             let perf = perf_model(&cli.params)?;
@@ -657,14 +691,17 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 let text = serde_json::to_string_pretty(&jobs).expect("serialize");
                 coda::write_atomic(p, text.as_bytes())?;
             }
+            if let Some(p) = &snapshot_out {
+                trace::round_snapshot(&jobs, skip, take, servers)?.to_json_file(p)?;
+            }
             if json {
                 let obj = serde_json::json!({
                     "file": path, "format": format, "jobs": jobs.len(), "gpus_requested": gpus,
                     "skipped": tr.skipped, "models": by_model, "load_s": load_s,
                 });
-                println!("{obj}");
+                out!("{obj}");
             } else {
-                println!(
+                out!(
                     "{}: {} jobs ({:?}), {gpus} GPUs requested in total, loaded in {:.3} s",
                     path.display(),
                     jobs.len(),
@@ -672,9 +709,9 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                     load_s
                 );
                 for (why, n) in &tr.skipped {
-                    println!("  skipped {n}: {why}");
+                    out!("  skipped {n}: {why}");
                 }
-                println!("  models (seed {seed}): {by_model:?}");
+                out!("  models (seed {seed}): {by_model:?}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -700,13 +737,19 @@ fn quality_csv_text(q: &[FitQuality]) -> String {
 }
 
 fn print_quality(p: &PerfParams) {
-    println!(
+    out!(
         "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
-        "model", "gpu", "split", "rows", "MAPE", "medAPE", "train"
+        "model",
+        "gpu",
+        "split",
+        "rows",
+        "MAPE",
+        "medAPE",
+        "train"
     );
     for r in &p.fit_quality {
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
-        println!(
+        out!(
             "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
             r.model,
             r.gpu,
@@ -717,7 +760,7 @@ fn print_quality(p: &PerfParams) {
             f(r.train_mape)
         );
     }
-    println!(
+    out!(
         "compute ∝ (memory bandwidth)^-{:.3} (fitted across GPU types)",
         p.compute_bandwidth_exponent
     );
@@ -739,7 +782,7 @@ fn print_quality(p: &PerfParams) {
         e.1 += r.rows;
     }
     for ((fam, split), (sum, n)) in acc {
-        println!(
+        out!(
             "summary: {fam:<24} {split:<8} held-out MAPE {:>6.1}% over {n} rows",
             100.0 * sum / n as f64
         );

@@ -455,3 +455,27 @@ pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
         .map(|k| (gpus - k * g).min(g))
         .collect()
 }
+
+/// The server the trace defaults assume: 8 V100 GPUs (2 sockets × 2 PCIe switches × 2 GPUs),
+/// 24 cores and 500 GiB — Synergy's simulated server, whose fair share (3 cores, 62.5 GB per GPU)
+/// sets [`TraceOptions`]' default demands. The NIC is [`ASSUMED_NIC_GBPS`].
+pub fn default_server() -> Server {
+    Server::uniform("node", "v100", 2, 2, 2, 24.0, 500.0, ASSUMED_NIC_GBPS)
+}
+
+/// One scheduling round cut from a trace: jobs `skip .. skip + take` (arrival order), all
+/// waiting, on `servers` copies of [`default_server`], at the arrival time of the last of them.
+pub fn round_snapshot(
+    jobs: &[Job],
+    skip: usize,
+    take: usize,
+    servers: usize,
+) -> Result<crate::ClusterSnapshot> {
+    let picked: Vec<Job> = jobs.iter().skip(skip).take(take).cloned().collect();
+    let time = picked.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+    crate::ClusterSnapshot::new(
+        time,
+        Cluster::homogeneous(servers, &default_server()),
+        picked,
+    )
+}

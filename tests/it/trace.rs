@@ -109,3 +109,18 @@ fn replaying_a_job_with_its_trace_allocation_takes_its_trace_duration() {
         );
     }
 }
+
+#[test]
+fn a_round_cut_from_a_trace_is_a_valid_instance() {
+    let t = load(TraceFormat::Philly);
+    let jobs =
+        trace::to_jobs(&t.jobs, &TraceOptions::default(), CalibratedPerf::shipped()).unwrap();
+    let s = trace::round_snapshot(&jobs, 100, 16, 8).unwrap();
+    assert_eq!(s.jobs.len(), 16);
+    assert_eq!(s.cluster.num_gpus(), 64);
+    assert_eq!(
+        s.time_s,
+        s.jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max)
+    );
+    assert!(coda::Schedule::default().validate(&s).is_empty());
+}
