@@ -26,7 +26,8 @@
 //!   job is moved, resized or stopped.
 //!
 //! The contention terms are first-order (linear in counts) so that an integer program can carry
-//! them exactly; the PerfModel itself compounds them. `coda solve` reports both.
+//! them exactly; the PerfModel itself compounds them. [`Objective::perf_model_utility`] scores a
+//! schedule with the full PerfModel instead, and `coda solve` / `coda bench-solve` report both.
 
 use std::collections::HashMap;
 
@@ -470,6 +471,27 @@ impl Objective {
             }
         }
         Ok(Score { total, jobs: out })
+    }
+}
+
+impl Objective {
+    /// The same round utility computed with the PerfModel's full in-context speeds (contention
+    /// compounded, PS locality exact) instead of the first-order terms: what the schedule is
+    /// predicted to achieve. The gap to [`Objective::score`] measures the linearisation.
+    pub fn perf_model_utility(
+        &self,
+        perf: &dyn PerfModel,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+    ) -> Result<f64> {
+        let score = self.score(perf, snapshot, schedule)?;
+        let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
+        let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
+        let progress: f64 = crate::perf::speeds(perf, snapshot, schedule)?
+            .iter()
+            .map(|(id, s)| self.progress(jobs[id], s))
+            .sum();
+        Ok(progress - restart)
     }
 }
 

@@ -507,6 +507,10 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 );
                 out!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
                 out!(
+                    "perfmodel   {:.6} (same schedule, contention compounded by the PerfModel)",
+                    r.perf_model_utility
+                );
+                out!(
                     "model       {} variables ({} integer), {} constraints; built in {:.3} s",
                     r.size.variables,
                     r.size.integer_variables,

@@ -97,6 +97,9 @@ pub struct SolveReport {
     pub objective: f64,
     /// The same, recomputed by [`Objective::score`] on the decoded schedule.
     pub objective_check: f64,
+    /// The schedule's utility with the PerfModel's compounded in-context speeds
+    /// ([`Objective::perf_model_utility`]): how far the first-order objective is from it.
+    pub perf_model_utility: f64,
     /// Best proven upper bound on the objective.
     pub best_bound: f64,
     /// Relative gap `(bound − objective) / max(|objective|, 1e-9)`.
@@ -192,6 +195,7 @@ pub fn solve(
             status: SolveStatus::Infeasible,
             objective: f64::NAN,
             objective_check: f64::NAN,
+            perf_model_utility: f64::NAN,
             best_bound: f64::NAN,
             gap: f64::NAN,
             build_time_s,
@@ -216,6 +220,7 @@ pub fn solve(
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
     let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
     let check = objective.score(perf, snapshot, &schedule)?.total;
+    let perf_model_utility = objective.perf_model_utility(perf, snapshot, &schedule)?;
     let status = if status == SolveStatus::Optimal && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
     {
         SolveStatus::GapLimit
@@ -226,6 +231,7 @@ pub fn solve(
         status,
         objective: objective_value,
         objective_check: check,
+        perf_model_utility,
         best_bound: bound,
         gap,
         build_time_s,

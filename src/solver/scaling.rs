@@ -39,6 +39,8 @@ pub struct ScalingRow {
     pub status: SolveStatus,
     /// Objective.
     pub objective: f64,
+    /// Utility of the same schedule with the PerfModel's compounded contention.
+    pub perf_model_utility: f64,
     /// Best bound.
     pub best_bound: f64,
     /// Relative gap.
@@ -69,6 +71,7 @@ pub fn measure(
         solve_s: r.wall_time_s,
         status: r.status,
         objective: r.objective,
+        perf_model_utility: r.perf_model_utility,
         best_bound: r.best_bound,
         gap: r.gap,
         nodes: r.nodes,
