@@ -39,6 +39,7 @@ pub mod model;
 pub mod objective;
 pub mod perf;
 pub mod scheduler;
+pub mod sim;
 pub mod solver;
 pub mod trace;
 

@@ -6,5 +6,6 @@ mod errors;
 mod generate;
 mod ilp;
 mod perf;
+mod sim;
 mod trace;
 mod validate;

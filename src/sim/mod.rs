@@ -1,0 +1,449 @@
+//! Trace-driven, event-driven cluster simulator (core).
+//!
+//! Events — job arrival, round tick, job completion, restart finished — are processed in
+//! `(time, sequence)` order, so equal-time events keep their insertion order and a run is
+//! deterministic. Between events every running job progresses at the speed the [`PerfModel`]
+//! gives for its actual allocation, placement and co-runners. At each round tick the scheduler
+//! sees a [`ClusterSnapshot`] of the jobs that have arrived and not finished; its schedule is
+//! validated (an invalid one is an error, never silently fixed) and applied: a running job whose
+//! assignment changes stops for [`SimConfig::restart_s`] (checkpoint and restore) before it
+//! progresses again; a job that is not scheduled is preempted and keeps its progress.
+//!
+//! The simulator owns no policy and prints nothing; [`crate::Scheduler`] decides, observers and
+//! reports read [`Simulator::records`] and [`Simulator::utilization`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, Schedule};
+use crate::objective::same_assignment;
+use crate::perf::{self, PerfModel};
+use crate::scheduler::Scheduler;
+
+/// Simulator settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SimConfig {
+    /// Seconds between scheduling rounds (default 300, as Blox and Synergy; Gavel 360, Pollux 60).
+    pub round_s: f64,
+    /// ESTIMATE. Seconds a running job loses when its allocation or placement changes
+    /// (checkpoint, restore, warm-up); the same default as [`crate::Objective::restart_s`].
+    pub restart_s: f64,
+    /// Stop at this time even if jobs remain (they are reported unfinished).
+    pub horizon_s: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            round_s: 300.0,
+            restart_s: 60.0,
+            horizon_s: f64::INFINITY,
+        }
+    }
+}
+
+/// What happened to one job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobRecord {
+    /// The job.
+    pub id: u64,
+    /// Arrival, seconds.
+    pub arrival_s: f64,
+    /// First time it was given GPUs.
+    pub first_start_s: Option<f64>,
+    /// Completion time.
+    pub finish_s: Option<f64>,
+    /// Times a running job's assignment was changed (each cost a restart).
+    pub restarts: u32,
+    /// GPU-seconds held (including restarts).
+    pub gpu_seconds: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Arrival(usize),
+    Tick,
+    Completion { job: usize, version: u64 },
+    RestartDone { job: usize, version: u64 },
+}
+
+/// Totally ordered event time (times are finite by construction).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+struct Time(f64);
+impl Eq for Time {}
+impl Ord for Time {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+struct State {
+    done: f64,
+    assignment: Option<Assignment>,
+    restarting: bool,
+    arrived: bool,
+    finished: bool,
+    speed: f64,
+    /// Bumped at every reprice: a completion event of an older version is stale.
+    version: u64,
+    /// Bumped at every restart: a restart-done event of an older restart is stale.
+    restart_version: u64,
+}
+
+/// The simulator. Build with [`Simulator::new`], drive with [`Simulator::step`],
+/// [`Simulator::step_until`] or [`Simulator::run`].
+pub struct Simulator<'a> {
+    perf: &'a dyn PerfModel,
+    config: SimConfig,
+    cluster: Cluster,
+    jobs: Vec<Job>,
+    state: Vec<State>,
+    records: Vec<JobRecord>,
+    events: BinaryHeap<Reverse<(Time, u64, Event)>>,
+    seq: u64,
+    now: f64,
+    last_advance: f64,
+    utilization: Vec<(f64, u64)>,
+    tick_pending: bool,
+    processed: u64,
+}
+
+impl<'a> Simulator<'a> {
+    /// A simulator over `jobs` (any order; `done_iterations` and `current` are ignored: every job
+    /// starts fresh at its arrival).
+    pub fn new(
+        perf: &'a dyn PerfModel,
+        config: SimConfig,
+        cluster: Cluster,
+        mut jobs: Vec<Job>,
+    ) -> Result<Self> {
+        if !(config.round_s.is_finite() && config.round_s > 0.0) {
+            return Err(Error::invalid(
+                "simulator",
+                0,
+                "round_s",
+                config.round_s,
+                "must be > 0",
+            ));
+        }
+        if !(config.restart_s.is_finite() && config.restart_s >= 0.0) {
+            return Err(Error::invalid(
+                "simulator",
+                0,
+                "restart_s",
+                config.restart_s,
+                "must be >= 0",
+            ));
+        }
+        for j in &mut jobs {
+            j.done_iterations = 0.0;
+            j.current = None;
+        }
+        // Checks every job against the cluster once (sizes, models) before the run starts.
+        let check = ClusterSnapshot::new(0.0, cluster.clone(), jobs.clone())?;
+        for j in &check.jobs {
+            perf.check_job(j, "simulator")?;
+        }
+        jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
+        let state = jobs
+            .iter()
+            .map(|_| State {
+                done: 0.0,
+                assignment: None,
+                restarting: false,
+                arrived: false,
+                finished: false,
+                speed: 0.0,
+                version: 0,
+                restart_version: 0,
+            })
+            .collect();
+        let records = jobs
+            .iter()
+            .map(|j| JobRecord {
+                id: j.id,
+                arrival_s: j.arrival_s,
+                first_start_s: None,
+                finish_s: None,
+                restarts: 0,
+                gpu_seconds: 0.0,
+            })
+            .collect();
+        let mut sim = Simulator {
+            perf,
+            config,
+            cluster,
+            jobs,
+            state,
+            records,
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0.0,
+            last_advance: 0.0,
+            utilization: vec![(0.0, 0)],
+            tick_pending: false,
+            processed: 0,
+        };
+        for i in 0..sim.jobs.len() {
+            let t = sim.jobs[i].arrival_s;
+            sim.push(t, Event::Arrival(i));
+        }
+        Ok(sim)
+    }
+
+    fn push(&mut self, t: f64, e: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((Time(t), self.seq, e)));
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn events_processed(&self) -> u64 {
+        self.processed
+    }
+
+    /// Per-job outcome so far.
+    pub fn records(&self) -> &[JobRecord] {
+        &self.records
+    }
+
+    /// `(time, GPUs held)` at every change.
+    pub fn utilization(&self) -> &[(f64, u64)] {
+        &self.utilization
+    }
+
+    /// Whether every job has finished.
+    pub fn done(&self) -> bool {
+        self.state.iter().all(|s| s.finished)
+    }
+
+    fn gpus_held(&self) -> u64 {
+        self.state
+            .iter()
+            .filter_map(|s| s.assignment.as_ref())
+            .map(|a| a.workers.iter().map(|w| w.gpus.len() as u64).sum::<u64>())
+            .sum()
+    }
+
+    /// Moves progress and GPU-time forward to `t`.
+    fn advance(&mut self, t: f64) {
+        let dt = t - self.last_advance;
+        if dt > 0.0 {
+            for (i, s) in self.state.iter_mut().enumerate() {
+                if let Some(a) = &s.assignment {
+                    let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
+                    self.records[i].gpu_seconds += gpus as f64 * dt;
+                    if !s.restarting {
+                        s.done += s.speed * dt;
+                    }
+                }
+            }
+        }
+        self.last_advance = t;
+        self.now = t;
+    }
+
+    /// Recomputes every running job's in-context speed and its completion event.
+    fn reprice(&mut self) -> Result<()> {
+        let schedule = Schedule {
+            assignments: self
+                .state
+                .iter()
+                .filter_map(|s| s.assignment.clone())
+                .collect(),
+        };
+        // Only the jobs that hold GPUs matter for speeds; cloning the rest would cost O(trace).
+        let running: Vec<Job> = self
+            .jobs
+            .iter()
+            .zip(&self.state)
+            .filter(|(_, st)| st.assignment.is_some())
+            .map(|(j, _)| j.clone())
+            .collect();
+        let snapshot = ClusterSnapshot {
+            time_s: self.now,
+            cluster: self.cluster.clone(),
+            jobs: running,
+        };
+        let speeds = perf::speeds(self.perf, &snapshot, &schedule)?;
+        for s in &mut self.state {
+            s.speed = 0.0;
+        }
+        for (id, sp) in speeds {
+            let i = self
+                .jobs
+                .iter()
+                .position(|j| j.id == id)
+                .expect("scheduled jobs are simulated jobs");
+            self.state[i].speed = sp.iterations_per_s;
+        }
+        for i in 0..self.state.len() {
+            let s = &mut self.state[i];
+            s.version += 1;
+            if s.assignment.is_some() && !s.restarting && s.speed > 0.0 {
+                let left = (self.jobs[i].total_iterations - s.done).max(0.0);
+                let (t, version) = (self.now + left / s.speed, s.version);
+                self.push(t, Event::Completion { job: i, version });
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> ClusterSnapshot {
+        let jobs = self
+            .jobs
+            .iter()
+            .zip(&self.state)
+            .filter(|(_, s)| s.arrived && !s.finished)
+            .map(|(j, s)| {
+                let mut j = j.clone();
+                // Keep the snapshot valid when progress lands a hair short of the total.
+                j.done_iterations = s.done.min(j.total_iterations * (1.0 - 1e-12));
+                j.current = s.assignment.clone();
+                j
+            })
+            .collect();
+        ClusterSnapshot {
+            time_s: self.now,
+            cluster: self.cluster.clone(),
+            jobs,
+        }
+    }
+
+    fn round(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
+        let snapshot = self.snapshot();
+        let schedule = scheduler.schedule(&snapshot)?;
+        let violations = schedule.validate(&snapshot);
+        if let Some(v) = violations.first() {
+            return Err(Error::InvalidInstance {
+                context: format!("round at t = {} s, policy `{}`", self.now, scheduler.name()),
+                reason: format!("{} violation(s), first: {v}", violations.len()),
+            });
+        }
+        for i in 0..self.state.len() {
+            if !self.state[i].arrived || self.state[i].finished {
+                continue;
+            }
+            let id = self.jobs[i].id;
+            let new = schedule.assignment(id).cloned();
+            let old = self.state[i].assignment.clone();
+            match (&old, &new) {
+                (Some(o), Some(n)) if same_assignment(o, n) => {}
+                (Some(_), Some(_)) => {
+                    self.records[i].restarts += 1;
+                    self.begin_restart(i, new);
+                }
+                (None, Some(_)) => {
+                    self.records[i].first_start_s.get_or_insert(self.now);
+                    self.state[i].assignment = new;
+                    self.state[i].restarting = false;
+                }
+                (Some(_), None) => {
+                    self.state[i].assignment = None;
+                    self.state[i].restarting = false;
+                    self.state[i].restart_version += 1;
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
+        self.state[i].assignment = new;
+        self.state[i].restarting = self.config.restart_s > 0.0;
+        self.state[i].restart_version += 1;
+        if self.state[i].restarting {
+            let version = self.state[i].restart_version;
+            self.push(
+                self.now + self.config.restart_s,
+                Event::RestartDone { job: i, version },
+            );
+        }
+    }
+
+    /// Processes the next event; `Ok(false)` when there is none left before the horizon.
+    pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
+        let Some(Reverse((Time(t), _, event))) = self.events.pop() else {
+            return Ok(false);
+        };
+        if t > self.config.horizon_s {
+            self.advance(self.config.horizon_s);
+            self.events.clear();
+            return Ok(false);
+        }
+        self.advance(t);
+        self.processed += 1;
+        let mut changed = false;
+        match event {
+            Event::Arrival(i) => {
+                self.state[i].arrived = true;
+                if !self.tick_pending {
+                    // The first arrival after an idle spell starts the round clock.
+                    self.tick_pending = true;
+                    self.push(t, Event::Tick);
+                }
+            }
+            Event::Tick => {
+                self.tick_pending = false;
+                self.round(scheduler)?;
+                changed = true;
+                let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
+                if waiting {
+                    self.tick_pending = true;
+                    self.push(t + self.config.round_s, Event::Tick);
+                }
+            }
+            Event::Completion { job, version } => {
+                if self.state[job].version == version && !self.state[job].finished {
+                    self.state[job].done = self.jobs[job].total_iterations;
+                    self.state[job].finished = true;
+                    self.state[job].assignment = None;
+                    self.records[job].finish_s = Some(t);
+                    changed = true;
+                }
+            }
+            Event::RestartDone { job, version } => {
+                if self.state[job].restarting && self.state[job].restart_version == version {
+                    self.state[job].restarting = false;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.reprice()?;
+            let held = self.gpus_held();
+            if self.utilization.last().is_none_or(|&(_, g)| g != held) {
+                self.utilization.push((t, held));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Processes events up to and including time `t`.
+    pub fn step_until(&mut self, t: f64, scheduler: &mut dyn Scheduler) -> Result<()> {
+        while self
+            .events
+            .peek()
+            .is_some_and(|Reverse((Time(x), _, _))| *x <= t)
+        {
+            if !self.step(scheduler)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs to the end (every job finished) or the horizon.
+    pub fn run(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
+        while self.step(scheduler)? {}
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! Simulator core: determinism, conservation, valid rounds, restart cost.
+
+use coda::sim::{SimConfig, Simulator};
+use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::{Assignment, CalibratedPerf, ClusterSnapshot, Job, Schedule, Scheduler, WorkerTask};
+
+use crate::common::datasets;
+
+/// First-come first-served with each job's minimum allocation, first-fit over GPUs, keeping
+/// running jobs where they are. (Test policy; the baselines proper are the simulator issue's.)
+struct FirstFit;
+
+impl Scheduler for FirstFit {
+    fn name(&self) -> &str {
+        "first-fit"
+    }
+    fn schedule(&mut self, s: &ClusterSnapshot) -> coda::Result<Schedule> {
+        let mut free: Vec<Vec<u32>> = s
+            .cluster
+            .servers
+            .iter()
+            .map(|x| (0..x.num_gpus()).collect())
+            .collect();
+        let mut out = Schedule::default();
+        for j in s.jobs.iter().filter_map(|j| j.current.as_ref()) {
+            for w in &j.workers {
+                free[w.server].retain(|g| !w.gpus.contains(g));
+            }
+            out.assignments.push(j.clone());
+        }
+        let mut waiting: Vec<&Job> = s.jobs.iter().filter(|j| j.current.is_none()).collect();
+        waiting.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+        for j in waiting {
+            if j.ps.min > 0 {
+                continue; // keep the test policy to all-reduce jobs
+            }
+            let need = j.workers.min as usize;
+            let Some(srv) = (0..free.len())
+                .find(|&k| free[k].len() >= need && s.cluster.servers[k].cpu_cores >= 0.0)
+            else {
+                continue;
+            };
+            let gpus: Vec<u32> = free[srv].drain(..need).collect();
+            out.assignments.push(Assignment {
+                job: j.id,
+                workers: gpus
+                    .into_iter()
+                    .map(|g| WorkerTask {
+                        server: srv,
+                        gpus: vec![g],
+                    })
+                    .collect(),
+                ps: vec![],
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Moves every running job to the mirror GPU each round: a restart every round.
+struct Shuffler(FirstFit);
+
+impl Scheduler for Shuffler {
+    fn name(&self) -> &str {
+        "shuffler"
+    }
+    fn schedule(&mut self, s: &ClusterSnapshot) -> coda::Result<Schedule> {
+        let mut sched = self.0.schedule(s)?;
+        for a in &mut sched.assignments {
+            for w in &mut a.workers {
+                let n = s.cluster.servers[w.server].num_gpus();
+                for g in &mut w.gpus {
+                    *g = n - 1 - *g;
+                }
+            }
+        }
+        Ok(sched)
+    }
+}
+
+fn philly_jobs(n: usize) -> Vec<Job> {
+    let t = trace::load(
+        &datasets().join(TraceFormat::Philly.shipped_file()),
+        TraceFormat::Philly,
+        &TraceFilter::default(),
+    )
+    .unwrap();
+    let opts = TraceOptions {
+        ps_fraction: 0.0,
+        ..Default::default()
+    };
+    let mut jobs = trace::to_jobs(&t.jobs[..n], &opts, CalibratedPerf::shipped()).unwrap();
+    for j in &mut jobs {
+        j.workers.min = 1;
+    }
+    jobs
+}
+
+fn cluster(servers: usize) -> coda::Cluster {
+    coda::Cluster::homogeneous(servers, &trace::default_server())
+}
+
+#[test]
+fn runs_are_deterministic_and_lose_no_job() {
+    let perf = CalibratedPerf::shipped();
+    let run = || {
+        let mut sim =
+            Simulator::new(perf, SimConfig::default(), cluster(2), philly_jobs(60)).unwrap();
+        sim.run(&mut FirstFit).unwrap();
+        assert!(sim.done(), "every job finishes");
+        (
+            sim.records().to_vec(),
+            sim.utilization().to_vec(),
+            sim.events_processed(),
+        )
+    };
+    let a = run();
+    assert_eq!(a, run());
+    assert_eq!(a.0.len(), 60);
+    for r in &a.0 {
+        let (start, finish) = (r.first_start_s.unwrap(), r.finish_s.unwrap());
+        assert!(r.arrival_s <= start && start < finish, "{r:?}");
+    }
+}
+
+#[test]
+fn gpu_seconds_are_conserved() {
+    let perf = CalibratedPerf::shipped();
+    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), philly_jobs(30)).unwrap();
+    sim.run(&mut FirstFit).unwrap();
+    // ∫ GPUs held dt from the utilisation timeline = Σ per-job GPU-seconds.
+    let u = sim.utilization();
+    let mut integral = 0.0;
+    for w in u.windows(2) {
+        integral += w[0].1 as f64 * (w[1].0 - w[0].0);
+    }
+    let per_job: f64 = sim.records().iter().map(|r| r.gpu_seconds).sum();
+    assert!(u.last().unwrap().1 == 0, "nothing held at the end");
+    assert!(
+        (integral - per_job).abs() <= 1e-6 * per_job.max(1.0),
+        "{integral} vs {per_job}"
+    );
+}
+
+#[test]
+fn restart_cost_is_applied() {
+    let perf = CalibratedPerf::shipped();
+    let jobs = philly_jobs(5);
+    let finish = |restart_s: f64, shuffle: bool| {
+        let cfg = SimConfig {
+            restart_s,
+            ..Default::default()
+        };
+        let mut sim = Simulator::new(perf, cfg, cluster(1), jobs.clone()).unwrap();
+        if shuffle {
+            sim.run(&mut Shuffler(FirstFit)).unwrap();
+        } else {
+            sim.run(&mut FirstFit).unwrap();
+        }
+        let restarts: u32 = sim.records().iter().map(|r| r.restarts).sum();
+        let last = sim
+            .records()
+            .iter()
+            .map(|r| r.finish_s.unwrap())
+            .fold(0.0, f64::max);
+        (last, restarts)
+    };
+    let (calm, r0) = finish(60.0, false);
+    let (moved_free, r1) = finish(0.0, true);
+    let (moved, r2) = finish(60.0, true);
+    assert_eq!(r0, 0);
+    assert!(r1 > 0 && r2 >= r1, "{r1} {r2}");
+    // Same policy, same moves: a 60 s restart delays completion by at least one restart.
+    assert!(moved > moved_free + 59.0, "{moved} vs {moved_free}");
+    assert!(moved > calm, "{moved} vs {calm}");
+}
+
+#[test]
+fn an_invalid_schedule_is_an_error_not_a_fix() {
+    struct Bad;
+    impl Scheduler for Bad {
+        fn name(&self) -> &str {
+            "bad"
+        }
+        fn schedule(&mut self, s: &ClusterSnapshot) -> coda::Result<Schedule> {
+            // Everyone on GPU 0 of server 0.
+            Ok(Schedule {
+                assignments: s
+                    .jobs
+                    .iter()
+                    .map(|j| Assignment {
+                        job: j.id,
+                        workers: vec![WorkerTask {
+                            server: 0,
+                            gpus: vec![0],
+                        }],
+                        ps: vec![],
+                    })
+                    .collect(),
+            })
+        }
+    }
+    let perf = CalibratedPerf::shipped();
+    let mut jobs = philly_jobs(3);
+    for j in &mut jobs {
+        j.arrival_s = 0.0;
+    }
+    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs).unwrap();
+    assert!(sim.run(&mut Bad).is_err());
+}
