@@ -482,6 +482,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             let settings = coda::SolveSettings {
                 time_limit_s: time_limit,
                 mip_rel_gap: gap,
+                mip_abs_gap: 1e-6,
                 node_limit,
                 threads,
                 seed,

@@ -28,6 +28,9 @@ pub struct SolveSettings {
     pub time_limit_s: f64,
     /// Stop when the relative gap is below this (default 1e-6: prove optimality).
     pub mip_rel_gap: f64,
+    /// Or when the absolute gap is below this (default 1e-6, HiGHS' own): "optimal" means within
+    /// this of the best possible objective.
+    pub mip_abs_gap: f64,
     /// Branch-and-bound node limit, a repeatable work limit (default: none).
     pub node_limit: Option<u64>,
     /// Solver threads (default 1).
@@ -45,6 +48,7 @@ impl Default for SolveSettings {
         SolveSettings {
             time_limit_s: 60.0,
             mip_rel_gap: 1e-6,
+            mip_abs_gap: 1e-6,
             node_limit: None,
             threads: 1,
             seed: 0,
@@ -64,6 +68,9 @@ impl SolveSettings {
         }
         if !(self.mip_rel_gap.is_finite() && self.mip_rel_gap >= 0.0) {
             return bad("mip_rel_gap", self.mip_rel_gap.to_string(), "must be >= 0");
+        }
+        if !(self.mip_abs_gap.is_finite() && self.mip_abs_gap >= 0.0) {
+            return bad("mip_abs_gap", self.mip_abs_gap.to_string(), "must be >= 0");
         }
         if self.threads == 0 {
             return bad("threads", "0".into(), "must be >= 1");
@@ -160,6 +167,7 @@ pub fn solve(
     model.set_option("log_to_console", settings.verbose);
     model.set_option("time_limit", settings.time_limit_s);
     model.set_option("mip_rel_gap", settings.mip_rel_gap);
+    model.set_option("mip_abs_gap", settings.mip_abs_gap);
     model.set_option("threads", settings.threads as i32);
     model.set_option("random_seed", settings.seed as i32);
     if let Some(n) = settings.node_limit {
@@ -221,7 +229,10 @@ pub fn solve(
     let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
     let check = objective.score(perf, snapshot, &schedule)?.total;
     let perf_model_utility = objective.perf_model_utility(perf, snapshot, &schedule)?;
-    let status = if status == SolveStatus::Optimal && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
+    let abs_gap = (bound - objective_value).max(0.0);
+    let status = if status == SolveStatus::Optimal
+        && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
+        && abs_gap > settings.mip_abs_gap * 1.0001
     {
         SolveStatus::GapLimit
     } else {

@@ -98,7 +98,8 @@ proptest! {
         prop_assert!(scored >= 1);
         let got = exact(&s);
         prop_assert_eq!(got.report.status, SolveStatus::Optimal);
-        prop_assert!((got.report.objective - best).abs() < 1e-6, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
+        // HiGHS proves optimality to an absolute gap of 1e-6 (SolveSettings::mip_abs_gap).
+        prop_assert!((got.report.objective - best).abs() <= 1e-6 + 1e-9, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
     }
 
     /// The decoded schedule is valid and its objective is the one the solver reports.
@@ -122,7 +123,7 @@ proptest! {
         others.extend((0..8).map(|k| random_valid_schedule(&s, seed ^ k)));
         for other in others {
             if let Ok(sc) = obj.score(perf(), &s, &other) {
-                prop_assert!(sc.total <= opt + 1e-6, "schedule scores {} above the optimum {}", sc.total, opt);
+                prop_assert!(sc.total <= opt + 1e-6 + 1e-9, "schedule scores {} above the optimum {}", sc.total, opt);
             }
         }
     }
@@ -136,7 +137,8 @@ proptest! {
         let last = bigger.cluster.servers.len() - 1;
         *bigger.cluster.servers[last].topology.last_mut().unwrap().last_mut().unwrap() += 1;
         let after = exact(&bigger).report.objective;
-        prop_assert!(after >= before - 1e-6, "{before} -> {after}");
+        // Each optimum is proven to an absolute gap of 1e-6, so two solves may differ by twice that.
+        prop_assert!(after >= before - 2e-6, "{before} -> {after}");
     }
 }
 
@@ -164,11 +166,11 @@ fn warm_start_is_accepted_and_does_not_change_the_optimum() {
     )
     .unwrap();
     assert!(warm.report.warm_started);
-    assert!((warm.report.objective - cold.report.objective).abs() < 1e-6);
+    assert!((warm.report.objective - cold.report.objective).abs() <= 2e-6);
     // A start from a different valid schedule works too.
     let other = random_valid_schedule(&s, 3);
     let warm2 = solver::solve(&s, perf(), &Objective::default(), &settings, Some(&other)).unwrap();
-    assert!((warm2.report.objective - cold.report.objective).abs() < 1e-6);
+    assert!((warm2.report.objective - cold.report.objective).abs() <= 2e-6);
 }
 
 #[test]

@@ -117,6 +117,10 @@ fn runs_are_deterministic_and_lose_no_job() {
     let a = run();
     assert_eq!(a, run());
     assert_eq!(a.0.len(), 60);
+    let m = coda::sim::metrics(&a.0, 0.1..0.9, 16);
+    assert_eq!((m.jobs_tracked, m.jobs_unfinished), (48, 0));
+    assert!(m.gpu_utilization > 0.0 && m.gpu_utilization <= 1.0, "{m:?}");
+    assert!(m.p99_jct_s >= m.median_jct_s && m.avg_jct_s > 0.0);
     for r in &a.0 {
         let (start, finish) = (r.first_start_s.unwrap(), r.finish_s.unwrap());
         assert!(r.arrival_s <= start && start < finish, "{r:?}");
