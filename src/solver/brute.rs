@@ -21,38 +21,29 @@ impl Default for BruteForceLimits {
     }
 }
 
-fn combinations(n: usize, k: usize) -> Vec<Vec<usize>> {
-    let mut out = Vec::new();
-    let mut cur = Vec::with_capacity(k);
-    fn rec(start: usize, n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+/// Sorted `k`-tuples of `0..n`: strictly increasing (subsets) or, with `repeat`, non-decreasing
+/// (multisets).
+fn tuples(n: usize, k: usize, repeat: bool) -> Vec<Vec<usize>> {
+    fn rec(
+        start: usize,
+        n: usize,
+        k: usize,
+        repeat: bool,
+        cur: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
         if cur.len() == k {
             out.push(cur.clone());
             return;
         }
         for i in start..n {
             cur.push(i);
-            rec(i + 1, n, k, cur, out);
+            rec(if repeat { i } else { i + 1 }, n, k, repeat, cur, out);
             cur.pop();
         }
     }
-    rec(0, n, k, &mut cur, &mut out);
-    out
-}
-
-fn multisets(n: usize, k: usize) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
-    fn rec(start: usize, n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
-        if cur.len() == k {
-            out.push(cur.clone());
-            return;
-        }
-        for i in start..n {
-            cur.push(i);
-            rec(i, n, k, cur, out);
-            cur.pop();
-        }
-    }
-    rec(0, n, k, &mut Vec::new(), &mut out);
+    rec(0, n, k, repeat, &mut Vec::with_capacity(k), &mut out);
     out
 }
 
@@ -78,9 +69,9 @@ fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec
         if w as usize > gpus.len() {
             break;
         }
-        let sets = combinations(gpus.len(), w as usize);
+        let sets = tuples(gpus.len(), w as usize, false);
         for p in job.ps.min..=job.ps.max {
-            let ps_sets = multisets(nsrv, p as usize);
+            let ps_sets = tuples(nsrv, p as usize, true);
             for set in &sets {
                 for ps in &ps_sets {
                     out.push(Assignment {
