@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, Job, Schedule};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, GpuSlot, Job, Schedule};
 use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
@@ -200,11 +200,8 @@ impl Objective {
     ) -> Option<OptionTerms> {
         let q = JobQuery::of(job);
         // PS jobs on one server have every PS next to every worker.
-        let f_mode = if job.arch == Architecture::ParameterServer && mode == Mode::Single {
-            1.0
-        } else {
-            0.0
-        };
+        let all_local = job.arch == Architecture::ParameterServer && mode == Mode::Single;
+        let f_mode = if all_local { 1.0 } else { 0.0 };
         let shape = Self::shape(job, workers, ps, mode, f_mode)?;
         let s = perf.speed(&q, gpu_type, &shape).ok()?;
         let at = |sh: &PlacementShape| {
@@ -214,8 +211,12 @@ impl Objective {
         };
         let here = self.progress(job, &s);
         let (base, slope) = if job.arch == Architecture::ParameterServer {
-            let b0 = at(&Self::shape(job, workers, ps, mode, 0.0)?)?;
-            let b1 = at(&Self::shape(job, workers, ps, mode, 1.0)?)?;
+            // One end of the interpolation is the shape priced above.
+            let (b0, b1) = if all_local {
+                (at(&Self::shape(job, workers, ps, mode, 0.0)?)?, here)
+            } else {
+                (here, at(&Self::shape(job, workers, ps, mode, 1.0)?)?)
+            };
             (b0, (b1 - b0) / f64::from(workers * ps))
         } else {
             (here, 0.0)
@@ -299,47 +300,31 @@ impl Objective {
         out
     }
 
-    fn facts(snapshot: &ClusterSnapshot, job: &Job, a: &Assignment) -> Facts {
-        let servers = &snapshot.cluster.servers;
-        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
-        worker_servers.sort_unstable();
-        worker_servers.dedup();
-        let task_servers = a.servers();
-        let mut switches = Vec::new();
-        let mut sockets = Vec::new();
-        for w in &a.workers {
-            let slots = servers[w.server].gpu_slots();
-            for &g in &w.gpus {
-                let slot = slots[g as usize];
-                switches.push((w.server, slot.switch));
-                sockets.push((w.server, slot.socket));
-            }
-        }
-        switches.sort_unstable();
-        switches.dedup();
-        sockets.sort_unstable();
-        sockets.dedup();
-        let mode = if task_servers.len() > 1 {
+    fn facts(
+        snapshot: &ClusterSnapshot,
+        slots: &[Vec<GpuSlot>],
+        job: &Job,
+        a: &Assignment,
+    ) -> Facts {
+        let fp = a.footprint(slots);
+        let mode = if fp.task_servers.len() > 1 {
             Mode::Multi
-        } else if job.arch == Architecture::AllReduce && sockets.len() > 1 {
+        } else if job.arch == Architecture::AllReduce && fp.sockets.len() > 1 {
             Mode::CrossSocket
         } else {
             Mode::Single
         };
-        let local_pairs = a
-            .workers
-            .iter()
-            .map(|w| a.ps.iter().filter(|p| p.server == w.server).count() as f64)
-            .sum();
         Facts {
             workers: a.workers.len() as u32,
             ps: a.ps.len() as u32,
             mode,
-            gpu_type: servers[a.workers[0].server].gpu_type.clone(),
-            local_pairs,
-            worker_servers,
-            task_servers,
-            switches,
+            gpu_type: snapshot.cluster.servers[a.workers[0].server]
+                .gpu_type
+                .clone(),
+            local_pairs: fp.local_pairs as f64,
+            worker_servers: fp.worker_servers,
+            task_servers: fp.task_servers,
+            switches: fp.switches,
         }
     }
 
@@ -349,7 +334,7 @@ impl Objective {
         job: &Job,
         a: &Assignment,
     ) -> (u32, u32, Mode, String) {
-        let f = Self::facts(snapshot, job, a);
+        let f = Self::facts(snapshot, &snapshot.cluster.slot_table(), job, a);
         (f.workers, f.ps, f.mode, f.gpu_type)
     }
 
@@ -377,7 +362,7 @@ impl Objective {
         if cur.workers.is_empty() {
             return Ok(0.0);
         }
-        let f = Self::facts(snapshot, job, cur);
+        let f = Self::facts(snapshot, &snapshot.cluster.slot_table(), job, cur);
         let t = self.terms_of(perf, job, &f)?;
         Ok(self.restart_s / self.round_s * (t.base + t.local_pair_slope * f.local_pairs))
     }
@@ -397,10 +382,11 @@ impl Objective {
             });
         }
         let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
+        let slots = snapshot.cluster.slot_table();
         let facts: Vec<Facts> = schedule
             .assignments
             .iter()
-            .map(|a| Self::facts(snapshot, jobs[&a.job], a))
+            .map(|a| Self::facts(snapshot, &slots, jobs[&a.job], a))
             .collect();
         let mut on_server: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut on_switch: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
@@ -485,6 +471,17 @@ impl Objective {
         schedule: &Schedule,
     ) -> Result<f64> {
         let score = self.score(perf, snapshot, schedule)?;
+        self.perf_model_utility_of(perf, snapshot, schedule, &score)
+    }
+
+    /// [`Objective::perf_model_utility`] for a schedule already scored (no second validation).
+    pub fn perf_model_utility_of(
+        &self,
+        perf: &dyn PerfModel,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+        score: &Score,
+    ) -> Result<f64> {
         let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
         let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
         let progress: f64 = crate::perf::speeds(perf, snapshot, schedule)?

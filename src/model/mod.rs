@@ -9,7 +9,7 @@ mod snapshot;
 
 pub use cluster::{Cluster, GpuSlot, Server};
 pub use job::{Architecture, Job, TaskDemand, TaskRange};
-pub use schedule::{Assignment, PsTask, Schedule, Violation, WorkerTask};
+pub use schedule::{Assignment, Footprint, PsTask, Schedule, Violation, WorkerTask};
 pub use snapshot::ClusterSnapshot;
 pub use snapshot::write_atomic;
 pub(crate) use snapshot::{parse_json, write_json_atomic};

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::cluster::GpuSlot;
 use super::snapshot::ClusterSnapshot;
 
 /// One worker task: a server and the GPUs it uses there. Socket and PCIe switch follow from the
@@ -53,6 +54,39 @@ impl Assignment {
         m
     }
 
+    /// Where the tasks sit, given the cluster's slot table (`Cluster::slot_table`).
+    pub fn footprint(&self, slots: &[Vec<GpuSlot>]) -> Footprint {
+        let mut f = Footprint::default();
+        for w in self.workers.iter().filter(|w| w.server < slots.len()) {
+            f.worker_servers.push(w.server);
+            for slot in w
+                .gpus
+                .iter()
+                .filter_map(|&g| slots[w.server].get(g as usize))
+            {
+                f.switches.push((w.server, slot.switch));
+                f.sockets.push((w.server, slot.socket));
+            }
+        }
+        f.task_servers = self
+            .servers()
+            .into_iter()
+            .filter(|&s| s < slots.len())
+            .collect();
+        f.worker_servers.sort_unstable();
+        f.worker_servers.dedup();
+        for v in [&mut f.switches, &mut f.sockets] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        f.local_pairs = self
+            .workers
+            .iter()
+            .map(|w| self.ps.iter().filter(|p| p.server == w.server).count())
+            .sum();
+        f
+    }
+
     /// Every server this assignment touches (workers or PS), sorted, without repeats.
     pub fn servers(&self) -> Vec<usize> {
         let mut s: Vec<usize> = self
@@ -64,6 +98,32 @@ impl Assignment {
         s.sort_unstable();
         s.dedup();
         s
+    }
+}
+
+/// Where an assignment's tasks sit, as the performance model and the objective read it. Tasks
+/// on servers or GPUs outside the given slot table are left out (validation reports them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Servers with workers, sorted.
+    pub worker_servers: Vec<usize>,
+    /// Servers with any task (workers or PS), sorted.
+    pub task_servers: Vec<usize>,
+    /// `(server, switch)` pairs under which the job has GPUs, sorted.
+    pub switches: Vec<(usize, u32)>,
+    /// `(server, socket)` pairs under which the job has GPUs, sorted.
+    pub sockets: Vec<(usize, u32)>,
+    /// Worker–PS pairs on the same server.
+    pub local_pairs: usize,
+}
+
+impl Footprint {
+    /// Servers on which the job's GPUs sit under more than one socket.
+    pub fn cross_socket_servers(&self) -> u32 {
+        self.sockets
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|run| run.len() > 1)
+            .count() as u32
     }
 }
 

@@ -71,37 +71,15 @@ pub fn placement_shapes(
     let mut all_servers = Vec::with_capacity(schedule.assignments.len());
     let mut switches_of = Vec::with_capacity(schedule.assignments.len());
     for (ai, a) in schedule.assignments.iter().enumerate() {
+        let fp = a.footprint(&slots);
         let gps: Vec<(usize, u32)> = a
             .gpus_per_server()
             .into_iter()
             .filter(|(s, _)| *s < nsrv)
             .collect();
-        let mut cross = 0u32;
-        let mut sw: Vec<(usize, u32)> = Vec::new();
-        for &(s, _) in &gps {
-            let mut sockets: Vec<u32> = Vec::new();
-            for w in a.workers.iter().filter(|w| w.server == s) {
-                for &g in &w.gpus {
-                    if let Some(slot) = slots[s].get(g as usize) {
-                        if !sockets.contains(&slot.socket) {
-                            sockets.push(slot.socket);
-                        }
-                        if !sw.contains(&(s, slot.switch)) {
-                            sw.push((s, slot.switch));
-                        }
-                    }
-                }
-            }
-            cross += u32::from(sockets.len() > 1);
-        }
         let pairs = a.workers.len() * a.ps.len();
-        let colocated = a
-            .workers
-            .iter()
-            .map(|w| a.ps.iter().filter(|p| p.server == w.server).count())
-            .sum::<usize>();
-        let srv: Vec<usize> = a.servers().into_iter().filter(|&s| s < nsrv).collect();
-        let wsrv: Vec<usize> = gps.iter().map(|&(s, _)| s).collect();
+        let srv = fp.task_servers.clone();
+        let wsrv = fp.worker_servers.clone();
         for &s in &wsrv {
             workers_on.entry(s).or_default().push(ai);
         }
@@ -110,24 +88,24 @@ pub fn placement_shapes(
                 distributed_on.entry(s).or_default().push(ai);
             }
         }
-        for &k in &sw {
+        for &k in &fp.switches {
             switch_jobs.entry(k).or_default().push(ai);
         }
         shapes.push(PlacementShape {
             workers: a.workers.len() as u32,
             ps: a.ps.len() as u32,
             gpus_per_server: gps.iter().map(|&(_, n)| n).collect(),
-            cross_socket_servers: cross,
+            cross_socket_servers: fp.cross_socket_servers(),
             ps_colocated_fraction: if pairs == 0 {
                 0.0
             } else {
-                colocated as f64 / pairs as f64
+                fp.local_pairs as f64 / pairs as f64
             },
             ..Default::default()
         });
+        switches_of.push(fp.switches);
         worker_servers.push(wsrv);
         all_servers.push(srv);
-        switches_of.push(sw);
     }
     let mut out = Vec::with_capacity(shapes.len());
     for (ai, mut shape) in shapes.into_iter().enumerate() {

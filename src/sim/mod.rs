@@ -110,6 +110,8 @@ pub struct Simulator<'a> {
     config: SimConfig,
     cluster: Cluster,
     jobs: Vec<Job>,
+    /// Position of each job id in `jobs` (looked up on every reprice).
+    index_of: std::collections::HashMap<u64, usize>,
     state: Vec<State>,
     records: Vec<JobRecord>,
     events: BinaryHeap<Reverse<(Time, u64, Event)>>,
@@ -186,6 +188,7 @@ impl<'a> Simulator<'a> {
             perf,
             config,
             cluster,
+            index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             jobs,
             state,
             records,
@@ -287,11 +290,7 @@ impl<'a> Simulator<'a> {
             s.speed = 0.0;
         }
         for (id, sp) in speeds {
-            let i = self
-                .jobs
-                .iter()
-                .position(|j| j.id == id)
-                .expect("scheduled jobs are simulated jobs");
+            let i = self.index_of[&id];
             self.state[i].speed = sp.iterations_per_s;
         }
         for i in 0..self.state.len() {

@@ -227,8 +227,9 @@ pub fn solve(
         .unwrap_or(objective_value);
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
     let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
-    let check = objective.score(perf, snapshot, &schedule)?.total;
-    let perf_model_utility = objective.perf_model_utility(perf, snapshot, &schedule)?;
+    let score = objective.score(perf, snapshot, &schedule)?;
+    let check = score.total;
+    let perf_model_utility = objective.perf_model_utility_of(perf, snapshot, &schedule, &score)?;
     let abs_gap = (bound - objective_value).max(0.0);
     let status = if status == SolveStatus::Optimal
         && gap > settings.mip_rel_gap.max(1e-6) * 1.0001

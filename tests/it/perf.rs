@@ -88,9 +88,7 @@ fn shape_for(model: &str, workers: u32, per_server: u32) -> PlacementShape {
     } else {
         0
     };
-    let g = per_server.max(1);
-    let placement: Vec<u32> = (0..w.div_ceil(g)).map(|k| (w - k * g).min(g)).collect();
-    PlacementShape::isolated(w, ps, placement)
+    PlacementShape::isolated(w, ps, coda::trace::packed(w, per_server))
 }
 
 #[test]
