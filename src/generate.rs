@@ -143,6 +143,7 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
             gpu_types: Vec::new(),
             local_batch: None,
             current: None,
+            requested: None,
         });
     }
     place_running(&cluster, &mut jobs);

@@ -31,6 +31,7 @@
 // everything else is safe code.
 #![deny(unsafe_code)]
 
+pub mod baselines;
 mod csvio;
 pub mod error;
 pub mod formulation;
@@ -46,8 +47,8 @@ pub mod trace;
 pub use error::{Error, Result};
 pub use generate::{GenerateOptions, current_schedule, generate};
 pub use model::{
-    Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Schedule, Server, TaskDemand,
-    TaskRange, Violation, WorkerTask, write_atomic,
+    Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Request, Schedule, Server,
+    TaskDemand, TaskRange, Violation, WorkerTask, write_atomic,
 };
 pub use objective::{Objective, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};

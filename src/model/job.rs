@@ -51,6 +51,16 @@ pub struct TaskDemand {
     pub mem_per_ps_gib: f64,
 }
 
+/// The allocation a job was submitted with (what FIFO-style schedulers give it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Workers asked for.
+    pub workers: u32,
+    /// Parameter servers asked for (0 for all-reduce jobs).
+    pub ps: u32,
+}
+
 /// One training job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "JobFields")]
@@ -83,9 +93,18 @@ pub struct Job {
     /// Where the job runs now, if it is running.
     #[serde(default)]
     pub current: Option<Assignment>,
+    /// The allocation it was submitted with; `None` = the smallest allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<Request>,
 }
 
 impl Job {
+    /// The submitted allocation `(workers, ps)`, or the smallest allowed when none was recorded.
+    pub fn requested_or_min(&self) -> (u32, u32) {
+        self.requested
+            .map_or((self.workers.min, self.ps.min), |r| (r.workers, r.ps))
+    }
+
     /// Whether the job may use GPUs of this type.
     pub fn allows_gpu(&self, gpu_type: &str) -> bool {
         self.gpu_types.is_empty() || self.gpu_types.iter().any(|t| t == gpu_type)
@@ -164,6 +183,15 @@ impl Job {
                 "need min <= max",
             );
         }
+        if let Some(r) = self.requested
+            && (!self.workers.contains(r.workers) || !self.ps.contains(r.ps))
+        {
+            return bad(
+                "requested",
+                format!("{} workers, {} ps", r.workers, r.ps),
+                "must lie within the workers and ps ranges",
+            );
+        }
         match self.arch {
             Architecture::AllReduce if self.ps.max != 0 => bad(
                 "ps",
@@ -201,6 +229,8 @@ struct JobFields {
     local_batch: Option<u32>,
     #[serde(default)]
     current: Option<Assignment>,
+    #[serde(default)]
+    requested: Option<Request>,
 }
 
 impl TryFrom<JobFields> for Job {
@@ -219,6 +249,7 @@ impl TryFrom<JobFields> for Job {
             gpu_types: f.gpu_types,
             local_batch: f.local_batch,
             current: f.current,
+            requested: f.requested,
         };
         job.check().map_err(|(field, value, reason)| {
             format!("job {}: field `{field}` = {value}: {reason}", job.id)

@@ -8,7 +8,7 @@ mod schedule;
 mod snapshot;
 
 pub use cluster::{Cluster, GpuSlot, Server};
-pub use job::{Architecture, Job, TaskDemand, TaskRange};
+pub use job::{Architecture, Job, Request, TaskDemand, TaskRange};
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, Violation, WorkerTask};
 pub use snapshot::ClusterSnapshot;
 pub use snapshot::write_atomic;

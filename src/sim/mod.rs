@@ -7,10 +7,19 @@
 //! sees a [`ClusterSnapshot`] of the jobs that have arrived and not finished; its schedule is
 //! validated (an invalid one is an error, never silently fixed) and applied: a running job whose
 //! assignment changes stops for [`SimConfig::restart_s`] (checkpoint and restore) before it
-//! progresses again; a job that is not scheduled is preempted and keeps its progress.
+//! progresses again; a job that is not scheduled is preempted and keeps its progress, and pays
+//! the same restart when it resumes. A job's first start is free: trace durations include it.
 //!
 //! The simulator owns no policy and prints nothing; [`crate::Scheduler`] decides, observers and
 //! reports read [`Simulator::records`] and [`Simulator::utilization`].
+
+mod report;
+mod workload;
+
+pub use report::{
+    Comparison, RunSummary, jobs_csv, plot_jct_cdf, plot_utilization, utilization_csv,
+};
+pub use workload::{SHIPPED_TRACES, Workload, cluster_from_spec, load};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -56,7 +65,8 @@ pub struct JobRecord {
     pub first_start_s: Option<f64>,
     /// Completion time.
     pub finish_s: Option<f64>,
-    /// Times a running job's assignment was changed (each cost a restart).
+    /// Times a running job's assignment was changed or a preempted job resumed (each cost a
+    /// restart).
     pub restarts: u32,
     /// GPU-seconds held (including restarts).
     pub gpu_seconds: f64,
@@ -349,8 +359,13 @@ impl<'a> Simulator<'a> {
                     self.records[i].restarts += 1;
                     self.begin_restart(i, new);
                 }
+                (None, Some(_)) if self.records[i].first_start_s.is_some() => {
+                    // Resuming after a preemption restores from the checkpoint: a restart.
+                    self.records[i].restarts += 1;
+                    self.begin_restart(i, new);
+                }
                 (None, Some(_)) => {
-                    self.records[i].first_start_s.get_or_insert(self.now);
+                    self.records[i].first_start_s = Some(self.now);
                     self.state[i].assignment = new;
                     self.state[i].restarting = false;
                 }
@@ -455,6 +470,39 @@ impl<'a> Simulator<'a> {
         while self.step(scheduler)? {}
         Ok(())
     }
+
+    /// Runs like [`Simulator::run`], calling `observe` every `every` events and once at the end
+    /// (progress bars and logs hang here; the simulator itself prints nothing).
+    pub fn run_observed(
+        &mut self,
+        scheduler: &mut dyn Scheduler,
+        every: u64,
+        observe: &mut dyn FnMut(&Simulator<'_>),
+    ) -> Result<()> {
+        let every = every.max(1);
+        while self.step(scheduler)? {
+            if self.processed.is_multiple_of(every) {
+                observe(self);
+            }
+        }
+        observe(self);
+        Ok(())
+    }
+
+    /// Jobs finished so far.
+    pub fn finished(&self) -> usize {
+        self.state.iter().filter(|s| s.finished).count()
+    }
+
+    /// Jobs in the run.
+    pub fn total_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The cluster simulated.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
 }
 
 /// Summary of a run over a tracked window of jobs (by arrival order), as Blox does to leave out
@@ -483,6 +531,10 @@ pub struct Metrics {
     pub gpu_utilization: f64,
     /// Restarts of tracked jobs.
     pub restarts: u64,
+    /// Jobs in the whole run.
+    pub jobs_total: usize,
+    /// Jobs of the whole run unfinished at the end (none is ever dropped).
+    pub jobs_unfinished_total: usize,
 }
 
 /// Nearest-rank percentile of sorted values (`q` in [0, 1]).
@@ -547,6 +599,8 @@ pub fn metrics(records: &[JobRecord], tracked: std::ops::Range<f64>, gpus: u64) 
             0.0
         },
         restarts: window.iter().map(|r| u64::from(r.restarts)).sum(),
+        jobs_total: n,
+        jobs_unfinished_total: records.iter().filter(|r| r.finish_s.is_none()).count(),
     }
 }
 

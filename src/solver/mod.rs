@@ -151,6 +151,28 @@ pub fn solve(
         },
     )?;
     let size = form.size();
+    if size.variables == 0 {
+        // No job has an option (or there is no job): waiting is the only, optimal, schedule.
+        // HiGHS reports an empty model with a solution status its bindings cannot read.
+        let schedule = Schedule::default();
+        let score = objective.score(perf, snapshot, &schedule)?;
+        let utility = objective.perf_model_utility_of(perf, snapshot, &schedule, &score)?;
+        let build_time_s = t0.elapsed().as_secs_f64();
+        let report = SolveReport {
+            status: SolveStatus::Optimal,
+            objective: score.total,
+            objective_check: score.total,
+            perf_model_utility: utility,
+            best_bound: score.total,
+            gap: 0.0,
+            build_time_s,
+            wall_time_s: 0.0,
+            nodes: Some(0),
+            size,
+            warm_started: false,
+        };
+        return Ok(Solved { schedule, report });
+    }
     let (vars, obj, constraints, decoder) = form.into_parts();
     let start = match warm_start {
         Some(s) => Some(decoder.encode(snapshot, perf, objective, s)?),

@@ -24,6 +24,8 @@
 //!    spirit of Pollux's assignment by GPU-time: under 1 GPU-hour `cifar10`/`ncf`, 1–10
 //!    `deepspeech2`/`yolov3`, 10 and more `imagenet`/`bert`.
 //!
+//! The job's requested allocation ([`Job::requested`]) is the trace's GPU count as workers (PS
+//! models: capped at their measured range, with as many PS as workers, as far as measured).
 //! The job's work is its trace duration times the speed the performance model predicts for the
 //! trace's GPU count, packed on as few servers as possible, on [`TraceOptions::reference_gpu`].
 //! So a job replayed alone with its original allocation takes its original duration.
@@ -36,7 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::csvio::CsvFile;
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Cluster, Job, Server, TaskDemand, TaskRange};
+use crate::model::{Architecture, Cluster, Job, Request, Server, TaskDemand, TaskRange};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 
 /// One row of a trace, before a model is assigned.
@@ -443,6 +445,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
             gpu_types: Vec::new(),
             local_batch: None,
             current: None,
+            requested: Some(Request { workers: w, ps: p }),
         });
     }
     Ok(jobs)

@@ -186,3 +186,126 @@ fn generate_is_deterministic() {
     assert!(!a.is_empty());
     assert_eq!(a, run());
 }
+
+#[test]
+fn simulate_json_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(coda_bin())
+        .current_dir(root())
+        .args([
+            "simulate",
+            "--trace",
+            "philly",
+            "--take",
+            "60",
+            "--cluster",
+            "2x8",
+            "--policy",
+            "tiresias",
+            "--json",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "avg_jct_s",
+        "p99_jct_s",
+        "makespan_s",
+        "gpu_utilization",
+        "jobs_finished",
+        "jobs_unfinished",
+        "events_per_s",
+    ] {
+        assert!(v[key].is_number(), "{key} in {v}");
+    }
+    assert_eq!(v["jobs_total"], 60);
+    for f in [
+        "metrics.json",
+        "jobs.csv",
+        "utilization.csv",
+        "jct_cdf.svg",
+        "utilization.svg",
+    ] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    let jobs = std::fs::read_to_string(dir.path().join("jobs.csv")).unwrap();
+    assert_eq!(jobs.lines().count(), 61);
+}
+
+#[test]
+fn compare_writes_one_table_and_one_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(coda_bin())
+        .current_dir(root())
+        .args([
+            "compare",
+            "--trace",
+            "itp-cluster06",
+            "--take",
+            "40",
+            "--cluster",
+            "2x8",
+            "--policies",
+            "fifo,optimus",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = std::fs::read_to_string(dir.path().join("comparison.csv")).unwrap();
+    assert_eq!(table.lines().count(), 3);
+    assert!(table.contains("\nfifo,itp-cluster06,2x8,16,") && table.contains("\noptimus,"));
+    assert!(dir.path().join("jct_cdf.svg").is_file());
+    assert!(dir.path().join("optimus/jobs.csv").is_file());
+}
+
+#[test]
+fn simulate_rejects_unknown_policy_and_bad_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (vec!["--policy", "lottery"], "lottery"),
+        (vec!["--policy", "fifo", "--cluster", "8xeight"], "cluster"),
+        (
+            vec![
+                "--policy",
+                "fifo",
+                "--track-from",
+                "0.9",
+                "--track-to",
+                "0.1",
+            ],
+            "track_from",
+        ),
+    ] {
+        let out = Command::new(coda_bin())
+            .current_dir(root())
+            .args([
+                "simulate", "--trace", "philly", "--take", "5", "--quiet", "--out",
+            ])
+            .arg(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert!(
+        !dir.path().join("metrics.json").exists(),
+        "nothing written on bad input"
+    );
+}

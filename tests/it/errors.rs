@@ -289,3 +289,24 @@ fn missing_file_is_io_error() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn requested_allocation_outside_the_ranges_rejected() {
+    let j = job(1, "imagenet", 1, 1, "100");
+    let ok = j.replacen(
+        "\"ps\":",
+        "\"requested\": {\"workers\": 4, \"ps\": 0}, \"ps\":",
+        1,
+    );
+    let s = ClusterSnapshot::from_json_str(&snapshot_json(SERVER, &ok), "t.json").unwrap();
+    assert_eq!(s.jobs[0].requested_or_min(), (4, 0));
+    let bad = j.replacen(
+        "\"ps\":",
+        "\"requested\": {\"workers\": 9, \"ps\": 0}, \"ps\":",
+        1,
+    );
+    match ClusterSnapshot::from_json_str(&snapshot_json(SERVER, &bad), "t.json") {
+        Err(Error::Json { message, .. }) => assert!(message.contains("requested"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -61,6 +61,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             gpu_types: vec![],
             local_batch: None,
             current: None,
+            requested: None,
         });
     }
     // The first job runs now on GPU 0 of server 0 (so restart costs are exercised).

@@ -1,5 +1,6 @@
 //! Integration tests, one binary (link once).
 
+mod baselines;
 mod cli;
 mod common;
 mod errors;

@@ -250,6 +250,7 @@ fn co_location_and_contention_read_from_a_schedule() {
         gpu_types: vec![],
         local_batch: None,
         current: None,
+        requested: None,
     };
     let snap = ClusterSnapshot::new(
         0.0,

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod simulate;
+
 use clap::{Parser, Subcommand};
 use coda::perf::{self, CalibratedPerf, Estimates, FitQuality, PerfParams};
 use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
@@ -231,6 +233,27 @@ enum Cmd {
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Replay a trace under one policy: metrics JSON, per-job and utilisation CSVs, plots.
+    Simulate {
+        #[command(flatten)]
+        sim: simulate::SimArgs,
+        /// `fifo`, `srtf`, `drf`, `tiresias`, `optimus`, `sjf-bco`, `pollux`, `random`, `ilp`.
+        #[arg(long)]
+        policy: String,
+    },
+    /// Replay a trace under several policies in parallel: one table, one plot, and each run's
+    /// files in a subfolder.
+    Compare {
+        #[command(flatten)]
+        sim: simulate::SimArgs,
+        /// Comma-separated policies (default: every heuristic baseline).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
+        )]
+        policies: Vec<String>,
     },
 }
 
@@ -718,6 +741,18 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
                 }
                 out!("  models (seed {seed}): {by_model:?}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Simulate { sim, policy } => {
+            let perf = perf_model(&cli.params)?;
+            let text = simulate::simulate(&sim, &policy, &perf)?;
+            out!("{}", text.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Compare { sim, policies } => {
+            let perf = perf_model(&cli.params)?;
+            let text = simulate::compare(&sim, &policies, &perf)?;
+            out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }
     }

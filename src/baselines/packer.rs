@@ -1,0 +1,543 @@
+//! Free-resource bookkeeping and the placement rules the baselines share.
+//!
+//! A [`Packer`] starts from an empty cluster, takes the assignments a policy keeps
+//! ([`Packer::keep`]) and places new ones with one of the [`Placement`] rules. It never
+//! over-commits a GPU, a core or a GiB, so every schedule it builds passes
+//! [`crate::Schedule::validate`] by construction — the simulator re-checks anyway.
+
+use rand::Rng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::model::{Assignment, ClusterSnapshot, GpuSlot, Job, PsTask, WorkerTask};
+use crate::perf::{JobQuery, PerfModel, PlacementShape};
+
+/// Slack below the validator's capacity tolerance, so rounding never makes a packed schedule
+/// invalid.
+const EPS: f64 = 1e-9;
+
+/// How a policy places a job whose size it has decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Fewest servers: the best-fitting single server if one suffices, else the servers with the
+    /// most room first; GPUs chosen under as few PCIe switches and sockets as possible
+    /// (Tiresias' consolidation, Optimus' packing). Among GPU types, the fastest for the job.
+    Consolidated,
+    /// Servers and GPUs in a seeded random order.
+    Random,
+    /// Balances contention against spreading overhead (SJF-BCO): for every server count `k`,
+    /// the `k` least-loaded servers that fit an even split; the candidate the performance model
+    /// prices fastest *with its co-runners and NIC sharers* wins.
+    Balanced,
+}
+
+/// What one server has left, and who runs there.
+#[derive(Debug, Clone)]
+struct ServerState {
+    free: Vec<bool>,
+    free_count: u32,
+    cpu: f64,
+    mem: f64,
+    /// Models of the jobs with workers here (one entry per job).
+    models: Vec<String>,
+    /// Distributed jobs with workers here.
+    distributed: u32,
+}
+
+/// The free resources of a cluster while a schedule is being built.
+pub struct Packer<'a> {
+    perf: &'a dyn PerfModel,
+    slots: Vec<Vec<GpuSlot>>,
+    servers: Vec<ServerState>,
+    /// Server indices by GPU type, in cluster order.
+    groups: Vec<(String, Vec<usize>)>,
+    assignments: Vec<Assignment>,
+}
+
+impl<'a> Packer<'a> {
+    /// An empty cluster.
+    pub fn new(snapshot: &'a ClusterSnapshot, perf: &'a dyn PerfModel) -> Self {
+        let servers = snapshot
+            .cluster
+            .servers
+            .iter()
+            .map(|s| ServerState {
+                free: vec![true; s.num_gpus() as usize],
+                free_count: s.num_gpus(),
+                cpu: s.cpu_cores,
+                mem: s.memory_gib,
+                models: Vec::new(),
+                distributed: 0,
+            })
+            .collect();
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, s) in snapshot.cluster.servers.iter().enumerate() {
+            match groups.iter_mut().find(|(t, _)| *t == s.gpu_type) {
+                Some((_, v)) => v.push(i),
+                None => groups.push((s.gpu_type.clone(), vec![i])),
+            }
+        }
+        Packer {
+            perf,
+            slots: snapshot.cluster.slot_table(),
+            servers,
+            groups,
+            assignments: Vec::new(),
+        }
+    }
+
+    /// Free GPUs in the whole cluster.
+    pub fn free_gpus(&self) -> u64 {
+        self.servers.iter().map(|s| u64::from(s.free_count)).sum()
+    }
+
+    /// The schedule built so far.
+    pub fn into_assignments(self) -> Vec<Assignment> {
+        self.assignments
+    }
+
+    /// Keeps an existing assignment if all its resources are still free; `false` (and nothing
+    /// taken) otherwise.
+    pub fn keep(&mut self, job: &Job, a: &Assignment) -> bool {
+        let d = &job.demand;
+        let mut cpu = vec![0.0; self.servers.len()];
+        let mut mem = vec![0.0; self.servers.len()];
+        for w in &a.workers {
+            let Some(s) = self.servers.get(w.server) else {
+                return false;
+            };
+            if w.gpus
+                .iter()
+                .any(|&g| !s.free.get(g as usize).copied().unwrap_or(false))
+            {
+                return false;
+            }
+            cpu[w.server] += d.cpu_per_worker;
+            mem[w.server] += d.mem_per_worker_gib;
+        }
+        for p in &a.ps {
+            if p.server >= self.servers.len() {
+                return false;
+            }
+            cpu[p.server] += d.cpu_per_ps;
+            mem[p.server] += d.mem_per_ps_gib;
+        }
+        if self
+            .servers
+            .iter()
+            .enumerate()
+            .any(|(i, s)| cpu[i] > s.cpu + EPS || mem[i] > s.mem + EPS)
+        {
+            return false;
+        }
+        self.commit(job, a.clone());
+        true
+    }
+
+    fn commit(&mut self, job: &Job, a: Assignment) {
+        let d = &job.demand;
+        let distributed = a.gpus_per_server().len() > 1;
+        for w in &a.workers {
+            let s = &mut self.servers[w.server];
+            for &g in &w.gpus {
+                s.free[g as usize] = false;
+                s.free_count -= 1;
+            }
+            s.cpu -= d.cpu_per_worker;
+            s.mem -= d.mem_per_worker_gib;
+        }
+        for p in &a.ps {
+            self.servers[p.server].cpu -= d.cpu_per_ps;
+            self.servers[p.server].mem -= d.mem_per_ps_gib;
+        }
+        for (s, _) in a.gpus_per_server() {
+            self.servers[s].models.push(job.model.clone());
+            if distributed {
+                self.servers[s].distributed += 1;
+            }
+        }
+        self.assignments.push(a);
+    }
+
+    /// Workers of `job` that fit on server `s` now.
+    fn capacity(&self, job: &Job, s: usize) -> u32 {
+        let d = &job.demand;
+        let st = &self.servers[s];
+        let mut cap = st.free_count / d.gpus_per_worker;
+        if d.cpu_per_worker > 0.0 {
+            cap = cap.min(((st.cpu + EPS) / d.cpu_per_worker).floor() as u32);
+        }
+        if d.mem_per_worker_gib > 0.0 {
+            cap = cap.min(((st.mem + EPS) / d.mem_per_worker_gib).floor() as u32);
+        }
+        cap
+    }
+
+    /// Places `workers` workers and `ps` parameter servers of `job` by `rule`, commits and
+    /// returns `true`, or returns `false` and takes nothing.
+    pub fn place(
+        &mut self,
+        job: &Job,
+        workers: u32,
+        ps: u32,
+        rule: Placement,
+        rng: &mut ChaCha8Rng,
+    ) -> bool {
+        if workers == 0 {
+            return false;
+        }
+        let mut best: Option<(f64, Vec<(usize, u32)>)> = None;
+        let mut group_order: Vec<usize> = (0..self.groups.len()).collect();
+        if rule == Placement::Random {
+            group_order.shuffle(rng);
+        }
+        for gi in group_order {
+            let (gpu_type, members) = &self.groups[gi];
+            if !job.allows_gpu(gpu_type) {
+                continue;
+            }
+            let plans: Vec<Vec<(usize, u32)>> = match rule {
+                Placement::Consolidated => self
+                    .consolidated(job, members, workers)
+                    .into_iter()
+                    .collect(),
+                Placement::Random => self
+                    .random(job, members, workers, rng)
+                    .into_iter()
+                    .collect(),
+                Placement::Balanced => self.balanced(job, members, workers),
+            };
+            for plan in plans {
+                if !self.ps_fit(job, &plan, ps) {
+                    continue;
+                }
+                if rule == Placement::Random {
+                    best = Some((0.0, plan));
+                    break;
+                }
+                let speed = self.price(job, gpu_type, &plan, ps, rule == Placement::Balanced);
+                if best.as_ref().is_none_or(|(b, _)| speed > *b) {
+                    best = Some((speed, plan));
+                }
+            }
+            if rule == Placement::Random && best.is_some() {
+                break;
+            }
+        }
+        let Some((_, plan)) = best else {
+            return false;
+        };
+        let a = self.build(job, &plan, ps, rule, rng);
+        self.commit(job, a);
+        true
+    }
+
+    /// Speed of `job` on `plan`: alone, or (`in_context`) with the co-runners and NIC sharers
+    /// already on those servers. A price the model refuses counts as zero.
+    fn price(
+        &self,
+        job: &Job,
+        gpu_type: &str,
+        plan: &[(usize, u32)],
+        ps: u32,
+        in_context: bool,
+    ) -> f64 {
+        let g = job.demand.gpus_per_worker;
+        let workers: u32 = plan.iter().map(|(_, k)| k).sum();
+        let mut shape =
+            PlacementShape::isolated(workers, ps, plan.iter().map(|(_, k)| k * g).collect());
+        if in_context {
+            for &(s, _) in plan {
+                shape
+                    .co_runners
+                    .extend(self.servers[s].models.iter().cloned());
+            }
+            if plan.len() > 1 {
+                shape.nic_sharing_jobs = plan
+                    .iter()
+                    .map(|&(s, _)| self.servers[s].distributed)
+                    .max()
+                    .unwrap_or(0);
+            }
+        }
+        self.perf
+            .speed(&JobQuery::of(job), gpu_type, &shape)
+            .map_or(0.0, |s| s.iterations_per_s)
+    }
+
+    fn consolidated(
+        &self,
+        job: &Job,
+        members: &[usize],
+        workers: u32,
+    ) -> Option<Vec<(usize, u32)>> {
+        let caps: Vec<(usize, u32)> = members
+            .iter()
+            .map(|&s| (s, self.capacity(job, s)))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        if let Some(&(s, _)) = caps
+            .iter()
+            .filter(|&&(_, c)| c >= workers)
+            .min_by_key(|&&(s, c)| (c, s))
+        {
+            return Some(vec![(s, workers)]);
+        }
+        let mut by_room = caps;
+        by_room.sort_by_key(|&(s, c)| (std::cmp::Reverse(c), s));
+        take_until(&by_room, workers)
+    }
+
+    fn random(
+        &self,
+        job: &Job,
+        members: &[usize],
+        workers: u32,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<Vec<(usize, u32)>> {
+        let mut caps: Vec<(usize, u32)> = members
+            .iter()
+            .map(|&s| (s, self.capacity(job, s)))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        caps.shuffle(rng);
+        // A random share of each server's room, so that random placement also spreads.
+        let mut plan = Vec::new();
+        let mut left = workers;
+        for (s, c) in caps {
+            if left == 0 {
+                break;
+            }
+            let k = rng.random_range(1..=c.min(left));
+            plan.push((s, k));
+            left -= k;
+        }
+        if left > 0 {
+            // Not enough random room: fill the chosen servers up before giving up.
+            for (s, k) in plan.iter_mut() {
+                let extra = (self.capacity(job, *s) - *k).min(left);
+                *k += extra;
+                left -= extra;
+            }
+        }
+        (left == 0).then_some(plan)
+    }
+
+    fn balanced(&self, job: &Job, members: &[usize], workers: u32) -> Vec<Vec<(usize, u32)>> {
+        let mut caps: Vec<(usize, u32, usize)> = members
+            .iter()
+            .map(|&s| (s, self.capacity(job, s), self.servers[s].models.len()))
+            .filter(|&(_, c, _)| c > 0)
+            .collect();
+        caps.sort_by_key(|&(s, c, load)| (load, std::cmp::Reverse(c), s));
+        let mut plans = Vec::new();
+        for k in 1..=workers.min(caps.len() as u32) {
+            let per = workers.div_ceil(k);
+            let chosen: Vec<(usize, u32)> = caps
+                .iter()
+                .filter(|&&(_, c, _)| c >= per)
+                .take(k as usize)
+                .map(|&(s, c, _)| (s, c))
+                .collect();
+            if chosen.len() < k as usize {
+                continue;
+            }
+            // Even split: the first `workers % k` servers take one more.
+            let base = workers / k;
+            let extra = workers % k;
+            plans.push(
+                chosen
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(s, _))| (s, base + u32::from((i as u32) < extra)))
+                    .collect(),
+            );
+        }
+        if plans.is_empty() {
+            let mut by_room: Vec<(usize, u32)> = caps.iter().map(|&(s, c, _)| (s, c)).collect();
+            by_room.sort_by_key(|&(s, c)| (std::cmp::Reverse(c), s));
+            plans.extend(take_until(&by_room, workers));
+        }
+        plans
+    }
+
+    /// Whether `ps` PS tasks fit once the workers of `plan` are placed.
+    fn ps_fit(&self, job: &Job, plan: &[(usize, u32)], ps: u32) -> bool {
+        if ps == 0 {
+            return true;
+        }
+        let (cpu, mem) = self.after_workers(job, plan);
+        ps_servers(job, plan, ps, &cpu, &mem).is_some()
+    }
+
+    fn after_workers(&self, job: &Job, plan: &[(usize, u32)]) -> (Vec<f64>, Vec<f64>) {
+        let d = &job.demand;
+        let mut cpu: Vec<f64> = self.servers.iter().map(|s| s.cpu).collect();
+        let mut mem: Vec<f64> = self.servers.iter().map(|s| s.mem).collect();
+        for &(s, k) in plan {
+            cpu[s] -= d.cpu_per_worker * f64::from(k);
+            mem[s] -= d.mem_per_worker_gib * f64::from(k);
+        }
+        (cpu, mem)
+    }
+
+    fn build(
+        &self,
+        job: &Job,
+        plan: &[(usize, u32)],
+        ps: u32,
+        rule: Placement,
+        rng: &mut ChaCha8Rng,
+    ) -> Assignment {
+        let g = job.demand.gpus_per_worker;
+        let mut workers = Vec::new();
+        for &(s, k) in plan {
+            let gpus = match rule {
+                Placement::Random => {
+                    let mut free: Vec<u32> = (0..self.servers[s].free.len() as u32)
+                        .filter(|&i| self.servers[s].free[i as usize])
+                        .collect();
+                    free.shuffle(rng);
+                    free.truncate((k * g) as usize);
+                    free
+                }
+                _ => self.compact_gpus(s, k * g),
+            };
+            for chunk in gpus.chunks(g as usize) {
+                workers.push(WorkerTask {
+                    server: s,
+                    gpus: chunk.to_vec(),
+                });
+            }
+        }
+        let (cpu, mem) = self.after_workers(job, plan);
+        let ps = ps_servers(job, plan, ps, &cpu, &mem)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|server| PsTask { server })
+            .collect();
+        Assignment {
+            job: job.id,
+            workers,
+            ps,
+        }
+    }
+
+    /// `n` free GPUs of server `s` under as few PCIe switches, then sockets, as possible: the
+    /// tightest switch that holds all of them, else the tightest socket (its fullest switches
+    /// first), else the fullest sockets.
+    fn compact_gpus(&self, s: usize, n: u32) -> Vec<u32> {
+        let st = &self.servers[s];
+        let slots = &self.slots[s];
+        let free: Vec<u32> = (0..st.free.len() as u32)
+            .filter(|&i| st.free[i as usize])
+            .collect();
+        let count = |pred: &dyn Fn(&GpuSlot) -> bool| {
+            free.iter().filter(|&&i| pred(&slots[i as usize])).count() as u32
+        };
+        let switches: Vec<u32> = dedup(free.iter().map(|&i| slots[i as usize].switch));
+        if let Some(sw) = switches
+            .iter()
+            .map(|&sw| (count(&|x: &GpuSlot| x.switch == sw), sw))
+            .filter(|&(c, _)| c >= n)
+            .min()
+            .map(|(_, sw)| sw)
+        {
+            return free
+                .iter()
+                .copied()
+                .filter(|&i| slots[i as usize].switch == sw)
+                .take(n as usize)
+                .collect();
+        }
+        let sockets: Vec<u32> = dedup(free.iter().map(|&i| slots[i as usize].socket));
+        let mut socket_order: Vec<(u32, u32)> = sockets
+            .iter()
+            .map(|&so| (count(&|x: &GpuSlot| x.socket == so), so))
+            .collect();
+        // Tightest socket that holds all, else fullest sockets first.
+        let fits = socket_order.iter().filter(|&&(c, _)| c >= n).min().copied();
+        socket_order.sort_by_key(|&(c, so)| (std::cmp::Reverse(c), so));
+        if let Some(f) = fits {
+            socket_order.retain(|&x| x == f);
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for (_, so) in socket_order {
+            let mut sws: Vec<(u32, u32)> = dedup(
+                free.iter()
+                    .filter(|&&i| slots[i as usize].socket == so)
+                    .map(|&i| slots[i as usize].switch),
+            )
+            .into_iter()
+            .map(|sw| (count(&|x: &GpuSlot| x.switch == sw), sw))
+            .collect();
+            sws.sort_by_key(|&(c, sw)| (std::cmp::Reverse(c), sw));
+            for (_, sw) in sws {
+                for &i in free.iter().filter(|&&i| slots[i as usize].switch == sw) {
+                    if out.len() < n as usize {
+                        out.push(i);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The first servers of `by_room` until `workers` fit.
+fn take_until(by_room: &[(usize, u32)], workers: u32) -> Option<Vec<(usize, u32)>> {
+    let mut plan = Vec::new();
+    let mut left = workers;
+    for &(s, c) in by_room {
+        if left == 0 {
+            break;
+        }
+        let k = c.min(left);
+        plan.push((s, k));
+        left -= k;
+    }
+    (left == 0).then_some(plan)
+}
+
+/// Servers for `ps` PS tasks: round-robin over the worker servers while they have room (so PS
+/// traffic stays local, as Optimus spreads PS evenly over its servers), then the servers with the
+/// most free cores.
+fn ps_servers(
+    job: &Job,
+    plan: &[(usize, u32)],
+    ps: u32,
+    cpu: &[f64],
+    mem: &[f64],
+) -> Option<Vec<usize>> {
+    let d = &job.demand;
+    let mut cpu = cpu.to_vec();
+    let mut mem = mem.to_vec();
+    let fits = |c: f64, m: f64| c + EPS >= d.cpu_per_ps && m + EPS >= d.mem_per_ps_gib;
+    let mut out = Vec::with_capacity(ps as usize);
+    let mut rr = 0usize;
+    while (out.len() as u32) < ps {
+        let local = (0..plan.len())
+            .map(|k| plan[(rr + k) % plan.len()].0)
+            .find(|&s| fits(cpu[s], mem[s]));
+        let s = match local {
+            Some(s) => {
+                rr += 1;
+                s
+            }
+            None => (0..cpu.len())
+                .filter(|&s| fits(cpu[s], mem[s]))
+                .max_by(|&a, &b| cpu[a].total_cmp(&cpu[b]).then(b.cmp(&a)))?,
+        };
+        cpu[s] -= d.cpu_per_ps;
+        mem[s] -= d.mem_per_ps_gib;
+        out.push(s);
+    }
+    Some(out)
+}
+
+fn dedup(it: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = it.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}

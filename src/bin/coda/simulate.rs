@@ -1,0 +1,314 @@
+//! `coda simulate` and `coda compare`: replay a trace under one or several policies.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use coda::baselines::{self, POLICIES, PolicyOptions};
+use coda::sim::{
+    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Workload, jobs_csv,
+    plot_jct_cdf, plot_utilization, utilization_csv,
+};
+use coda::trace::TraceOptions;
+use coda::{Error, Objective, PerfModel, SolveSettings, write_atomic};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+/// What both commands share: the workload, the simulator and the policy settings.
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// `philly`, `itp-cluster02`, `itp-cluster06`, `itp`, `alibaba`, or the path of a CSV in
+    /// one of the shipped formats.
+    #[arg(long)]
+    pub trace: String,
+    /// `NxG`, `NxG:TYPE`, `alibaba-nodes` or a cluster JSON file (default: the trace's own, see
+    /// the README).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Seed of the trace's model assignment and of every random choice of the policy.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Only the first N jobs of the trace.
+    #[arg(long)]
+    pub take: Option<usize>,
+    /// Folder of the shipped data.
+    #[arg(long, default_value = "datasets")]
+    pub datasets: PathBuf,
+    /// Seconds between scheduling rounds.
+    #[arg(long, default_value_t = 300.0)]
+    pub round_s: f64,
+    /// Seconds a running job loses when its allocation or placement changes (an estimate).
+    #[arg(long, default_value_t = 60.0)]
+    pub restart_s: f64,
+    /// Stop at this simulated time (jobs left are reported unfinished).
+    #[arg(long)]
+    pub horizon_s: Option<f64>,
+    /// Tracked window, as fractions of the jobs in arrival order: metrics leave out warm-up and
+    /// tail (Blox does the same).
+    #[arg(long, default_value_t = 0.1)]
+    pub track_from: f64,
+    /// End of the tracked window.
+    #[arg(long, default_value_t = 0.9)]
+    pub track_to: f64,
+    /// `ilp` policy: seconds per round.
+    #[arg(long, default_value_t = 10.0)]
+    pub ilp_time_limit: f64,
+    /// `ilp` policy: branch-and-bound node limit per round (makes runs repeatable).
+    #[arg(long)]
+    pub ilp_node_limit: Option<u64>,
+    /// `ilp` policy: jobs per round (running ones plus the earliest waiting).
+    #[arg(long, default_value_t = 12)]
+    pub ilp_max_jobs: usize,
+    /// Output folder.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// One JSON object on stdout instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl SimArgs {
+    fn check(&self) -> coda::Result<()> {
+        let bad =
+            |field: &str, v: f64, why: &str| Err(Error::invalid("command line", 0, field, v, why));
+        if !(0.0..=1.0).contains(&self.track_from)
+            || !(0.0..=1.0).contains(&self.track_to)
+            || self.track_from >= self.track_to
+        {
+            return bad(
+                "track_from",
+                self.track_from,
+                "need 0 <= track_from < track_to <= 1",
+            );
+        }
+        if let Some(h) = self.horizon_s
+            && (h.is_nan() || h <= 0.0)
+        {
+            return bad("horizon_s", h, "must be > 0");
+        }
+        if self.ilp_time_limit.is_nan() || self.ilp_time_limit <= 0.0 {
+            return bad("ilp_time_limit", self.ilp_time_limit, "must be > 0");
+        }
+        Ok(())
+    }
+
+    fn config(&self) -> SimConfig {
+        SimConfig {
+            round_s: self.round_s,
+            restart_s: self.restart_s,
+            horizon_s: self.horizon_s.unwrap_or(f64::INFINITY),
+        }
+    }
+
+    fn policy_options(&self) -> coda::Result<PolicyOptions> {
+        Ok(PolicyOptions {
+            seed: self.seed,
+            objective: Objective::new(self.round_s, self.restart_s.min(self.round_s))?,
+            ilp: SolveSettings {
+                time_limit_s: self.ilp_time_limit,
+                node_limit: self.ilp_node_limit,
+                seed: (self.seed % u64::from(u32::MAX)) as u32,
+                ..SolveSettings::default()
+            },
+            ilp_max_jobs: self.ilp_max_jobs,
+            ..PolicyOptions::default()
+        })
+    }
+
+    fn workload(&self, perf: &dyn PerfModel) -> coda::Result<Workload> {
+        let opts = TraceOptions {
+            seed: self.seed,
+            ..TraceOptions::default()
+        };
+        sim::load(
+            &self.trace,
+            &self.datasets,
+            self.cluster.as_deref(),
+            self.take,
+            &opts,
+            perf,
+        )
+    }
+}
+
+/// One finished run.
+pub struct Run {
+    pub summary: RunSummary,
+    pub records: Vec<JobRecord>,
+    pub utilization: Vec<(f64, u64)>,
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{prefix:>9} [{elapsed_precise}] {bar:30} {pos}/{len} jobs done  {msg}",
+    )
+    .expect("static template")
+}
+
+/// Runs `policy` on `workload`, updating `bar` (jobs finished, simulated day).
+pub fn run_one(
+    policy: &str,
+    workload: &Workload,
+    args: &SimArgs,
+    perf: &dyn PerfModel,
+    bar: &ProgressBar,
+) -> coda::Result<Run> {
+    let opts = args.policy_options()?;
+    let mut scheduler = baselines::by_name(policy, perf, &opts)?;
+    let mut simulator = Simulator::new(
+        perf,
+        args.config(),
+        workload.cluster.clone(),
+        workload.jobs.clone(),
+    )?;
+    bar.set_length(simulator.total_jobs() as u64);
+    bar.set_prefix(policy.to_string());
+    let t = Instant::now();
+    simulator.run_observed(scheduler.as_mut(), 500, &mut |s| {
+        bar.set_position(s.finished() as u64);
+        bar.set_message(format!("day {:.1}", s.now() / 86_400.0));
+    })?;
+    let wall = t.elapsed().as_secs_f64();
+    bar.finish();
+    let gpus = workload.cluster.num_gpus();
+    let metrics = sim::metrics(simulator.records(), args.track_from..args.track_to, gpus);
+    let events = simulator.events_processed();
+    Ok(Run {
+        summary: RunSummary {
+            policy: policy.to_string(),
+            trace: workload.trace.clone(),
+            cluster: workload.cluster_spec.clone(),
+            gpus,
+            seed: args.seed,
+            metrics,
+            events,
+            wall_s: wall,
+            events_per_s: events as f64 / wall.max(1e-9),
+        },
+        records: simulator.records().to_vec(),
+        utilization: simulator.utilization().to_vec(),
+    })
+}
+
+fn write_run(dir: &Path, run: &Run, title: &str) -> coda::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    let json = serde_json::to_string_pretty(&run.summary).expect("serialize");
+    write_atomic(&dir.join("metrics.json"), json.as_bytes())?;
+    write_atomic(&dir.join("jobs.csv"), jobs_csv(&run.records).as_bytes())?;
+    write_atomic(
+        &dir.join("utilization.csv"),
+        utilization_csv(&run.utilization, run.summary.gpus).as_bytes(),
+    )?;
+    plot_jct_cdf(
+        &[(&run.summary.policy, &run.records)],
+        &dir.join("jct_cdf.svg"),
+        &format!("JCT CDF — {title}"),
+    )?;
+    plot_utilization(
+        &[(&run.summary.policy, &run.utilization)],
+        run.summary.gpus,
+        &dir.join("utilization.svg"),
+        &format!("GPU utilisation — {title}"),
+    )
+}
+
+fn progress(quiet: bool) -> MultiProgress {
+    if quiet {
+        MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
+    } else {
+        MultiProgress::with_draw_target(ProgressDrawTarget::stderr())
+    }
+}
+
+/// `coda simulate`.
+pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Result<String> {
+    args.check()?;
+    let workload = args.workload(perf)?;
+    let mp = progress(args.quiet);
+    let bar = mp.add(ProgressBar::new(0).with_style(bar_style()));
+    let run = run_one(policy, &workload, args, perf, &bar)?;
+    let title = format!(
+        "{} on {} ({})",
+        policy, workload.trace, workload.cluster_spec
+    );
+    write_run(&args.out, &run, &title)?;
+    Ok(if args.json {
+        serde_json::to_string(&run.summary).expect("serialize")
+    } else {
+        Comparison {
+            runs: vec![run.summary],
+        }
+        .markdown()
+    })
+}
+
+/// `coda compare`: every policy on the same workload, in parallel.
+pub fn compare(args: &SimArgs, policies: &[String], perf: &dyn PerfModel) -> coda::Result<String> {
+    args.check()?;
+    for p in policies {
+        if !POLICIES.contains(&p.as_str()) {
+            return Err(Error::invalid(
+                "command line",
+                0,
+                "policies",
+                p,
+                format!("unknown policy; known: {}", POLICIES.join(", ")),
+            ));
+        }
+    }
+    let workload = args.workload(perf)?;
+    let mp = progress(args.quiet);
+    let bars: Vec<ProgressBar> = policies
+        .iter()
+        .map(|_| mp.add(ProgressBar::new(0).with_style(bar_style())))
+        .collect();
+    let runs: Vec<coda::Result<Run>> = policies
+        .par_iter()
+        .zip(bars.par_iter())
+        .map(|(p, bar)| run_one(p, &workload, args, perf, bar))
+        .collect();
+    let runs: Vec<Run> = runs.into_iter().collect::<coda::Result<_>>()?;
+    let what = format!("{} on {}", workload.trace, workload.cluster_spec);
+    for r in &runs {
+        write_run(
+            &args.out.join(&r.summary.policy),
+            r,
+            &format!("{} on {what}", r.summary.policy),
+        )?;
+    }
+    let cmp = Comparison {
+        runs: runs.iter().map(|r| r.summary.clone()).collect(),
+    };
+    write_atomic(&args.out.join("comparison.csv"), cmp.csv().as_bytes())?;
+    write_atomic(&args.out.join("comparison.md"), cmp.markdown().as_bytes())?;
+    let series: Vec<(&str, &[JobRecord])> = runs
+        .iter()
+        .map(|r| (r.summary.policy.as_str(), r.records.as_slice()))
+        .collect();
+    plot_jct_cdf(
+        &series,
+        &args.out.join("jct_cdf.svg"),
+        &format!("JCT CDF — {what}"),
+    )?;
+    let util: Vec<(&str, &[(f64, u64)])> = runs
+        .iter()
+        .map(|r| (r.summary.policy.as_str(), r.utilization.as_slice()))
+        .collect();
+    plot_utilization(
+        &util,
+        workload.cluster.num_gpus(),
+        &args.out.join("utilization.svg"),
+        &format!("GPU utilisation — {what}"),
+    )?;
+    Ok(if args.json {
+        serde_json::to_string(&cmp).expect("serialize")
+    } else {
+        cmp.markdown()
+    })
+}

@@ -1,0 +1,185 @@
+//! What a simulation runs on: a trace turned into jobs, and the cluster it is replayed on.
+//!
+//! Shipped traces by name, each with a default cluster sized for it:
+//!
+//! | name | rows | default cluster | why |
+//! |---|---|---|---|
+//! | `philly` | the 5,745-job Philly window | `64x8` (512 V100) | as the Pollux/Blox Philly replays; the window asks ~957 GPUs on average, so it queues |
+//! | `itp-cluster02` | ITP cluster 02 (5,778 jobs) | `16x8` (128) | mean demand 86 GPUs, largest job 64 |
+//! | `itp-cluster06` | ITP cluster 06 (2,396 jobs) | `16x8` (128) | mean demand 87 GPUs, largest job 64 |
+//! | `itp` | both ITP clusters merged | `32x8` (256) | the sum of the two |
+//! | `alibaba` | Alibaba 2023 whole-GPU pods | `alibaba-nodes` | the trace's own nodes whose GPU type the model can price |
+//!
+//! Any other `--trace` value is a path to a CSV in one of the shipped formats (detected from its
+//! header), replayed on `64x8` unless a cluster is given.
+//!
+//! Cluster specs: `NxG` (N servers of G GPUs of the default type, `v100`), `NxG:TYPE`,
+//! `alibaba-nodes`, or the path of a JSON file holding a [`Cluster`]. A `G`-GPU server has 2
+//! sockets × 2 PCIe switches when `G` is a multiple of 4 (2 sockets × 1 switch when even, else
+//! one of each), and 3 cores and 62.5 GiB per GPU — Synergy's per-GPU fair share, so `NxG` with
+//! `G = 8` is exactly [`crate::trace::default_server`].
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::{Architecture, Cluster, Job, Server};
+use crate::perf::{JobQuery, PerfModel, PlacementShape};
+use crate::trace::{self, ASSUMED_NIC_GBPS, TraceFilter, TraceFormat, TraceOptions};
+
+/// Jobs and the cluster they are replayed on.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// The trace's name (or path).
+    pub trace: String,
+    /// The cluster spec used.
+    pub cluster_spec: String,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The jobs, in trace order.
+    pub jobs: Vec<Job>,
+    /// Trace rows skipped by the reader, with the reason.
+    pub skipped: Vec<(String, usize)>,
+}
+
+/// The shipped trace names [`load`] understands.
+pub const SHIPPED_TRACES: [&str; 5] =
+    ["philly", "itp-cluster02", "itp-cluster06", "itp", "alibaba"];
+
+/// Loads trace `name` (a shipped name or a CSV path) from `datasets`, converts its rows with
+/// `opts`, keeps the first `take` jobs if given, and builds `cluster` (a spec, or the trace's
+/// default).
+pub fn load(
+    name: &str,
+    datasets: &Path,
+    cluster: Option<&str>,
+    take: Option<usize>,
+    opts: &TraceOptions,
+    perf: &dyn PerfModel,
+) -> Result<Workload> {
+    let (path, format, group, default_cluster) = match name {
+        "philly" => (
+            datasets.join(TraceFormat::Philly.shipped_file()),
+            TraceFormat::Philly,
+            None,
+            "64x8",
+        ),
+        "itp-cluster02" | "itp-cluster06" => (
+            datasets.join(TraceFormat::Itp.shipped_file()),
+            TraceFormat::Itp,
+            Some(name.trim_start_matches("itp-").to_string()),
+            "16x8",
+        ),
+        "itp" => (
+            datasets.join(TraceFormat::Itp.shipped_file()),
+            TraceFormat::Itp,
+            None,
+            "32x8",
+        ),
+        "alibaba" => (
+            datasets.join(TraceFormat::Alibaba.shipped_file()),
+            TraceFormat::Alibaba,
+            None,
+            "alibaba-nodes",
+        ),
+        path => {
+            let p = Path::new(path).to_path_buf();
+            let f = TraceFormat::detect(&p)?;
+            (p, f, None, "64x8")
+        }
+    };
+    let spec = cluster.unwrap_or(default_cluster);
+    let cluster = cluster_from_spec(spec, datasets, perf)?;
+    let tr = trace::load(&path, format, &TraceFilter { group })?;
+    let mut rows = tr.jobs;
+    if let Some(n) = take {
+        rows.truncate(n);
+    }
+    let jobs = trace::to_jobs(&rows, opts, perf)?;
+    Ok(Workload {
+        trace: name.to_string(),
+        cluster_spec: spec.to_string(),
+        cluster,
+        jobs,
+        skipped: tr.skipped,
+    })
+}
+
+/// Builds a cluster from a spec (see the module docs).
+pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> Result<Cluster> {
+    let bad = |reason: &str| Error::invalid("command line", 0, "cluster", spec, reason);
+    if spec == "alibaba-nodes" {
+        let all = trace::load_alibaba_nodes(&datasets.join("alibaba_2023_openb_gpu_nodes.csv"))?;
+        let servers: Vec<Server> = all
+            .servers
+            .into_iter()
+            .filter(|s| s.num_gpus() > 0 && priceable(perf, &s.gpu_type))
+            .collect();
+        if servers.is_empty() {
+            return Err(bad("no node of a GPU type the performance model can price"));
+        }
+        return Ok(Cluster { servers });
+    }
+    let (size, gpu_type) = spec.split_once(':').unwrap_or((spec, "v100"));
+    if let Some((n, g)) = size.split_once('x')
+        && let (Ok(n), Ok(g)) = (n.parse::<usize>(), g.parse::<u32>())
+    {
+        if n == 0 || g == 0 {
+            return Err(bad("need at least one server of at least one GPU"));
+        }
+        if !priceable(perf, gpu_type) {
+            return Err(bad(&format!(
+                "GPU type `{gpu_type}` cannot be priced by the performance model"
+            )));
+        }
+        let (sockets, switches, per_switch) = if g % 4 == 0 {
+            (2, 2, g / 4)
+        } else if g % 2 == 0 {
+            (2, 1, g / 2)
+        } else {
+            (1, 1, g)
+        };
+        let server = Server::uniform(
+            "node",
+            gpu_type,
+            sockets,
+            switches,
+            per_switch,
+            3.0 * f64::from(g),
+            62.5 * f64::from(g),
+            ASSUMED_NIC_GBPS,
+        );
+        return Ok(Cluster::homogeneous(n, &server));
+    }
+    let p = Path::new(spec);
+    if p.exists() {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+        let cluster: Cluster = crate::model::parse_json(&text, &p.display().to_string())?;
+        if cluster.num_gpus() == 0 {
+            return Err(Error::EmptyCluster {
+                context: p.display().to_string(),
+                what: "GPUs".into(),
+            });
+        }
+        return Ok(cluster);
+    }
+    Err(bad(
+        "expected NxG, NxG:TYPE, alibaba-nodes or the path of a cluster JSON file",
+    ))
+}
+
+/// Whether every all-reduce model can be priced on `gpu_type` (PS models ignore the type).
+fn priceable(perf: &dyn PerfModel, gpu_type: &str) -> bool {
+    perf.models()
+        .iter()
+        .filter(|(_, a)| *a == Architecture::AllReduce)
+        .all(|(m, a)| {
+            let q = JobQuery {
+                model: m,
+                arch: *a,
+                gpus_per_worker: 1,
+                local_batch: None,
+            };
+            perf.speed(&q, gpu_type, &PlacementShape::isolated(1, 0, vec![1]))
+                .is_ok()
+        })
+}
