@@ -1,4 +1,5 @@
-//! Core speed: loading the shipped traces, and validating and pricing a 1,000-server schedule.
+//! Core speed: loading the shipped traces, validating and pricing a 1,000-server schedule, and
+//! one round of each heuristic baseline on a loaded 64-server snapshot.
 //! Run: `cargo bench --bench core`. Criterion reports what it measured on this machine.
 
 use std::hint::black_box;
@@ -52,9 +53,30 @@ fn validate_large(c: &mut Criterion) {
     });
 }
 
+fn baseline_rounds(c: &mut Criterion) {
+    let perf = CalibratedPerf::shipped();
+    // 64 servers × 8 GPUs, 600 jobs of which 30 % already run: a busy Philly-sized round.
+    let opts = GenerateOptions {
+        servers: 64,
+        jobs: 600,
+        seed: 1,
+        running_fraction: 0.3,
+        ..Default::default()
+    };
+    let snap = generate(&opts, perf).unwrap();
+    for name in coda::baselines::POLICIES.iter().filter(|p| **p != "ilp") {
+        let mut policy =
+            coda::baselines::by_name(name, perf, &coda::baselines::PolicyOptions::default())
+                .unwrap();
+        c.bench_function(&format!("round_64x8_600jobs/{name}"), |b| {
+            b.iter(|| black_box(policy.schedule(&snap).unwrap()))
+        });
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = traces, validate_large
+    targets = traces, validate_large, baseline_rounds
 }
 criterion_main!(benches);

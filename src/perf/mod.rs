@@ -17,9 +17,11 @@
 //! | other jobs under the same PCIe switch | all communication | [`Estimates::pcie_share_comm_penalty`] |
 //! | distributed jobs sharing a NIC | inter-server traffic | fair share × [`Estimates::nic_bandwidth_fraction`] |
 //!
-//! Units are those of the data each model was fitted on: a PS job's iteration is one worker step
-//! (DL2's `job_speed` sums steps/s over workers); an all-reduce job's iteration is one
-//! synchronous step of the whole job.
+//! Work is counted in per-task steps at the job's fixed per-task batch, so progress is
+//! proportional to samples processed whatever the allocation: a PS job's iteration is one worker
+//! step (DL2's `job_speed` sums steps/s over workers); an all-reduce job's iteration is one GPU's
+//! share of a synchronous step, so a step on `k` GPUs does `k` iterations of work
+//! ([`Speed::iterations_per_s`] = `k / step_time_s`).
 
 mod calibrate;
 mod context;
@@ -380,10 +382,13 @@ impl PerfModel for CalibratedPerf {
                 "non-positive predicted step time {step}"
             )));
         }
+        // Work is counted per GPU (PS: per worker) step at the job's fixed per-GPU batch, so
+        // that progress is proportional to samples processed: a synchronous all-reduce step on
+        // k GPUs does k GPU-steps of work, as a PS job's k workers do k worker steps.
         let ips = if per_worker {
             f64::from(shape.workers) / step
         } else {
-            1.0 / step
+            f64::from(shape.workers * job.gpus_per_worker.max(1)) / step
         };
         Ok(Speed {
             iterations_per_s: ips,

@@ -152,8 +152,7 @@ const COLORS: [RGBColor; 10] = [
 
 /// CDF of job completion time (hours, log scale) for each `(label, records)` series.
 pub fn plot_jct_cdf(series: &[(&str, &[JobRecord])], path: &Path, title: &str) -> Result<()> {
-    let err = |e: String| Error::io(path, std::io::Error::other(e));
-    let curves: Vec<(&str, Vec<f64>)> = series
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = series
         .iter()
         .map(|(l, rs)| {
             let mut v: Vec<f64> = rs
@@ -161,63 +160,29 @@ pub fn plot_jct_cdf(series: &[(&str, &[JobRecord])], path: &Path, title: &str) -
                 .filter_map(|r| r.finish_s.map(|f| ((f - r.arrival_s) / 3600.0).max(1e-3)))
                 .collect();
             v.sort_by(f64::total_cmp);
-            (*l, v)
-        })
-        .collect();
-    let lo = curves
-        .iter()
-        .filter_map(|(_, v)| v.first().copied())
-        .fold(f64::INFINITY, f64::min)
-        .clamp(1e-3, 1.0);
-    let hi = curves
-        .iter()
-        .filter_map(|(_, v)| v.last().copied())
-        .fold(lo * 10.0, f64::max)
-        * 1.2;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)
-            .map_err(|e| err(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc("job completion time (hours)")
-            .y_desc("fraction of finished jobs")
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        for (k, (label, v)) in curves.iter().enumerate() {
-            let color = COLORS[k % COLORS.len()];
             let n = v.len().max(1) as f64;
             // At most ~2,000 points per curve keeps the file small and the shape exact enough.
             let stride = (v.len() / 2000).max(1);
-            let pts: Vec<(f64, f64)> = v
+            let pts = v
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| i % stride == 0 || *i + 1 == v.len())
                 .map(|(i, &x)| (x, (i + 1) as f64 / n))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                .map_err(|e| err(e.to_string()))?
-                .label(*label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        root.present().map_err(|e| err(e.to_string()))?;
-    }
-    write_atomic(path, svg.as_bytes())
+            (*l, pts)
+        })
+        .collect();
+    let xs = || curves.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
+    let lo = xs().fold(f64::INFINITY, f64::min).clamp(1e-3, 1.0);
+    let hi = xs().fold(lo * 10.0, f64::max) * 1.2;
+    let axes = Axes {
+        title,
+        x_desc: "job completion time (hours)",
+        y_desc: "fraction of finished jobs",
+        legend: SeriesLabelPosition::LowerRight,
+        stroke: 2,
+    };
+    line_chart(path, &axes, (lo..hi).log_scale(), 0.0..1.0, &curves)
 }
 
 /// GPUs held over time (fraction of `gpus`, days on the x axis) for each series.
@@ -227,31 +192,14 @@ pub fn plot_utilization(
     path: &Path,
     title: &str,
 ) -> Result<()> {
-    let err = |e: String| Error::io(path, std::io::Error::other(e));
     let end = series
         .iter()
         .filter_map(|(_, t)| t.last().map(|x| x.0))
         .fold(1.0, f64::max)
         / 86_400.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..end * 1.02, 0.0..1.05)
-            .map_err(|e| err(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc("time (days)")
-            .y_desc("GPUs held / cluster GPUs")
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        for (k, (label, t)) in series.iter().enumerate() {
-            let color = COLORS[k % COLORS.len()];
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|(label, t)| {
             // Step function, thinned to ~4,000 steps.
             let stride = (t.len() / 4000).max(1);
             let mut pts = Vec::with_capacity(2 * t.len() / stride + 2);
@@ -265,8 +213,65 @@ pub fn plot_utilization(
                 prev = g as f64 / gpus.max(1) as f64;
                 pts.push((x, prev));
             }
+            (*label, pts)
+        })
+        .collect();
+    let axes = Axes {
+        title,
+        x_desc: "time (days)",
+        y_desc: "GPUs held / cluster GPUs",
+        legend: SeriesLabelPosition::UpperRight,
+        stroke: 1,
+    };
+    line_chart(path, &axes, 0.0..end * 1.02, 0.0..1.05, &curves)
+}
+
+/// Titles and styling of a [`line_chart`].
+struct Axes<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    legend: SeriesLabelPosition,
+    stroke: u32,
+}
+
+/// One line per `(label, points)` on the given axes, written as a 900 × 560 SVG.
+fn line_chart<X>(
+    path: &Path,
+    axes: &Axes<'_>,
+    x: X,
+    y: std::ops::Range<f64>,
+    curves: &[(&str, Vec<(f64, f64)>)],
+) -> Result<()>
+where
+    X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let err = |e: String| Error::io(path, std::io::Error::other(e));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(axes.title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x, y)
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc(axes.x_desc)
+            .y_desc(axes.y_desc)
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        for (k, (label, pts)) in curves.iter().enumerate() {
+            let color = COLORS[k % COLORS.len()];
             chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(1)))
+                .draw_series(LineSeries::new(
+                    pts.iter().copied(),
+                    color.stroke_width(axes.stroke),
+                ))
                 .map_err(|e| err(e.to_string()))?
                 .label(*label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
@@ -275,7 +280,7 @@ pub fn plot_utilization(
             .configure_series_labels()
             .border_style(BLACK)
             .background_style(WHITE.mix(0.8))
-            .position(SeriesLabelPosition::UpperRight)
+            .position(axes.legend.clone())
             .draw()
             .map_err(|e| err(e.to_string()))?;
         root.present().map_err(|e| err(e.to_string()))?;

@@ -254,6 +254,9 @@ enum Cmd {
             default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
         )]
         policies: Vec<String>,
+        /// Runs at a time (default: one per core); 1 gives single-core wall times.
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -749,9 +752,13 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Compare { sim, policies } => {
+        Cmd::Compare {
+            sim,
+            policies,
+            threads,
+        } => {
             let perf = perf_model(&cli.params)?;
-            let text = simulate::compare(&sim, &policies, &perf)?;
+            let text = simulate::compare(&sim, &policies, threads, &perf)?;
             out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }

@@ -249,7 +249,12 @@ pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Res
 }
 
 /// `coda compare`: every policy on the same workload, in parallel.
-pub fn compare(args: &SimArgs, policies: &[String], perf: &dyn PerfModel) -> coda::Result<String> {
+pub fn compare(
+    args: &SimArgs,
+    policies: &[String],
+    threads: Option<usize>,
+    perf: &dyn PerfModel,
+) -> coda::Result<String> {
     args.check()?;
     for p in policies {
         if !POLICIES.contains(&p.as_str()) {
@@ -268,11 +273,17 @@ pub fn compare(args: &SimArgs, policies: &[String], perf: &dyn PerfModel) -> cod
         .iter()
         .map(|_| mp.add(ProgressBar::new(0).with_style(bar_style())))
         .collect();
-    let runs: Vec<coda::Result<Run>> = policies
-        .par_iter()
-        .zip(bars.par_iter())
-        .map(|(p, bar)| run_one(p, &workload, args, perf, bar))
-        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
+    let runs: Vec<coda::Result<Run>> = pool.install(|| {
+        policies
+            .par_iter()
+            .zip(bars.par_iter())
+            .map(|(p, bar)| run_one(p, &workload, args, perf, bar))
+            .collect()
+    });
     let runs: Vec<Run> = runs.into_iter().collect::<coda::Result<_>>()?;
     let what = format!("{} on {}", workload.trace, workload.cluster_spec);
     for r in &runs {
