@@ -33,3 +33,7 @@ $coda solve --instance examples/instances/small.json --out "$out/small.ilp.json"
 $coda solve --instance examples/instances/hetero.json --time-limit 60 --out "$out/hetero.ilp.json"
 $coda validate --instance examples/instances/hetero.json --schedule "$out/hetero.ilp.json" | head -2
 $coda solve --instance examples/instances/hetero.json --export-mps "$out/hetero.mps" --export-only
+
+echo "== 6. replay the Philly window (5,745 jobs, 64 x 8 V100) under four baselines, in parallel"
+$coda compare --trace philly --policies fifo,tiresias,sjf-bco,pollux --quiet --out "$out/sim"
+echo "   table, JCT CDF and utilisation plots: $out/sim/comparison.md, $out/sim/*.svg"

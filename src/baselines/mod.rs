@@ -255,10 +255,11 @@ impl<'a> Base<'a> {
         }
         for pass in [true, false] {
             for (k, d) in decisions.iter().enumerate() {
-                if placed[k] || admitted[k] != pass || packer.free_gpus() == 0 {
+                let job = &snap.jobs[d.job];
+                let need = u64::from(d.workers * job.demand.gpus_per_worker);
+                if placed[k] || admitted[k] != pass || need > packer.free_gpus() {
                     continue;
                 }
-                let job = &snap.jobs[d.job];
                 if !pass && let Some(a) = unchanged(d) {
                     placed[k] = packer.keep(job, a);
                 }

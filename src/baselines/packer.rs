@@ -52,6 +52,8 @@ pub struct Packer<'a> {
     /// Server indices by GPU type, in cluster order.
     groups: Vec<(String, Vec<usize>)>,
     assignments: Vec<Assignment>,
+    /// Free GPUs in the whole cluster (kept, not recounted: policies ask before every job).
+    free_total: u64,
 }
 
 impl<'a> Packer<'a> {
@@ -79,6 +81,7 @@ impl<'a> Packer<'a> {
         }
         Packer {
             perf,
+            free_total: snapshot.cluster.num_gpus(),
             slots: snapshot.cluster.slot_table(),
             servers,
             groups,
@@ -88,7 +91,7 @@ impl<'a> Packer<'a> {
 
     /// Free GPUs in the whole cluster.
     pub fn free_gpus(&self) -> u64 {
-        self.servers.iter().map(|s| u64::from(s.free_count)).sum()
+        self.free_total
     }
 
     /// The schedule built so far.
@@ -142,6 +145,7 @@ impl<'a> Packer<'a> {
             for &g in &w.gpus {
                 s.free[g as usize] = false;
                 s.free_count -= 1;
+                self.free_total -= 1;
             }
             s.cpu -= d.cpu_per_worker;
             s.mem -= d.mem_per_worker_gib;
