@@ -215,11 +215,14 @@ impl<'a> Base<'a> {
     /// Places `decisions` in order. Decisions are admitted while their GPUs fit the cluster
     /// total; admitted jobs whose size is unchanged keep their placement, the other admitted
     /// ones are placed by `rule`; then the rest are tried on what is left (work conservation).
+    /// With `shrink` (elastic policies), a size that cannot be placed is retried one worker
+    /// smaller, down to the job's minimum.
     fn realize(
         &mut self,
         snap: &ClusterSnapshot,
         decisions: &[Decision],
         rule: Placement,
+        shrink: bool,
         rng: Option<&mut ChaCha8Rng>,
     ) -> Schedule {
         let rng = match rng {
@@ -265,6 +268,14 @@ impl<'a> Base<'a> {
                 }
                 if !placed[k] {
                     placed[k] = packer.place(job, d.workers, d.ps, rule, rng);
+                }
+                // An elastic policy would rather run a job smaller than leave it and the
+                // fragments it could use idle.
+                let mut w = d.workers;
+                while shrink && !placed[k] && w > job.workers.min {
+                    w -= 1;
+                    let p = d.ps.min(w).max(job.ps.min);
+                    placed[k] = packer.place(job, w, p, rule, rng);
                 }
             }
         }
@@ -346,7 +357,9 @@ impl Scheduler for Fifo<'_> {
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         let d = non_preemptive(snap, waiting_by_arrival(snap));
-        Ok(self.0.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .0
+            .realize(snap, &d, Placement::Consolidated, false, None))
     }
 }
 
@@ -364,7 +377,9 @@ impl Scheduler for Srtf<'_> {
         // Stable: equal remaining times keep arrival order.
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         let d: Vec<Decision> = keyed.into_iter().map(|(_, i)| requested(snap, i)).collect();
-        Ok(self.0.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .0
+            .realize(snap, &d, Placement::Consolidated, false, None))
     }
 }
 
@@ -400,7 +415,9 @@ impl Scheduler for Tiresias<'_> {
         let mut order = by_arrival(snap);
         order.sort_by_key(|&i| queue(snap.jobs[i].id)); // stable: FIFO within a queue
         let d: Vec<Decision> = order.into_iter().map(|i| requested(snap, i)).collect();
-        Ok(self.base.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .base
+            .realize(snap, &d, Placement::Consolidated, false, None))
     }
 }
 
@@ -422,7 +439,7 @@ impl Scheduler for SjfBco<'_> {
             .collect();
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         let d = non_preemptive(snap, keyed.into_iter().map(|(_, i)| i).collect());
-        Ok(self.0.realize(snap, &d, Placement::Balanced, None))
+        Ok(self.0.realize(snap, &d, Placement::Balanced, false, None))
     }
 }
 
@@ -439,7 +456,7 @@ impl Scheduler for RandomPlacement<'_> {
         let d = non_preemptive(snap, waiting_by_arrival(snap));
         Ok(self
             .base
-            .realize(snap, &d, Placement::Random, Some(&mut self.rng)))
+            .realize(snap, &d, Placement::Random, false, Some(&mut self.rng)))
     }
 }
 
@@ -555,7 +572,9 @@ impl Scheduler for Drf<'_> {
             heap.push(std::cmp::Reverse((OrdF64(share), rank, i)));
         }
         let d = sized_decisions(&order, &size);
-        Ok(self.0.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .0
+            .realize(snap, &d, Placement::Consolidated, true, None))
     }
 }
 
@@ -689,7 +708,9 @@ impl Scheduler for Optimus<'_> {
             }
         };
         let d = greedy_sizes(&mut self.0, snap, &value);
-        Ok(self.0.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .0
+            .realize(snap, &d, Placement::Consolidated, true, None))
     }
 }
 
@@ -711,7 +732,9 @@ impl Scheduler for Pollux<'_> {
             }
         };
         let d = greedy_sizes(&mut self.0, snap, &value);
-        Ok(self.0.realize(snap, &d, Placement::Consolidated, None))
+        Ok(self
+            .0
+            .realize(snap, &d, Placement::Consolidated, true, None))
     }
 }
 
