@@ -107,8 +107,10 @@ struct State {
     arrived: bool,
     finished: bool,
     speed: f64,
-    /// Bumped at every reprice: a completion event of an older version is stale.
+    /// Bumped whenever the job's completion time changes: an older completion event is stale.
     version: u64,
+    /// The speed the pending completion event was computed with (`None`: no event pending).
+    event_speed: Option<f64>,
     /// Bumped at every restart: a restart-done event of an older restart is stale.
     restart_version: u64,
 }
@@ -180,6 +182,7 @@ impl<'a> Simulator<'a> {
                 finished: false,
                 speed: 0.0,
                 version: 0,
+                event_speed: None,
                 restart_version: 0,
             })
             .collect();
@@ -227,7 +230,8 @@ impl<'a> Simulator<'a> {
         self.now
     }
 
-    /// Events processed so far.
+    /// Events processed so far (arrivals, rounds, completions, restarts done; superseded
+    /// completion and restart events are dropped uncounted).
     pub fn events_processed(&self) -> u64 {
         self.processed
     }
@@ -305,11 +309,18 @@ impl<'a> Simulator<'a> {
         }
         for i in 0..self.state.len() {
             let s = &mut self.state[i];
-            s.version += 1;
-            if s.assignment.is_some() && !s.restarting && s.speed > 0.0 {
-                let left = (self.jobs[i].total_iterations - s.done).max(0.0);
-                let (t, version) = (self.now + left / s.speed, s.version);
-                self.push(t, Event::Completion { job: i, version });
+            let progressing = s.assignment.is_some() && !s.restarting && s.speed > 0.0;
+            let desired = progressing.then_some(s.speed);
+            // A job whose speed did not change keeps its pending completion event: its time is
+            // still exact, and not re-issuing it keeps the queue free of stale events.
+            if desired != s.event_speed {
+                s.version += 1;
+                s.event_speed = desired;
+                if let Some(speed) = desired {
+                    let left = (self.jobs[i].total_iterations - s.done).max(0.0);
+                    let (t, version) = (self.now + left / speed, s.version);
+                    self.push(t, Event::Completion { job: i, version });
+                }
             }
         }
         Ok(())
@@ -403,6 +414,18 @@ impl<'a> Simulator<'a> {
             self.events.clear();
             return Ok(false);
         }
+        let stale = match event {
+            Event::Completion { job, version } => {
+                self.state[job].version != version || self.state[job].finished
+            }
+            Event::RestartDone { job, version } => {
+                !self.state[job].restarting || self.state[job].restart_version != version
+            }
+            Event::Arrival(_) | Event::Tick => false,
+        };
+        if stale {
+            return Ok(true);
+        }
         self.advance(t);
         self.processed += 1;
         let mut changed = false;
@@ -425,20 +448,16 @@ impl<'a> Simulator<'a> {
                     self.push(t + self.config.round_s, Event::Tick);
                 }
             }
-            Event::Completion { job, version } => {
-                if self.state[job].version == version && !self.state[job].finished {
-                    self.state[job].done = self.jobs[job].total_iterations;
-                    self.state[job].finished = true;
-                    self.state[job].assignment = None;
-                    self.records[job].finish_s = Some(t);
-                    changed = true;
-                }
+            Event::Completion { job, .. } => {
+                self.state[job].done = self.jobs[job].total_iterations;
+                self.state[job].finished = true;
+                self.state[job].assignment = None;
+                self.records[job].finish_s = Some(t);
+                changed = true;
             }
-            Event::RestartDone { job, version } => {
-                if self.state[job].restarting && self.state[job].restart_version == version {
-                    self.state[job].restarting = false;
-                    changed = true;
-                }
+            Event::RestartDone { job, .. } => {
+                self.state[job].restarting = false;
+                changed = true;
             }
         }
         if changed {
