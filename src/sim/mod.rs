@@ -1,8 +1,11 @@
 //! Trace-driven, event-driven cluster simulator (core).
 //!
 //! Events — job arrival, round tick, job completion, restart finished — are processed in
-//! `(time, sequence)` order, so equal-time events keep their insertion order and a run is
-//! deterministic. Between events every running job progresses at the speed the [`PerfModel`]
+//! `(time, kind, sequence)` order: at one instant completions and finished restarts come first,
+//! then arrivals, then the round tick, so a round sees everything that happened at its instant;
+//! equal-time events of one kind keep their insertion order, and a run is deterministic.
+//! Completion times are rounded to the microsecond, so that a job whose exact duration ends on a
+//! round boundary is not put before or after it by floating-point noise. Between events every running job progresses at the speed the [`PerfModel`]
 //! gives for its actual allocation, placement and co-runners. At each round tick the scheduler
 //! sees a [`ClusterSnapshot`] of the jobs that have arrived and not finished; its schedule is
 //! validated (an invalid one is an error, never silently fixed) and applied: a running job whose
@@ -126,7 +129,7 @@ pub struct Simulator<'a> {
     index_of: std::collections::HashMap<u64, usize>,
     state: Vec<State>,
     records: Vec<JobRecord>,
-    events: BinaryHeap<Reverse<(Time, u64, Event)>>,
+    events: BinaryHeap<Reverse<(Time, u8, u64, Event)>>,
     seq: u64,
     now: f64,
     last_advance: f64,
@@ -222,7 +225,12 @@ impl<'a> Simulator<'a> {
 
     fn push(&mut self, t: f64, e: Event) {
         self.seq += 1;
-        self.events.push(Reverse((Time(t), self.seq, e)));
+        let kind = match e {
+            Event::Completion { .. } | Event::RestartDone { .. } => 0,
+            Event::Arrival(_) => 1,
+            Event::Tick => 2,
+        };
+        self.events.push(Reverse((Time(t), kind, self.seq, e)));
     }
 
     /// Current simulated time.
@@ -318,7 +326,8 @@ impl<'a> Simulator<'a> {
                 s.event_speed = desired;
                 if let Some(speed) = desired {
                     let left = (self.jobs[i].total_iterations - s.done).max(0.0);
-                    let (t, version) = (self.now + left / speed, s.version);
+                    let t = (((self.now + left / speed) * 1e6).round() / 1e6).max(self.now);
+                    let version = s.version;
                     self.push(t, Event::Completion { job: i, version });
                 }
             }
@@ -406,7 +415,7 @@ impl<'a> Simulator<'a> {
 
     /// Processes the next event; `Ok(false)` when there is none left before the horizon.
     pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
-        let Some(Reverse((Time(t), _, event))) = self.events.pop() else {
+        let Some(Reverse((Time(t), _, _, event))) = self.events.pop() else {
             return Ok(false);
         };
         if t > self.config.horizon_s {
@@ -475,7 +484,7 @@ impl<'a> Simulator<'a> {
         while self
             .events
             .peek()
-            .is_some_and(|Reverse((Time(x), _, _))| *x <= t)
+            .is_some_and(|Reverse((Time(x), _, _, _))| *x <= t)
         {
             if !self.step(scheduler)? {
                 break;
