@@ -259,23 +259,30 @@ impl<'a> Base<'a> {
         for pass in [true, false] {
             for (k, d) in decisions.iter().enumerate() {
                 let job = &snap.jobs[d.job];
-                let need = u64::from(d.workers * job.demand.gpus_per_worker);
-                if placed[k] || admitted[k] != pass || need > packer.free_gpus() {
+                let gpus = |w: u32| u64::from(w * job.demand.gpus_per_worker);
+                // An elastic policy would rather run a job smaller than leave it and the
+                // fragments it could use idle.
+                let smallest = if shrink { job.workers.min } else { d.workers };
+                if placed[k] || admitted[k] != pass || gpus(smallest) > packer.free_gpus() {
                     continue;
                 }
                 if !pass && let Some(a) = unchanged(d) {
                     placed[k] = packer.keep(job, a);
                 }
-                if !placed[k] {
-                    placed[k] = packer.place(job, d.workers, d.ps, rule, rng);
-                }
-                // An elastic policy would rather run a job smaller than leave it and the
-                // fragments it could use idle.
                 let mut w = d.workers;
-                while shrink && !placed[k] && w > job.workers.min {
+                while !placed[k] {
+                    let p = if w == d.workers {
+                        d.ps
+                    } else {
+                        d.ps.min(w).max(job.ps.min)
+                    };
+                    if gpus(w) <= packer.free_gpus() {
+                        placed[k] = packer.place(job, w, p, rule, rng);
+                    }
+                    if w <= smallest {
+                        break;
+                    }
                     w -= 1;
-                    let p = d.ps.min(w).max(job.ps.min);
-                    placed[k] = packer.place(job, w, p, rule, rng);
                 }
             }
         }
