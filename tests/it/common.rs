@@ -13,8 +13,9 @@ pub fn datasets() -> PathBuf {
 }
 
 /// A random schedule that satisfies every constraint: jobs in random order, each given a random
-/// worker count in its range and random free GPUs of allowed servers; a job that does not fit
-/// waits. Built independently of `validate`, so the property test means something.
+/// worker count in its range (fewer if its PS tasks would not fit) and random free GPUs of
+/// allowed servers; a job that does not fit waits. Built independently of `validate`, so the
+/// property test means something.
 pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut free: Vec<Vec<u32>> = s
@@ -49,43 +50,47 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
         let Some(&gpu_type) = types.get(rng.random_range(0..types.len().max(1))) else {
             continue;
         };
-        let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
-        let mut a = Assignment {
-            job: job.id,
-            workers: vec![],
-            ps: vec![],
-        };
-        for _ in 0..want_w {
-            let cands: Vec<usize> = (0..f2.len())
-                .filter(|&i| {
-                    s.cluster.servers[i].gpu_type == gpu_type
-                        && f2[i].len() as u32 >= d.gpus_per_worker
-                        && c2[i] >= d.cpu_per_worker
-                        && m2[i] >= d.mem_per_worker_gib
-                })
-                .collect();
-            let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
-                break;
+        // Fewer workers when the drawn count leaves no room for the PS tasks.
+        for w in (job.workers.min..=want_w).rev() {
+            let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
+            let mut a = Assignment {
+                job: job.id,
+                workers: vec![],
+                ps: vec![],
             };
-            let gpus = f2[i].drain(..d.gpus_per_worker as usize).collect();
-            c2[i] -= d.cpu_per_worker;
-            m2[i] -= d.mem_per_worker_gib;
-            a.workers.push(WorkerTask { server: i, gpus });
-        }
-        for _ in 0..want_p {
-            let cands: Vec<usize> = (0..c2.len())
-                .filter(|&i| c2[i] >= d.cpu_per_ps && m2[i] >= d.mem_per_ps_gib)
-                .collect();
-            let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
+            for _ in 0..w {
+                let cands: Vec<usize> = (0..f2.len())
+                    .filter(|&i| {
+                        s.cluster.servers[i].gpu_type == gpu_type
+                            && f2[i].len() as u32 >= d.gpus_per_worker
+                            && c2[i] >= d.cpu_per_worker
+                            && m2[i] >= d.mem_per_worker_gib
+                    })
+                    .collect();
+                let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
+                    break;
+                };
+                let gpus = f2[i].drain(..d.gpus_per_worker as usize).collect();
+                c2[i] -= d.cpu_per_worker;
+                m2[i] -= d.mem_per_worker_gib;
+                a.workers.push(WorkerTask { server: i, gpus });
+            }
+            for _ in 0..want_p {
+                let cands: Vec<usize> = (0..c2.len())
+                    .filter(|&i| c2[i] >= d.cpu_per_ps && m2[i] >= d.mem_per_ps_gib)
+                    .collect();
+                let Some(&i) = cands.get(rng.random_range(0..cands.len().max(1))) else {
+                    break;
+                };
+                c2[i] -= d.cpu_per_ps;
+                m2[i] -= d.mem_per_ps_gib;
+                a.ps.push(PsTask { server: i });
+            }
+            if job.workers.contains(a.workers.len() as u32) && job.ps.contains(a.ps.len() as u32) {
+                (free, cpu, mem) = (f2, c2, m2);
+                out.assignments.push(a);
                 break;
-            };
-            c2[i] -= d.cpu_per_ps;
-            m2[i] -= d.mem_per_ps_gib;
-            a.ps.push(PsTask { server: i });
-        }
-        if job.workers.contains(a.workers.len() as u32) && job.ps.contains(a.ps.len() as u32) {
-            (free, cpu, mem) = (f2, c2, m2);
-            out.assignments.push(a);
+            }
         }
     }
     out
