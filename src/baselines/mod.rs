@@ -16,7 +16,8 @@
 //! | `ilp` | coda's integer program | exact per round on a window of jobs | exact | yes |
 //!
 //! Simplifications, said once here: sizes are decided against cluster-wide totals (GPUs, cores,
-//! memory) and a size the packer cannot place this round waits; Tiresias' starvation promotion
+//! memory), and a size the packer cannot place this round waits (elastic policies first try it
+//! smaller, down to the job's minimum); Tiresias' starvation promotion
 //! is left out and its queue thresholds are named parameters; Optimus and Pollux use the
 //! performance model's isolated speeds (Optimus fits them online, Pollux also adapts batch size
 //! and models statistical efficiency, which coda's model does not have); Pollux's genetic

@@ -5,13 +5,14 @@
 //! then arrivals, then the round tick, so a round sees everything that happened at its instant;
 //! equal-time events of one kind keep their insertion order, and a run is deterministic.
 //! Completion times are rounded to the microsecond, so that a job whose exact duration ends on a
-//! round boundary is not put before or after it by floating-point noise. Between events every running job progresses at the speed the [`PerfModel`]
-//! gives for its actual allocation, placement and co-runners. At each round tick the scheduler
-//! sees a [`ClusterSnapshot`] of the jobs that have arrived and not finished; its schedule is
-//! validated (an invalid one is an error, never silently fixed) and applied: a running job whose
-//! assignment changes stops for [`SimConfig::restart_s`] (checkpoint and restore) before it
-//! progresses again; a job that is not scheduled is preempted and keeps its progress, and pays
-//! the same restart when it resumes. A job's first start is free: trace durations include it.
+//! round boundary is not put before or after it by floating-point noise. Between events every
+//! running job progresses at the speed the [`PerfModel`] gives for its actual allocation,
+//! placement and co-runners. At each round tick the scheduler sees a [`ClusterSnapshot`] of the
+//! jobs that have arrived and not finished; its schedule is validated (an invalid one is an
+//! error, never silently fixed) and applied: a running job whose assignment changes stops for
+//! [`SimConfig::restart_s`] (checkpoint and restore) before it progresses again; a job that is
+//! not scheduled is preempted and keeps its progress, and pays the same restart when it resumes.
+//! A job's first start is free: trace durations include it.
 //!
 //! The simulator owns no policy and prints nothing; [`crate::Scheduler`] decides, observers and
 //! reports read [`Simulator::records`] and [`Simulator::utilization`].
