@@ -187,12 +187,22 @@ fn generate_is_deterministic() {
     assert_eq!(a, run());
 }
 
+/// Runs `coda ARGS --out DIR` from the repository root.
+fn coda_to(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    Command::new(coda_bin())
+        .current_dir(root())
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn simulate_json_and_files() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(coda_bin())
-        .current_dir(root())
-        .args([
+    let out = coda_to(
+        &[
             "simulate",
             "--trace",
             "philly",
@@ -204,11 +214,9 @@ fn simulate_json_and_files() {
             "tiresias",
             "--json",
             "--quiet",
-            "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+        ],
+        dir.path(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -243,9 +251,8 @@ fn simulate_json_and_files() {
 #[test]
 fn compare_writes_one_table_and_one_plot() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(coda_bin())
-        .current_dir(root())
-        .args([
+    let out = coda_to(
+        &[
             "compare",
             "--trace",
             "itp-cluster06",
@@ -256,11 +263,9 @@ fn compare_writes_one_table_and_one_plot() {
             "--policies",
             "fifo,optimus",
             "--quiet",
-            "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+        ],
+        dir.path(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -276,7 +281,7 @@ fn compare_writes_one_table_and_one_plot() {
 #[test]
 fn simulate_rejects_unknown_policy_and_bad_cluster() {
     let dir = tempfile::tempdir().unwrap();
-    for (args, needle) in [
+    for (extra, needle) in [
         (vec!["--policy", "lottery"], "lottery"),
         (vec!["--policy", "fifo", "--cluster", "8xeight"], "cluster"),
         (
@@ -291,18 +296,12 @@ fn simulate_rejects_unknown_policy_and_bad_cluster() {
             "track_from",
         ),
     ] {
-        let out = Command::new(coda_bin())
-            .current_dir(root())
-            .args([
-                "simulate", "--trace", "philly", "--take", "5", "--quiet", "--out",
-            ])
-            .arg(dir.path())
-            .args(&args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let mut args = vec!["simulate", "--trace", "philly", "--take", "5", "--quiet"];
+        args.extend(&extra);
+        let out = coda_to(&args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
     }
     assert!(
         !dir.path().join("metrics.json").exists(),
