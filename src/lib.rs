@@ -42,6 +42,7 @@ pub mod perf;
 pub mod scheduler;
 pub mod sim;
 pub mod solver;
+mod total;
 pub mod trace;
 
 pub use error::{Error, Result};

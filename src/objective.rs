@@ -34,8 +34,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, GpuSlot, Job, Schedule};
-use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, Footprint, Job, Schedule};
+use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -300,13 +300,7 @@ impl Objective {
         out
     }
 
-    fn facts(
-        snapshot: &ClusterSnapshot,
-        slots: &[Vec<GpuSlot>],
-        job: &Job,
-        a: &Assignment,
-    ) -> Facts {
-        let fp = a.footprint(slots);
+    fn facts(snapshot: &ClusterSnapshot, job: &Job, a: &Assignment, fp: Footprint) -> Facts {
         let mode = if fp.task_servers.len() > 1 {
             Mode::Multi
         } else if job.arch == Architecture::AllReduce && fp.sockets.len() > 1 {
@@ -334,7 +328,12 @@ impl Objective {
         job: &Job,
         a: &Assignment,
     ) -> (u32, u32, Mode, String) {
-        let f = Self::facts(snapshot, &snapshot.cluster.slot_table(), job, a);
+        let f = Self::facts(
+            snapshot,
+            job,
+            a,
+            a.footprint(&snapshot.cluster.slot_table()),
+        );
         (f.workers, f.ps, f.mode, f.gpu_type)
     }
 
@@ -362,7 +361,12 @@ impl Objective {
         if cur.workers.is_empty() {
             return Ok(0.0);
         }
-        let f = Self::facts(snapshot, &snapshot.cluster.slot_table(), job, cur);
+        let f = Self::facts(
+            snapshot,
+            job,
+            cur,
+            cur.footprint(&snapshot.cluster.slot_table()),
+        );
         let t = self.terms_of(perf, job, &f)?;
         Ok(self.restart_s / self.round_s * (t.base + t.local_pair_slope * f.local_pairs))
     }
@@ -382,28 +386,15 @@ impl Objective {
             });
         }
         let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
-        let slots = snapshot.cluster.slot_table();
+        // Who shares what is read from the one occupancy index the performance model uses; the
+        // objective only aggregates it first-order (sums over shared switches and servers).
+        let occ = Occupancy::of(snapshot, schedule);
         let facts: Vec<Facts> = schedule
             .assignments
             .iter()
-            .map(|a| Self::facts(snapshot, &slots, jobs[&a.job], a))
+            .enumerate()
+            .map(|(i, a)| Self::facts(snapshot, jobs[&a.job], a, occ.footprint(i).clone()))
             .collect();
-        let mut on_server: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut on_switch: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
-        let mut multi_on: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (i, f) in facts.iter().enumerate() {
-            for &s in &f.worker_servers {
-                on_server.entry(s).or_default().push(i);
-            }
-            for &b in &f.switches {
-                on_switch.entry(b).or_default().push(i);
-            }
-            if f.mode == Mode::Multi {
-                for &s in &f.task_servers {
-                    multi_on.entry(s).or_default().push(i);
-                }
-            }
-        }
         let mut out = Vec::new();
         let mut total = 0.0;
         for (i, (a, f)) in schedule.assignments.iter().zip(&facts).enumerate() {
@@ -412,14 +403,21 @@ impl Objective {
             let mut pcol = 0.0;
             for &s in &f.worker_servers {
                 let gpu = &snapshot.cluster.servers[s].gpu_type;
-                for &o in on_server[&s].iter().filter(|&&o| o != i) {
+                for &o in occ.workers_on(s).iter().filter(|&&o| o != i) {
                     let other = &jobs[&schedule.assignments[o].job].model;
                     pcol += perf.colocation_slowdown(&job.model, other, gpu) - 1.0;
                 }
             }
-            let npcie: usize = f.switches.iter().map(|b| on_switch[b].len() - 1).sum();
+            let npcie: usize = f
+                .switches
+                .iter()
+                .map(|&(s, k)| occ.switch_on(s, k).len() - 1)
+                .sum();
             let nnic: usize = if f.mode == Mode::Multi {
-                f.task_servers.iter().map(|s| multi_on[s].len() - 1).sum()
+                f.task_servers
+                    .iter()
+                    .map(|&s| occ.distributed_on(s).len() - 1)
+                    .sum()
             } else {
                 0
             };

@@ -40,6 +40,7 @@ use crate::objective::Objective;
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 use crate::scheduler::{ExactScheduler, Scheduler};
 use crate::solver::SolveSettings;
+use crate::total::TotalF64;
 
 /// Every baseline's name, in the order reports list them.
 pub const POLICIES: [&str; 9] = [
@@ -187,13 +188,7 @@ impl<'a> Base<'a> {
             .entry(job.id)
             .or_insert_with(|| reference_gpu(snap, job))
             .clone();
-        let g = job.demand.gpus_per_worker;
-        let per = (per_server / g).max(1);
-        let shape = PlacementShape::isolated(
-            w,
-            p,
-            crate::trace::packed(w, per).iter().map(|k| k * g).collect(),
-        );
+        let shape = PlacementShape::packed(w, p, job.demand.gpus_per_worker, per_server);
         let s = self
             .perf
             .speed(&JobQuery::of(job), &gpu, &shape)
@@ -548,10 +543,10 @@ impl Scheduler for Drf<'_> {
         let order = by_arrival(snap);
         let mut size: Vec<(u32, u32)> = vec![(0, 0); snap.jobs.len()];
         // Min-heap on (dominant share, arrival rank) via Reverse ordering of a sortable key.
-        let mut heap: BinaryHeap<std::cmp::Reverse<(OrdF64, usize, usize)>> = order
+        let mut heap: BinaryHeap<std::cmp::Reverse<(TotalF64, usize, usize)>> = order
             .iter()
             .enumerate()
-            .map(|(rank, &i)| std::cmp::Reverse((OrdF64(0.0), rank, i)))
+            .map(|(rank, &i)| std::cmp::Reverse((TotalF64(0.0), rank, i)))
             .collect();
         while let Some(std::cmp::Reverse((_, rank, i))) = heap.pop() {
             let j = &snap.jobs[i];
@@ -577,7 +572,7 @@ impl Scheduler for Drf<'_> {
             }
             size[i] = next;
             let share = totals.dominant_share(Totals::of_tasks(j, next.0, next.1));
-            heap.push(std::cmp::Reverse((OrdF64(share), rank, i)));
+            heap.push(std::cmp::Reverse((TotalF64(share), rank, i)));
         }
         let d = sized_decisions(&order, &size);
         Ok(self
@@ -596,21 +591,6 @@ fn sized_decisions(order: &[usize], size: &[(u32, u32)]) -> Vec<Decision> {
             ps: size[i].1,
         })
         .collect()
-}
-
-/// Totally ordered `f64` for heaps (values are finite by construction).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrdF64(f64);
-impl Eq for OrdF64 {}
-impl PartialOrd for OrdF64 {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for OrdF64 {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// Greedy marginal-gain sizing shared by Optimus and Pollux: every job gets its minimum
@@ -657,13 +637,13 @@ fn greedy_sizes(
         }
         best
     };
-    let mut heap: BinaryHeap<(OrdF64, std::cmp::Reverse<usize>, usize, u32, u32)> =
+    let mut heap: BinaryHeap<(TotalF64, std::cmp::Reverse<usize>, usize, u32, u32)> =
         BinaryHeap::new();
     for (rank, &i) in order.iter().enumerate() {
         if size[i].0 > 0
             && let Some((g, (w, p))) = best_step(base, i, size[i])
         {
-            heap.push((OrdF64(g), std::cmp::Reverse(rank), i, w, p));
+            heap.push((TotalF64(g), std::cmp::Reverse(rank), i, w, p));
         }
     }
     while let Some((_, rank, i, w, p)) = heap.pop() {
@@ -684,14 +664,14 @@ fn greedy_sizes(
                         Totals::of_tasks(j, cw, cp + 1),
                         Totals::of_tasks(j, cw, cp),
                     ));
-                    heap.push((OrdF64(gain / share.max(1e-12)), rank, i, cw, cp + 1));
+                    heap.push((TotalF64(gain / share.max(1e-12)), rank, i, cw, cp + 1));
                 }
             }
             continue;
         }
         size[i] = (w, p);
         if let Some((g, (w2, p2))) = best_step(base, i, size[i]) {
-            heap.push((OrdF64(g), rank, i, w2, p2));
+            heap.push((TotalF64(g), rank, i, w2, p2));
         }
     }
     sized_decisions(&order, &size)

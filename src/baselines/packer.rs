@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::model::{Assignment, ClusterSnapshot, GpuSlot, Job, PsTask, WorkerTask};
-use crate::perf::{JobQuery, PerfModel, PlacementShape};
+use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape};
 
 /// Slack below the validator's capacity tolerance, so rounding never makes a packed schedule
 /// invalid.
@@ -27,7 +27,8 @@ pub enum Placement {
     Random,
     /// Balances contention against spreading overhead (SJF-BCO): for every server count `k`,
     /// the `k` least-loaded servers that fit an even split; the candidate the performance model
-    /// prices fastest *with its co-runners and NIC sharers* wins.
+    /// prices fastest *in context* (co-runners, PCIe and NIC sharers, sockets, PS locality,
+    /// read from the same [`Occupancy`] the simulator prices with) wins.
     Balanced,
 }
 
@@ -38,16 +39,16 @@ struct ServerState {
     free_count: u32,
     cpu: f64,
     mem: f64,
-    /// Models of the jobs with workers here (one entry per job).
-    models: Vec<String>,
-    /// Distributed jobs with workers here.
-    distributed: u32,
 }
 
 /// The free resources of a cluster while a schedule is being built.
 pub struct Packer<'a> {
     perf: &'a dyn PerfModel,
-    slots: Vec<Vec<GpuSlot>>,
+    snapshot: &'a ClusterSnapshot,
+    /// Who runs where among the assignments placed so far — kept only once a rule that prices
+    /// in context asks for it (building it costs more than the other rules' whole placement).
+    occupancy: Occupancy,
+    tracking: bool,
     servers: Vec<ServerState>,
     /// Server indices by GPU type, in cluster order.
     groups: Vec<(String, Vec<usize>)>,
@@ -68,8 +69,6 @@ impl<'a> Packer<'a> {
                 free_count: s.num_gpus(),
                 cpu: s.cpu_cores,
                 mem: s.memory_gib,
-                models: Vec::new(),
-                distributed: 0,
             })
             .collect();
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
@@ -82,7 +81,9 @@ impl<'a> Packer<'a> {
         Packer {
             perf,
             free_total: snapshot.cluster.num_gpus(),
-            slots: snapshot.cluster.slot_table(),
+            snapshot,
+            occupancy: Occupancy::new(&snapshot.cluster),
+            tracking: false,
             servers,
             groups,
             assignments: Vec::new(),
@@ -103,8 +104,6 @@ impl<'a> Packer<'a> {
     /// taken) otherwise.
     pub fn keep(&mut self, job: &Job, a: &Assignment) -> bool {
         let d = &job.demand;
-        let mut cpu = vec![0.0; self.servers.len()];
-        let mut mem = vec![0.0; self.servers.len()];
         for w in &a.workers {
             let Some(s) = self.servers.get(w.server) else {
                 return false;
@@ -115,23 +114,19 @@ impl<'a> Packer<'a> {
             {
                 return false;
             }
-            cpu[w.server] += d.cpu_per_worker;
-            mem[w.server] += d.mem_per_worker_gib;
         }
-        for p in &a.ps {
-            if p.server >= self.servers.len() {
+        // Cores and memory, checked on the servers the assignment touches only.
+        for srv in a.servers() {
+            let Some(s) = self.servers.get(srv) else {
+                return false;
+            };
+            let w = a.workers.iter().filter(|w| w.server == srv).count() as f64;
+            let p = a.ps.iter().filter(|p| p.server == srv).count() as f64;
+            let cpu = w * d.cpu_per_worker + p * d.cpu_per_ps;
+            let mem = w * d.mem_per_worker_gib + p * d.mem_per_ps_gib;
+            if cpu > s.cpu + EPS || mem > s.mem + EPS {
                 return false;
             }
-            cpu[p.server] += d.cpu_per_ps;
-            mem[p.server] += d.mem_per_ps_gib;
-        }
-        if self
-            .servers
-            .iter()
-            .enumerate()
-            .any(|(i, s)| cpu[i] > s.cpu + EPS || mem[i] > s.mem + EPS)
-        {
-            return false;
         }
         self.commit(job, a.clone());
         true
@@ -139,7 +134,6 @@ impl<'a> Packer<'a> {
 
     fn commit(&mut self, job: &Job, a: Assignment) {
         let d = &job.demand;
-        let distributed = a.gpus_per_server().len() > 1;
         for w in &a.workers {
             let s = &mut self.servers[w.server];
             for &g in &w.gpus {
@@ -154,13 +148,27 @@ impl<'a> Packer<'a> {
             self.servers[p.server].cpu -= d.cpu_per_ps;
             self.servers[p.server].mem -= d.mem_per_ps_gib;
         }
-        for (s, _) in a.gpus_per_server() {
-            self.servers[s].models.push(job.model.clone());
-            if distributed {
-                self.servers[s].distributed += 1;
-            }
+        if self.tracking {
+            self.occupancy.add(&a, Some(&job.model));
         }
         self.assignments.push(a);
+    }
+
+    /// Starts keeping the occupancy index, from everything committed so far.
+    fn track_occupancy(&mut self) {
+        if self.tracking {
+            return;
+        }
+        let model_of: std::collections::HashMap<u64, &str> = self
+            .snapshot
+            .jobs
+            .iter()
+            .map(|j| (j.id, j.model.as_str()))
+            .collect();
+        for a in &self.assignments {
+            self.occupancy.add(a, model_of.get(&a.job).copied());
+        }
+        self.tracking = true;
     }
 
     /// Workers of `job` that fit on server `s` now.
@@ -189,6 +197,9 @@ impl<'a> Packer<'a> {
     ) -> bool {
         if workers == 0 {
             return false;
+        }
+        if rule == Placement::Balanced {
+            self.track_occupancy();
         }
         let mut best: Option<(f64, Vec<(usize, u32)>)> = None;
         let mut group_order: Vec<usize> = (0..self.groups.len()).collect();
@@ -231,13 +242,13 @@ impl<'a> Packer<'a> {
         let Some((_, plan)) = best else {
             return false;
         };
-        let a = self.build(job, &plan, ps, rule, rng);
+        let a = self.build(job, &plan, ps, (rule == Placement::Random).then_some(rng));
         self.commit(job, a);
         true
     }
 
-    /// Speed of `job` on `plan`: alone, or (`in_context`) with the co-runners and NIC sharers
-    /// already on those servers. A price the model refuses counts as zero.
+    /// Speed of `job` on `plan`: alone, or (`in_context`) as the tasks the plan would place,
+    /// among the assignments already placed. A price the model refuses counts as zero.
     fn price(
         &self,
         job: &Job,
@@ -246,24 +257,15 @@ impl<'a> Packer<'a> {
         ps: u32,
         in_context: bool,
     ) -> f64 {
-        let g = job.demand.gpus_per_worker;
-        let workers: u32 = plan.iter().map(|(_, k)| k).sum();
-        let mut shape =
-            PlacementShape::isolated(workers, ps, plan.iter().map(|(_, k)| k * g).collect());
-        if in_context {
-            for &(s, _) in plan {
-                shape
-                    .co_runners
-                    .extend(self.servers[s].models.iter().cloned());
-            }
-            if plan.len() > 1 {
-                shape.nic_sharing_jobs = plan
-                    .iter()
-                    .map(|&(s, _)| self.servers[s].distributed)
-                    .max()
-                    .unwrap_or(0);
-            }
-        }
+        let shape = if in_context {
+            let a = self.build(job, plan, ps, None);
+            let fp = a.footprint(self.occupancy.slots());
+            self.occupancy.shape(&a, &fp, None)
+        } else {
+            let g = job.demand.gpus_per_worker;
+            let workers: u32 = plan.iter().map(|(_, k)| k).sum();
+            PlacementShape::isolated(workers, ps, plan.iter().map(|(_, k)| k * g).collect())
+        };
         self.perf
             .speed(&JobQuery::of(job), gpu_type, &shape)
             .map_or(0.0, |s| s.iterations_per_s)
@@ -330,7 +332,7 @@ impl<'a> Packer<'a> {
     fn balanced(&self, job: &Job, members: &[usize], workers: u32) -> Vec<Vec<(usize, u32)>> {
         let mut caps: Vec<(usize, u32, usize)> = members
             .iter()
-            .map(|&s| (s, self.capacity(job, s), self.servers[s].models.len()))
+            .map(|&s| (s, self.capacity(job, s), self.occupancy.workers_on(s).len()))
             .filter(|&(_, c, _)| c > 0)
             .collect();
         caps.sort_by_key(|&(s, c, load)| (load, std::cmp::Reverse(c), s));
@@ -390,14 +392,13 @@ impl<'a> Packer<'a> {
         job: &Job,
         plan: &[(usize, u32)],
         ps: u32,
-        rule: Placement,
-        rng: &mut ChaCha8Rng,
+        mut random_gpus: Option<&mut ChaCha8Rng>,
     ) -> Assignment {
         let g = job.demand.gpus_per_worker;
         let mut workers = Vec::new();
         for &(s, k) in plan {
-            let gpus = match rule {
-                Placement::Random => {
+            let gpus = match random_gpus.as_deref_mut() {
+                Some(rng) => {
                     let mut free: Vec<u32> = (0..self.servers[s].free.len() as u32)
                         .filter(|&i| self.servers[s].free[i as usize])
                         .collect();
@@ -405,7 +406,7 @@ impl<'a> Packer<'a> {
                     free.truncate((k * g) as usize);
                     free
                 }
-                _ => self.compact_gpus(s, k * g),
+                None => self.compact_gpus(s, k * g),
             };
             for chunk in gpus.chunks(g as usize) {
                 workers.push(WorkerTask {
@@ -432,7 +433,7 @@ impl<'a> Packer<'a> {
     /// first), else the fullest sockets.
     fn compact_gpus(&self, s: usize, n: u32) -> Vec<u32> {
         let st = &self.servers[s];
-        let slots = &self.slots[s];
+        let slots = &self.occupancy.slots()[s];
         let free: Vec<u32> = (0..st.free.len() as u32)
             .filter(|&i| st.free[i as usize])
             .collect();

@@ -1,5 +1,6 @@
 //! From a schedule to what the performance model needs per job: the shape of its placement and
-//! the contention it meets. This is the only place that reads co-location out of a schedule.
+//! the contention it meets. [`Occupancy`] is the only place that reads co-location out of a
+//! schedule.
 
 use std::collections::HashMap;
 
@@ -7,7 +8,7 @@ use serde::Serialize;
 
 use super::{JobQuery, PerfModel, Speed};
 use crate::error::{Error, Result};
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{Assignment, Cluster, ClusterSnapshot, Footprint, GpuSlot, Schedule};
 
 /// A job's placement reduced to what changes its speed, including its neighbours.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -42,9 +43,179 @@ impl PlacementShape {
         }
     }
 
+    /// A job alone with `workers` workers of `gpus_per_worker` GPUs packed on as few servers of
+    /// `gpus_per_server` GPUs as possible (whole workers per server), PS tasks elsewhere: how
+    /// trace durations are turned into work and how policies size jobs.
+    pub fn packed(workers: u32, ps: u32, gpus_per_worker: u32, gpus_per_server: u32) -> Self {
+        let g = gpus_per_worker.max(1);
+        let per = (gpus_per_server / g).max(1);
+        Self::isolated(
+            workers,
+            ps,
+            crate::trace::packed(workers, per)
+                .into_iter()
+                .map(|k| k * g)
+                .collect(),
+        )
+    }
+
     /// Number of servers holding the job's GPUs.
     pub fn servers(&self) -> u32 {
         self.gpus_per_server.iter().filter(|&&g| g > 0).count() as u32
+    }
+}
+
+/// Who runs where: for every placed assignment its footprint, and per server the assignments
+/// with workers there, the distributed ones (tasks on several servers) with any task there, and
+/// per PCIe switch the ones with a GPU under it. Built for a whole schedule
+/// ([`Occupancy::of`]) or grown one assignment at a time by a placement policy
+/// ([`Occupancy::add`]); the performance model's context ([`Occupancy::shape`]) and the
+/// objective's contention terms both read co-location from here and nowhere else.
+#[derive(Debug, Clone)]
+pub struct Occupancy {
+    slots: Vec<Vec<GpuSlot>>,
+    footprints: Vec<Footprint>,
+    models: Vec<Option<String>>,
+    workers_on: Vec<Vec<usize>>,
+    distributed_on: Vec<Vec<usize>>,
+    /// `[server][switch]` → assignments with a GPU under that switch.
+    switch_on: Vec<Vec<Vec<usize>>>,
+}
+
+impl Occupancy {
+    /// An empty cluster.
+    pub fn new(cluster: &Cluster) -> Self {
+        let slots = cluster.slot_table();
+        let switch_on = slots
+            .iter()
+            .map(|g| vec![Vec::new(); g.iter().map(|x| x.switch as usize + 1).max().unwrap_or(0)])
+            .collect();
+        Occupancy {
+            workers_on: vec![Vec::new(); slots.len()],
+            distributed_on: vec![Vec::new(); slots.len()],
+            switch_on,
+            slots,
+            footprints: Vec::new(),
+            models: Vec::new(),
+        }
+    }
+
+    /// Every assignment of `schedule`, in order (index `i` = assignment `i`), with the model of
+    /// its job when the snapshot has it.
+    pub fn of(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Self {
+        let model_of: HashMap<u64, &str> = snapshot
+            .jobs
+            .iter()
+            .map(|j| (j.id, j.model.as_str()))
+            .collect();
+        let mut occ = Occupancy::new(&snapshot.cluster);
+        for a in &schedule.assignments {
+            occ.add(a, model_of.get(&a.job).copied());
+        }
+        occ
+    }
+
+    /// The cluster's slot table (`Cluster::slot_table`).
+    pub fn slots(&self) -> &[Vec<GpuSlot>] {
+        &self.slots
+    }
+
+    /// Places `a` (of a job of `model`, if known); returns its index.
+    pub fn add(&mut self, a: &Assignment, model: Option<&str>) -> usize {
+        let i = self.footprints.len();
+        let fp = a.footprint(&self.slots);
+        for &s in &fp.worker_servers {
+            self.workers_on[s].push(i);
+        }
+        if fp.task_servers.len() > 1 {
+            for &s in &fp.task_servers {
+                self.distributed_on[s].push(i);
+            }
+        }
+        for &(s, k) in &fp.switches {
+            self.switch_on[s][k as usize].push(i);
+        }
+        self.footprints.push(fp);
+        self.models.push(model.map(str::to_string));
+        i
+    }
+
+    /// Footprint of placed assignment `i`.
+    pub fn footprint(&self, i: usize) -> &Footprint {
+        &self.footprints[i]
+    }
+
+    /// Placed assignments with workers on `server`.
+    pub fn workers_on(&self, server: usize) -> &[usize] {
+        &self.workers_on[server]
+    }
+
+    /// Placed distributed assignments with any task on `server`.
+    pub fn distributed_on(&self, server: usize) -> &[usize] {
+        &self.distributed_on[server]
+    }
+
+    /// Placed assignments with a GPU under PCIe switch `switch` of `server`.
+    pub fn switch_on(&self, server: usize, switch: u32) -> &[usize] {
+        &self.switch_on[server][switch as usize]
+    }
+
+    /// The shape of assignment `a` (footprint `fp`) among the placed ones; `own` is its own index
+    /// if it is placed (it is not its own neighbour).
+    pub fn shape(&self, a: &Assignment, fp: &Footprint, own: Option<usize>) -> PlacementShape {
+        let others = |lists: &mut dyn Iterator<Item = &Vec<usize>>| {
+            let mut v: Vec<usize> = lists
+                .flat_map(|l| l.iter().copied())
+                .filter(|&o| Some(o) != own)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let pairs = a.workers.len() * a.ps.len();
+        let pcie = others(
+            &mut fp
+                .switches
+                .iter()
+                .map(|&(s, k)| &self.switch_on[s][k as usize]),
+        );
+        let co = others(&mut fp.worker_servers.iter().map(|&s| &self.workers_on[s]));
+        let nic_sharing_jobs = if fp.task_servers.len() > 1 {
+            fp.task_servers
+                .iter()
+                .map(|&s| {
+                    self.distributed_on[s]
+                        .iter()
+                        .filter(|&&o| Some(o) != own)
+                        .count() as u32
+                })
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        PlacementShape {
+            workers: a.workers.len() as u32,
+            ps: a.ps.len() as u32,
+            gpus_per_server: a
+                .gpus_per_server()
+                .into_iter()
+                .filter(|(s, _)| *s < self.slots.len())
+                .map(|(_, n)| n)
+                .collect(),
+            cross_socket_servers: fp.cross_socket_servers(),
+            ps_colocated_fraction: if pairs == 0 {
+                0.0
+            } else {
+                fp.local_pairs as f64 / pairs as f64
+            },
+            pcie_sharing_jobs: pcie.len() as u32,
+            nic_sharing_jobs,
+            co_runners: co
+                .into_iter()
+                .filter_map(|o| self.models[o].clone())
+                .collect(),
+        }
     }
 }
 
@@ -54,95 +225,13 @@ pub fn placement_shapes(
     snapshot: &ClusterSnapshot,
     schedule: &Schedule,
 ) -> Vec<(u64, PlacementShape)> {
-    let servers = &snapshot.cluster.servers;
-    let nsrv = servers.len();
-    let slots = snapshot.cluster.slot_table();
-    let model_of: HashMap<u64, &str> = snapshot
-        .jobs
+    let occ = Occupancy::of(snapshot, schedule);
+    schedule
+        .assignments
         .iter()
-        .map(|j| (j.id, j.model.as_str()))
-        .collect();
-    // Per server: jobs with workers there; distributed jobs with any task there.
-    let mut workers_on: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut distributed_on: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut switch_jobs: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
-    let mut shapes = Vec::with_capacity(schedule.assignments.len());
-    let mut worker_servers = Vec::with_capacity(schedule.assignments.len());
-    let mut all_servers = Vec::with_capacity(schedule.assignments.len());
-    let mut switches_of = Vec::with_capacity(schedule.assignments.len());
-    for (ai, a) in schedule.assignments.iter().enumerate() {
-        let fp = a.footprint(&slots);
-        let gps: Vec<(usize, u32)> = a
-            .gpus_per_server()
-            .into_iter()
-            .filter(|(s, _)| *s < nsrv)
-            .collect();
-        let pairs = a.workers.len() * a.ps.len();
-        let srv = fp.task_servers.clone();
-        let wsrv = fp.worker_servers.clone();
-        for &s in &wsrv {
-            workers_on.entry(s).or_default().push(ai);
-        }
-        if srv.len() > 1 {
-            for &s in &srv {
-                distributed_on.entry(s).or_default().push(ai);
-            }
-        }
-        for &k in &fp.switches {
-            switch_jobs.entry(k).or_default().push(ai);
-        }
-        shapes.push(PlacementShape {
-            workers: a.workers.len() as u32,
-            ps: a.ps.len() as u32,
-            gpus_per_server: gps.iter().map(|&(_, n)| n).collect(),
-            cross_socket_servers: fp.cross_socket_servers(),
-            ps_colocated_fraction: if pairs == 0 {
-                0.0
-            } else {
-                fp.local_pairs as f64 / pairs as f64
-            },
-            ..Default::default()
-        });
-        switches_of.push(fp.switches);
-        worker_servers.push(wsrv);
-        all_servers.push(srv);
-    }
-    let mut out = Vec::with_capacity(shapes.len());
-    for (ai, mut shape) in shapes.into_iter().enumerate() {
-        let a = &schedule.assignments[ai];
-        let mut pcie: Vec<usize> = switches_of[ai]
-            .iter()
-            .flat_map(|k| switch_jobs[k].iter().copied())
-            .filter(|&o| o != ai)
-            .collect();
-        pcie.sort_unstable();
-        pcie.dedup();
-        shape.pcie_sharing_jobs = pcie.len() as u32;
-        if all_servers[ai].len() > 1 {
-            shape.nic_sharing_jobs = all_servers[ai]
-                .iter()
-                .map(|s| distributed_on[s].len().saturating_sub(1) as u32)
-                .max()
-                .unwrap_or(0);
-        }
-        let mut co: Vec<usize> = worker_servers[ai]
-            .iter()
-            .flat_map(|s| workers_on[s].iter().copied())
-            .filter(|&o| o != ai)
-            .collect();
-        co.sort_unstable();
-        co.dedup();
-        shape.co_runners = co
-            .into_iter()
-            .filter_map(|o| {
-                model_of
-                    .get(&schedule.assignments[o].job)
-                    .map(|m| m.to_string())
-            })
-            .collect();
-        out.push((a.job, shape));
-    }
-    out
+        .enumerate()
+        .map(|(i, a)| (a.job, occ.shape(a, occ.footprint(i), Some(i))))
+        .collect()
 }
 
 /// Speed of every running job of a schedule, in context; a job on servers of several GPU types

@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 pub use calibrate::{
     CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
 };
-pub use context::{PlacementShape, placement_shapes, speeds};
+pub use context::{Occupancy, PlacementShape, placement_shapes, speeds};
 pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
     PerfParams, PsModelParams,

@@ -35,6 +35,7 @@ use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, Schedule};
 use crate::objective::same_assignment;
 use crate::perf::{self, PerfModel};
 use crate::scheduler::Scheduler;
+use crate::total::TotalF64 as Time;
 
 /// Simulator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -84,26 +85,6 @@ enum Event {
     RestartDone { job: usize, version: u64 },
 }
 
-/// Totally ordered event time (times are finite by construction).
-#[derive(Debug, Clone, Copy)]
-struct Time(f64);
-impl PartialEq for Time {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-impl Eq for Time {}
-impl PartialOrd for Time {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Time {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
 struct State {
     done: f64,
     assignment: Option<Assignment>,
@@ -124,7 +105,9 @@ struct State {
 pub struct Simulator<'a> {
     perf: &'a dyn PerfModel,
     config: SimConfig,
-    cluster: Cluster,
+    /// The cluster and the running jobs as the performance model last priced them; kept between
+    /// events so that re-pricing does not copy the cluster each time.
+    priced: ClusterSnapshot,
     jobs: Vec<Job>,
     /// Position of each job id in `jobs` (looked up on every reprice).
     index_of: std::collections::HashMap<u64, usize>,
@@ -204,7 +187,11 @@ impl<'a> Simulator<'a> {
         let mut sim = Simulator {
             perf,
             config,
-            cluster,
+            priced: ClusterSnapshot {
+                time_s: 0.0,
+                cluster,
+                jobs: Vec::new(),
+            },
             index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             jobs,
             state,
@@ -296,19 +283,16 @@ impl<'a> Simulator<'a> {
                 .collect(),
         };
         // Only the jobs that hold GPUs matter for speeds; cloning the rest would cost O(trace).
-        let running: Vec<Job> = self
-            .jobs
-            .iter()
-            .zip(&self.state)
-            .filter(|(_, st)| st.assignment.is_some())
-            .map(|(j, _)| j.clone())
-            .collect();
-        let snapshot = ClusterSnapshot {
-            time_s: self.now,
-            cluster: self.cluster.clone(),
-            jobs: running,
-        };
-        let speeds = perf::speeds(self.perf, &snapshot, &schedule)?;
+        self.priced.time_s = self.now;
+        self.priced.jobs.clear();
+        self.priced.jobs.extend(
+            self.jobs
+                .iter()
+                .zip(&self.state)
+                .filter(|(_, st)| st.assignment.is_some())
+                .map(|(j, _)| j.clone()),
+        );
+        let speeds = perf::speeds(self.perf, &self.priced, &schedule)?;
         for s in &mut self.state {
             s.speed = 0.0;
         }
@@ -352,7 +336,7 @@ impl<'a> Simulator<'a> {
             .collect();
         ClusterSnapshot {
             time_s: self.now,
-            cluster: self.cluster.clone(),
+            cluster: self.priced.cluster.clone(),
             jobs,
         }
     }
@@ -530,7 +514,7 @@ impl<'a> Simulator<'a> {
 
     /// The cluster simulated.
     pub fn cluster(&self) -> &Cluster {
-        &self.cluster
+        &self.priced.cluster
     }
 }
 

@@ -140,29 +140,22 @@ pub fn brute_force(
             }
             return;
         }
-        rec(
-            k + 1,
-            cands,
-            current,
-            snapshot,
-            perf,
-            objective,
-            best,
-            scored,
-        );
-        for a in &cands[k] {
-            // Cheap pruning: no GPU twice.
-            let clash = current.assignments.iter().any(|b| {
-                b.workers.iter().any(|x| {
-                    a.workers
-                        .iter()
-                        .any(|y| x.server == y.server && x.gpus == y.gpus)
-                })
-            });
-            if clash {
-                continue;
+        // Job k waits (None) or takes one of its candidate assignments.
+        for choice in std::iter::once(None).chain(cands[k].iter().map(Some)) {
+            if let Some(a) = choice {
+                // Cheap pruning: no GPU twice.
+                let clash = current.assignments.iter().any(|b| {
+                    b.workers.iter().any(|x| {
+                        a.workers
+                            .iter()
+                            .any(|y| x.server == y.server && x.gpus == y.gpus)
+                    })
+                });
+                if clash {
+                    continue;
+                }
+                current.assignments.push(a.clone());
             }
-            current.assignments.push(a.clone());
             rec(
                 k + 1,
                 cands,
@@ -173,7 +166,9 @@ pub fn brute_force(
                 best,
                 scored,
             );
-            current.assignments.pop();
+            if choice.is_some() {
+                current.assignments.pop();
+            }
         }
     }
     rec(

@@ -151,76 +151,27 @@ pub fn solve(
         },
     )?;
     let size = form.size();
-    if size.variables == 0 {
-        // No job has an option (or there is no job): waiting is the only, optimal, schedule.
-        // HiGHS reports an empty model with a solution status its bindings cannot read.
-        let schedule = Schedule::default();
-        let score = objective.score(perf, snapshot, &schedule)?;
-        let utility = objective.perf_model_utility_of(perf, snapshot, &schedule, &score)?;
-        let build_time_s = t0.elapsed().as_secs_f64();
-        let report = SolveReport {
-            status: SolveStatus::Optimal,
-            objective: score.total,
-            objective_check: score.total,
-            perf_model_utility: utility,
-            best_bound: score.total,
-            gap: 0.0,
-            build_time_s,
-            wall_time_s: 0.0,
-            nodes: Some(0),
-            size,
-            warm_started: false,
-        };
-        return Ok(Solved { schedule, report });
-    }
     let (vars, obj, constraints, decoder) = form.into_parts();
     let start = match warm_start {
         Some(s) => Some(decoder.encode(snapshot, perf, objective, s)?),
         None => None,
     };
-    let mut problem = vars.maximise(obj).using(highs);
-    for c in constraints {
-        problem.add_constraint(c);
-    }
-    let build_time_s = t0.elapsed().as_secs_f64();
-    let mut model = problem.into_inner();
-    // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
-    model.set_option("output_flag", settings.verbose);
-    model.set_option("log_to_console", settings.verbose);
-    model.set_option("time_limit", settings.time_limit_s);
-    model.set_option("mip_rel_gap", settings.mip_rel_gap);
-    model.set_option("mip_abs_gap", settings.mip_abs_gap);
-    model.set_option("threads", settings.threads as i32);
-    model.set_option("random_seed", settings.seed as i32);
-    if let Some(n) = settings.node_limit {
-        model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
-    }
-    if let Some(x) = &start {
-        model.set_solution(Some(x), None, None, None);
-    }
-    let t1 = Instant::now();
-    let solved = model.try_solve().map_err(|e| Error::InvalidInstance {
-        context: "HiGHS".into(),
-        reason: format!("{e:?}"),
-    })?;
-    let wall_time_s = t1.elapsed().as_secs_f64();
-    use highs::HighsModelStatus as H;
-    let status = match solved.status() {
-        H::Optimal => SolveStatus::Optimal,
-        H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
-        H::ReachedTimeLimit => SolveStatus::TimeLimit,
-        H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
-        H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
-        other => {
-            return Err(Error::InvalidInstance {
-                context: "HiGHS".into(),
-                reason: format!("solver status {other:?}"),
-            });
+    let run = if size.variables == 0 {
+        // No job has an option (or there is no job): waiting is the only, optimal, schedule.
+        // HiGHS reports an empty model with a solution status its bindings cannot read.
+        HighsRun {
+            status: SolveStatus::Optimal,
+            values: Vec::new(),
+            objective: 0.0,
+            bound: Some(0.0),
+            nodes: Some(0),
+            build_time_s: t0.elapsed().as_secs_f64(),
+            wall_time_s: 0.0,
         }
+    } else {
+        run_highs(vars, obj, constraints, start.as_deref(), settings, t0)?
     };
-    let nodes = node_count(&solved);
-    let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
-    if status == SolveStatus::Infeasible || !feasible {
+    if run.status == SolveStatus::Infeasible {
         let report = SolveReport {
             status: SolveStatus::Infeasible,
             objective: f64::NAN,
@@ -228,9 +179,9 @@ pub fn solve(
             perf_model_utility: f64::NAN,
             best_bound: f64::NAN,
             gap: f64::NAN,
-            build_time_s,
-            wall_time_s,
-            nodes,
+            build_time_s: run.build_time_s,
+            wall_time_s: run.wall_time_s,
+            nodes: run.nodes,
             size,
             warm_started: start.is_some(),
         };
@@ -239,12 +190,19 @@ pub fn solve(
             report,
         });
     }
-    let values = solved.get_solution().columns().to_vec();
+    let HighsRun {
+        status,
+        values,
+        build_time_s,
+        wall_time_s,
+        nodes,
+        ..
+    } = run;
     let value = |v: good_lp::Variable| values[decoder.index(v)];
     let schedule = decoder.decode(snapshot, &value);
-    let objective_value = solved.objective_value() + decoder.objective_constant();
-    let bound = solved
-        .double_info_value(c"mip_dual_bound")
+    let objective_value = run.objective + decoder.objective_constant();
+    let bound = run
+        .bound
         .map(|b| b + decoder.objective_constant())
         .unwrap_or(objective_value);
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
@@ -275,6 +233,92 @@ pub fn solve(
         warm_started: start.is_some(),
     };
     Ok(Solved { schedule, report })
+}
+
+/// What one HiGHS run left: outcome, column values, objective and bound (without the
+/// formulation's constant), nodes and times.
+struct HighsRun {
+    status: SolveStatus,
+    values: Vec<f64>,
+    objective: f64,
+    bound: Option<f64>,
+    nodes: Option<u64>,
+    build_time_s: f64,
+    wall_time_s: f64,
+}
+
+/// Hands the program to HiGHS with the settings and an optional MIP start. An infeasible run
+/// (or one without a feasible solution) comes back with status `Infeasible` and no values.
+fn run_highs(
+    vars: good_lp::ProblemVariables,
+    obj: good_lp::Expression,
+    constraints: Vec<good_lp::Constraint>,
+    start: Option<&[f64]>,
+    settings: &SolveSettings,
+    t0: Instant,
+) -> Result<HighsRun> {
+    let mut problem = vars.maximise(obj).using(highs);
+    for c in constraints {
+        problem.add_constraint(c);
+    }
+    let build_time_s = t0.elapsed().as_secs_f64();
+    let mut model = problem.into_inner();
+    // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
+    model.set_option("output_flag", settings.verbose);
+    model.set_option("log_to_console", settings.verbose);
+    model.set_option("time_limit", settings.time_limit_s);
+    model.set_option("mip_rel_gap", settings.mip_rel_gap);
+    model.set_option("mip_abs_gap", settings.mip_abs_gap);
+    model.set_option("threads", settings.threads as i32);
+    model.set_option("random_seed", settings.seed as i32);
+    if let Some(n) = settings.node_limit {
+        model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
+    }
+    if let Some(x) = start {
+        model.set_solution(Some(x), None, None, None);
+    }
+    let t1 = Instant::now();
+    let solved = model.try_solve().map_err(|e| Error::InvalidInstance {
+        context: "HiGHS".into(),
+        reason: format!("{e:?}"),
+    })?;
+    let wall_time_s = t1.elapsed().as_secs_f64();
+    use highs::HighsModelStatus as H;
+    let status = match solved.status() {
+        H::Optimal => SolveStatus::Optimal,
+        H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
+        H::ReachedTimeLimit => SolveStatus::TimeLimit,
+        H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
+        H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
+        other => {
+            return Err(Error::InvalidInstance {
+                context: "HiGHS".into(),
+                reason: format!("solver status {other:?}"),
+            });
+        }
+    };
+    let nodes = node_count(&solved);
+    let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+    if status == SolveStatus::Infeasible || !feasible {
+        return Ok(HighsRun {
+            status: SolveStatus::Infeasible,
+            values: Vec::new(),
+            objective: f64::NAN,
+            bound: None,
+            nodes,
+            build_time_s,
+            wall_time_s,
+        });
+    }
+    Ok(HighsRun {
+        status,
+        values: solved.get_solution().columns().to_vec(),
+        objective: solved.objective_value(),
+        bound: solved.double_info_value(c"mip_dual_bound").ok(),
+        nodes,
+        build_time_s,
+        wall_time_s,
+    })
 }
 
 /// Branch-and-bound nodes: HiGHS keeps the count as a 64-bit info value, which the safe wrapper

@@ -411,7 +411,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         let s = perf.speed(
             &q,
             &opts.reference_gpu,
-            &PlacementShape::isolated(w, p, packed(w, opts.gpus_per_server)),
+            &PlacementShape::packed(w, p, 1, opts.gpus_per_server),
         )?;
         let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
         let (workers, ps, ips) = match arch {

@@ -49,33 +49,18 @@ fn arrivals_sorted_and_start_at_zero() {
 fn model_assignment_is_seeded() {
     let t = load(TraceFormat::Philly);
     let perf = CalibratedPerf::shipped();
-    let a = trace::to_jobs(
-        &t.jobs,
-        &TraceOptions {
-            seed: 1,
-            ..Default::default()
-        },
-        perf,
-    )
-    .unwrap();
-    let b = trace::to_jobs(
-        &t.jobs,
-        &TraceOptions {
-            seed: 1,
-            ..Default::default()
-        },
-        perf,
-    )
-    .unwrap();
-    let c = trace::to_jobs(
-        &t.jobs,
-        &TraceOptions {
-            seed: 2,
-            ..Default::default()
-        },
-        perf,
-    )
-    .unwrap();
+    let jobs = |seed| {
+        trace::to_jobs(
+            &t.jobs,
+            &TraceOptions {
+                seed,
+                ..Default::default()
+            },
+            perf,
+        )
+        .unwrap()
+    };
+    let (a, b, c) = (jobs(1), jobs(1), jobs(2));
     assert_eq!(a, b);
     assert_ne!(a, c);
     // The PS share follows the option (25 % ± 2 % over 5,745 draws).
