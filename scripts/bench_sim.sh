@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Simulator benchmark (set-up included): every heuristic baseline on the Philly window and on
-# ITP cluster 06 with their default clusters, one simulation at a time (single-core wall times),
-# the ILP against the heuristics on a small Philly slice, and the Philly window again with the
-# co-location coupling estimate set to 0 (sensitivity). Writes comparison tables (CSV and
-# Markdown), JCT-CDF and utilisation plots, and the whole-process peak memory, under
-# benches/results/sim/ (or $1).
+# ITP cluster 06 with their default clusters, one simulation at a time (single-core wall times):
+# as shipped, with every contention estimate charged on top of the trace durations
+# (`--contention-allowance 1`), and with every contention estimate off; the ILP against the
+# heuristics on a small Philly slice; and the sensitivity of every policy to every named estimate
+# (`coda sensitivity`, both cores). Writes comparison tables (CSV and Markdown), JCT-CDF and
+# utilisation plots, and the whole-process peak memory, under benches/results/sim/ (or $1).
+# CODA_BIN runs another build of coda (e.g. a copy, so that rebuilding does not disturb a run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 cargo build --release --locked
-coda=target/release/coda
+coda=${CODA_BIN:-target/release/coda}
 out=${1:-benches/results/sim}
 mkdir -p "$out"
 {
@@ -27,16 +29,23 @@ run() { # name, then compare arguments
   cat "$out/$name/comparison.md" "$out/$name.time"
 }
 
-run philly compare --trace philly
-run itp-cluster06 compare --trace itp-cluster06
+python3 - "$out/contention_off.json" <<'PY'
+import json, sys
+p = json.load(open("models/perf_params.json"))
+e = p["estimates"]
+e.update(colocation_coupling=0.0, pcie_share_comm_penalty=0.0,
+         cross_socket_comm_factor=1.0, nic_bandwidth_fraction=0.0)
+json.dump(p, open(sys.argv[1], "w"), indent=2)
+PY
+for t in philly itp-cluster06; do
+  run "$t" compare --trace "$t"
+  run "$t-allowance1" compare --trace "$t" --contention-allowance 1
+  run "$t-contention-off" compare --trace "$t" --params "$out/contention_off.json"
+done
+rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
   --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
   --ilp-time-limit 2 --ilp-max-jobs 10
-python3 - "$out/no_colocation.json" <<'PY'
-import json, sys
-p = json.load(open("models/perf_params.json"))
-p["estimates"]["colocation_coupling"] = 0.0
-json.dump(p, open(sys.argv[1], "w"), indent=2)
-PY
-run philly-no-colocation compare --trace philly --params "$out/no_colocation.json"
-rm -f "$out/no_colocation.json"
+for t in philly itp-cluster06; do
+  $coda sensitivity --trace "$t" --quiet --out "$out/sensitivity-$t"
+done

@@ -229,8 +229,10 @@ impl Objective {
         };
         let mut one_pcie = shape.clone();
         one_pcie.pcie_sharing_jobs = 1;
+        // One NIC sharer, first-order: a sharer like this job itself (its own communication
+        // share sets how often their transfers meet).
         let mut one_nic = shape.clone();
-        one_nic.nic_sharing_jobs = 1;
+        one_nic.nic_competing_flows = perf.nic_competition(s.inter_comm_s / s.step_time_s);
         Some(OptionTerms {
             base,
             local_pair_slope: slope,

@@ -8,22 +8,38 @@
 //! | `fifo` | Blox's FIFO | requested, arrival order, skip what does not fit | consolidated | no |
 //! | `srtf` | shortest remaining time first | requested, by remaining time | consolidated | yes |
 //! | `drf` | Ghodsi et al., NSDI'11 | progressive filling of GPUs/CPU/memory by dominant share | consolidated | yes |
-//! | `tiresias` | Gu et al., NSDI'19 (2D-LAS) | requested, by discretised attained GPU-time | consolidated | yes |
+//! | `tiresias` | Gu et al., NSDI'19 (2D-LAS) | requested, by discretised attained GPU-time; running before pending within a queue; starvation promotion | consolidated | yes |
 //! | `optimus` | Peng et al., EuroSys'18 | greedy marginal gain in remaining time per dominant share | consolidated | yes |
-//! | `sjf-bco` | Yu et al., INFOCOM'21 | requested, smallest GPU-time first | balanced contention vs spread | no |
-//! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1) | consolidated | yes |
+//! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested, smallest GPU-time first | balanced contention vs spread | no |
+//! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1), 10 % restart penalty | consolidated, one multi-server job per server | yes |
 //! | `random` | — | requested, arrival order | random servers and GPUs | no |
 //! | `ilp` | coda's integer program | exact per round on a window of jobs | exact | yes |
 //!
-//! Simplifications, said once here: sizes are decided against cluster-wide totals (GPUs, cores,
-//! memory), and a size the packer cannot place this round waits (elastic policies first try it
-//! smaller, down to the job's minimum); Tiresias' starvation promotion
-//! is left out and its queue thresholds are named parameters; Optimus and Pollux use the
-//! performance model's isolated speeds (Optimus fits them online, Pollux also adapts batch size
-//! and models statistical efficiency, which coda's model does not have); Pollux's genetic
-//! placement search is replaced by consolidated placement; SJF-BCO's analytic contention model is
-//! replaced by the performance model's in-context price. Every preemptive policy keeps a job
-//! whose size did not change where it is, so a restart is paid only for a real change.
+//! Differences from the papers, said once here:
+//! * Sizes are decided against cluster-wide totals (GPUs, cores, memory), and a size the packer
+//!   cannot place this round waits (elastic policies first try it smaller, down to the job's
+//!   minimum). Every preemptive policy keeps a job whose size did not change where it is, so a
+//!   restart is paid only for a real change.
+//! * **Oracle knowledge.** `srtf`, `sjf-bco` and `optimus` read each job's true remaining work
+//!   and the performance model's true isolated speeds; the real systems estimate them (Optimus
+//!   fits a speed model online and predicts the remaining epochs from the loss curve; SJF-BCO
+//!   assumes known job sizes; SRTF is an oracle policy by definition). `pollux` reads the true
+//!   isolated speeds too (Pollux fits throughput online and also adapts the batch size and models
+//!   statistical efficiency, which coda's model does not have). `tiresias` needs no size, as in
+//!   the paper; `fifo`, `drf` and `random` need none.
+//! * Tiresias' queue thresholds and `PromoteKnob` are settings ([`PolicyOptions`]); the paper
+//!   tunes them per cluster.
+//! * Pollux's genetic placement search is replaced by consolidated placement under its own
+//!   repair rule (one multi-server job per server); its restart penalty (0.1 on the speed-up of a
+//!   job whose allocation changes) and the p = −1 mean follow its code and paper.
+//! * SJF-BCO's analytic contention model is replaced by the performance model's in-context price.
+//! * **What favours elastic policies** (`drf`, `optimus`, `pollux`): a PS job's speed is DL2's
+//!   measured curve, and several DL2 models barely speed up past a few workers, so elastic
+//!   policies learn to keep them small; an all-reduce job's work is counted in GPU-steps, so its
+//!   scale-up is as efficient as the measured step time says — no statistical-efficiency loss at
+//!   larger global batch (Pollux's goodput would add one). Scale-up is bounded to
+//!   [`crate::trace::TraceOptions::max_scale_up`] × the submitted size (2×) and to the largest
+//!   measured configuration.
 
 mod packer;
 
@@ -55,6 +71,10 @@ pub struct PolicyOptions {
     /// Tiresias queue thresholds in attained GPU-seconds, ascending (default 1 and 10 GPU-hours,
     /// the bounds of the trace's model classes; Tiresias tunes these per cluster).
     pub tiresias_thresholds_gpu_s: Vec<f64>,
+    /// Tiresias' `PromoteKnob`: a job pending for at least this many times its executed time
+    /// (since its last promotion) is promoted to the highest queue; 0 disables promotion. The
+    /// paper leaves it a knob; 4 is coda's setting, not a published value.
+    pub tiresias_promote_knob: f64,
     /// The objective the `ilp` policy maximises each round.
     pub objective: Objective,
     /// Solver settings of the `ilp` policy (set a time or node limit for simulations).
@@ -69,6 +89,7 @@ impl Default for PolicyOptions {
         PolicyOptions {
             seed: 0,
             tiresias_thresholds_gpu_s: vec![3_600.0, 36_000.0],
+            tiresias_promote_knob: 4.0,
             objective: Objective::default(),
             ilp: SolveSettings {
                 time_limit_s: 10.0,
@@ -101,16 +122,30 @@ pub fn by_name<'a>(
                     "must be positive, finite and ascending",
                 ));
             }
+            if !(opts.tiresias_promote_knob.is_finite() && opts.tiresias_promote_knob >= 0.0) {
+                return Err(Error::invalid(
+                    "policy options",
+                    0,
+                    "tiresias_promote_knob",
+                    opts.tiresias_promote_knob,
+                    "must be >= 0 (0 disables promotion)",
+                ));
+            }
             Box::new(Tiresias {
                 base,
                 thresholds: t.clone(),
+                promote_knob: opts.tiresias_promote_knob,
                 attained: HashMap::new(),
                 last_time: None,
             })
         }
         "optimus" => Box::new(Optimus(base)),
         "sjf-bco" => Box::new(SjfBco(base)),
-        "pollux" => Box::new(Pollux(base)),
+        "pollux" => {
+            let mut base = base;
+            base.one_distributed_per_server = true;
+            Box::new(Pollux(base))
+        }
         "random" => Box::new(RandomPlacement {
             base,
             rng: ChaCha8Rng::seed_from_u64(opts.seed),
@@ -161,6 +196,8 @@ struct Base<'a> {
     /// A job's reference GPU type and that type's largest server, by job id.
     reference: HashMap<u64, (String, u32)>,
     rng: ChaCha8Rng,
+    /// Pollux's placement rule: at most one multi-server job per server.
+    one_distributed_per_server: bool,
 }
 
 impl<'a> Base<'a> {
@@ -171,6 +208,7 @@ impl<'a> Base<'a> {
             reference: HashMap::new(),
             // Only the Random placement rule draws; the other policies pass this fixed stream.
             rng: ChaCha8Rng::seed_from_u64(0),
+            one_distributed_per_server: false,
         }
     }
 
@@ -226,6 +264,9 @@ impl<'a> Base<'a> {
             None => &mut self.rng,
         };
         let mut packer = Packer::new(snap, self.perf);
+        if self.one_distributed_per_server {
+            packer.one_distributed_job_per_server();
+        }
         let mut budget = snap.cluster.num_gpus();
         let admitted: Vec<bool> = decisions
             .iter()
@@ -386,13 +427,27 @@ impl Scheduler for Srtf<'_> {
     }
 }
 
-/// Tiresias' two-dimensional least-attained-service: priority queues by attained GPU-seconds
-/// (GPUs × time held, which is what "2D" means), FIFO inside a queue, higher queues preempt.
+/// Tiresias' two-dimensional least-attained-service (Gu et al., NSDI'19): priority queues by
+/// attained GPU-seconds (GPUs × time held, which is what "2D" means); inside a queue, running
+/// jobs keep their GPUs ahead of pending ones (only a higher queue preempts), then arrival
+/// order; starvation promotion — a job pending for at least `promote_knob` × its executed time
+/// since its last promotion returns to the highest queue with its counters reset, as Tiresias'
+/// `PromoteKnob`.
 struct Tiresias<'a> {
     base: Base<'a>,
     thresholds: Vec<f64>,
-    attained: HashMap<u64, f64>,
+    promote_knob: f64,
+    /// Per job: attained GPU-seconds, executed seconds and pending seconds since its last
+    /// promotion.
+    attained: HashMap<u64, TiresiasCounters>,
     last_time: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct TiresiasCounters {
+    gpu_s: f64,
+    executed_s: f64,
+    pending_s: f64,
 }
 impl Scheduler for Tiresias<'_> {
     fn name(&self) -> &str {
@@ -409,14 +464,27 @@ impl Scheduler for Tiresias<'_> {
                 .current
                 .as_ref()
                 .map_or(0, |a| a.workers.iter().map(|w| w.gpus.len()).sum::<usize>());
-            *self.attained.entry(j.id).or_insert(0.0) += gpus as f64 * dt;
+            let c = self.attained.entry(j.id).or_default();
+            if gpus > 0 {
+                c.gpu_s += gpus as f64 * dt;
+                c.executed_s += dt;
+            } else {
+                c.pending_s += dt;
+                if self.promote_knob > 0.0
+                    && c.executed_s > 0.0
+                    && c.pending_s >= self.promote_knob * c.executed_s
+                {
+                    *c = TiresiasCounters::default();
+                }
+            }
         }
         let queue = |id: u64| {
-            let a = self.attained.get(&id).copied().unwrap_or(0.0);
+            let a = self.attained.get(&id).map_or(0.0, |c| c.gpu_s);
             self.thresholds.iter().filter(|&&t| a >= t).count()
         };
         let mut order = by_arrival(snap);
-        order.sort_by_key(|&i| queue(snap.jobs[i].id)); // stable: FIFO within a queue
+        // Stable: arrival order within (queue, running first).
+        order.sort_by_key(|&i| (queue(snap.jobs[i].id), snap.jobs[i].current.is_none()));
         let d: Vec<Decision> = order.into_iter().map(|i| requested(snap, i)).collect();
         Ok(self
             .base
@@ -702,8 +770,18 @@ impl Scheduler for Optimus<'_> {
     }
 }
 
-/// Pollux-style: maximise the harmonic mean (generalised mean, p = −1) of the jobs' speed-ups
-/// over their minimum allocation — greedy, so each task goes where `1/s` drops the most.
+/// Pollux's penalty on the speed-up of a job whose allocation changes (`_restart_penalty` of
+/// Pollux's `PolluxPolicy`, adaptdl `sched/adaptdl_sched/policy/pollux.py`).
+pub const POLLUX_RESTART_PENALTY: f64 = 0.1;
+
+/// Pollux-style: maximise the harmonic mean (generalised mean, p = −1, as in Pollux's
+/// simulator) of the jobs' speed-ups over their minimum allocation — greedy, so each task goes
+/// where `1/s` drops the most. Pollux cuts the speed-up of a job whose allocation changes by
+/// [`POLLUX_RESTART_PENALTY`]; its genetic search weighs that against a whole new allocation,
+/// which a one-task-at-a-time greedy cannot (a single added worker rarely pays 10 %), so the
+/// penalty is applied to the greedy's result instead: a running job the greedy would grow keeps
+/// its current size unless the new size is more than the penalty faster. (Shrinks are what
+/// contention forces and are kept.) Placement keeps at most one multi-server job per server.
 struct Pollux<'a>(Base<'a>);
 impl Scheduler for Pollux<'_> {
     fn name(&self) -> &str {
@@ -719,7 +797,21 @@ impl Scheduler for Pollux<'_> {
                 f64::NEG_INFINITY
             }
         };
-        let d = greedy_sizes(&mut self.0, snap, &value);
+        let mut d = greedy_sizes(&mut self.0, snap, &value);
+        for dec in &mut d {
+            let j = &snap.jobs[dec.job];
+            let Some(cur) = &j.current else { continue };
+            let (cw, cp) = (cur.workers.len() as u32, cur.ps.len() as u32);
+            if dec.workers < cw || (dec.workers, dec.ps) == (cw, cp) {
+                continue;
+            }
+            let now = self.0.speed(snap, j, cw, cp);
+            let new = self.0.speed(snap, j, dec.workers, dec.ps);
+            if new * (1.0 - POLLUX_RESTART_PENALTY) <= now {
+                dec.workers = cw;
+                dec.ps = cp;
+            }
+        }
         Ok(self
             .0
             .realize(snap, &d, Placement::Consolidated, true, None))

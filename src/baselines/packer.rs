@@ -55,6 +55,11 @@ pub struct Packer<'a> {
     assignments: Vec<Assignment>,
     /// Free GPUs in the whole cluster (kept, not recounted: policies ask before every job).
     free_total: u64,
+    /// Servers holding workers of a job whose workers span several servers.
+    has_distributed: Vec<bool>,
+    /// Pollux's rule: at most one distributed job per server (multi-server placements avoid
+    /// servers that already hold one).
+    exclusive_distributed: bool,
 }
 
 impl<'a> Packer<'a> {
@@ -81,6 +86,8 @@ impl<'a> Packer<'a> {
         Packer {
             perf,
             free_total: snapshot.cluster.num_gpus(),
+            has_distributed: vec![false; snapshot.cluster.servers.len()],
+            exclusive_distributed: false,
             snapshot,
             occupancy: Occupancy::new(&snapshot.cluster),
             tracking: false,
@@ -132,8 +139,22 @@ impl<'a> Packer<'a> {
         true
     }
 
+    /// Enforces Pollux's rule from now on: a placement over several servers avoids servers that
+    /// already hold workers of another multi-server job.
+    pub fn one_distributed_job_per_server(&mut self) {
+        self.exclusive_distributed = true;
+    }
+
     fn commit(&mut self, job: &Job, a: Assignment) {
         let d = &job.demand;
+        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        worker_servers.sort_unstable();
+        worker_servers.dedup();
+        if worker_servers.len() > 1 {
+            for &s in &worker_servers {
+                self.has_distributed[s] = true;
+            }
+        }
         for w in &a.workers {
             let s = &mut self.servers[w.server];
             for &g in &w.gpus {
@@ -149,7 +170,9 @@ impl<'a> Packer<'a> {
             self.servers[p.server].mem -= d.mem_per_ps_gib;
         }
         if self.tracking {
-            self.occupancy.add(&a, Some(&job.model));
+            let i = self.occupancy.add(&a, Some(&job.model));
+            self.occupancy
+                .price_nic_competition_of(self.perf, &self.snapshot.cluster, i, job, &a);
         }
         self.assignments.push(a);
     }
@@ -168,6 +191,8 @@ impl<'a> Packer<'a> {
         for a in &self.assignments {
             self.occupancy.add(a, model_of.get(&a.job).copied());
         }
+        self.occupancy
+            .price_nic_competition(self.perf, self.snapshot, &self.assignments);
         self.tracking = true;
     }
 
@@ -290,6 +315,9 @@ impl<'a> Packer<'a> {
             return Some(vec![(s, workers)]);
         }
         let mut by_room = caps;
+        if self.exclusive_distributed {
+            by_room.retain(|&(s, _)| !self.has_distributed[s]);
+        }
         by_room.sort_by_key(|&(s, c)| (std::cmp::Reverse(c), s));
         take_until(&by_room, workers)
     }

@@ -12,6 +12,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
 
 use super::nnls::nnls;
 use super::params::*;
@@ -272,8 +273,9 @@ struct ArData {
     rows: BTreeMap<String, Vec<Obs>>,
 }
 
-fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
-    let f = CsvFile::open(
+/// `pollux_sia_placement_step_times.csv` with the columns the fits read.
+fn open_pollux(dir: &Path) -> Result<CsvFile> {
+    CsvFile::open(
         &dir.join("pollux_sia_placement_step_times.csv"),
         &[
             "cluster",
@@ -283,7 +285,11 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
             "local_bsz",
             "step_time",
         ],
-    )?;
+    )
+}
+
+fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
+    let f = open_pollux(dir)?;
     let mut out: BTreeMap<String, ArData> = BTreeMap::new();
     let mut batches: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in f.rows() {
@@ -613,18 +619,181 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     let (ar_models, exponent, q2) = fit_ar(ar_data, &estimates, seed)?;
     quality.extend(q2);
     let interference = fit_interference(dir, &single)?;
+    let ar_names: Vec<String> = ar_models.keys().cloned().collect();
+    let task_demands = super::demand::fit_demands(dir, &ar_names)?;
     Ok(PerfParams {
         provenance: format!(
             "coda calibrate {}: dl2_ps_worker_speed.csv + dl2_model_constants.json (PS), \
              pollux_sia_placement_step_times.csv + gavel_isolated_throughputs.csv (all-reduce), \
-             gavel_colocated_throughputs.csv (interference); folds seeded {seed}",
+             gavel_colocated_throughputs.csv (interference), dl2_ps_worker_speed.csv + \
+             synergy_cpu_mem_sensitivity.csv (task demands); folds seeded {seed}",
             env!("CARGO_PKG_VERSION")
         ),
         ps_models,
         ar_models,
         compute_bandwidth_exponent: exponent,
         interference,
+        task_demands,
         estimates,
         fit_quality: quality,
     })
+}
+
+/// One row of the placement check: a measured spread-over-servers vs one-server step-time
+/// ratio next to what the fitted model predicts for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlacementCheck {
+    /// `pollux/<cluster>` (Pollux/Sia profiles) or `gavel`.
+    pub source: String,
+    /// GPU type.
+    pub gpu: String,
+    /// Model.
+    pub model: String,
+    /// GPUs of the job.
+    pub gpus: u32,
+    /// Servers of the spread placement.
+    pub servers: u32,
+    /// Per-GPU batch (Pollux/Sia rows; Gavel rows have their own fixed batch: 0).
+    pub local_batch: f64,
+    /// Measured step time spread ÷ on one server (> 1: consolidation wins).
+    pub measured_ratio: f64,
+    /// The same ratio from the fitted step-time model.
+    pub predicted_ratio: f64,
+}
+
+/// Every pair of measurements of the same job size on one server and spread over several —
+/// Pollux/Sia `placements` rows and Gavel's consolidated vs unconsolidated throughputs — with
+/// the ratio the fitted model predicts: how well the model's local-vs-network synchronisation
+/// reproduces what each source measured.
+pub fn placement_check(dir: &Path, params: &PerfParams) -> Result<Vec<PlacementCheck>> {
+    let mut out = Vec::new();
+    let f = open_pollux(dir)?;
+    // (cluster, model, K, N, batch) → step times
+    let mut groups: BTreeMap<(String, String, u32, u32, u64), Vec<f64>> = BTreeMap::new();
+    for r in f.rows() {
+        let key = (
+            r.str("cluster").to_string(),
+            r.str("model").to_string(),
+            r.positive_count("num_replicas")?,
+            r.positive_count("num_nodes")?,
+            r.positive("local_bsz")?.to_bits(),
+        );
+        groups
+            .entry(key)
+            .or_default()
+            .push(r.positive("step_time")?);
+    }
+    for ((cluster, model, k, n, b), times) in &groups {
+        if *n < 2 {
+            continue;
+        }
+        let Some(one) = groups.get(&(cluster.clone(), model.clone(), *k, 1, *b)) else {
+            continue;
+        };
+        let Some(gpu) = CLUSTER_GPU
+            .iter()
+            .find(|(c, _)| c == cluster)
+            .map(|(_, g)| *g)
+        else {
+            continue;
+        };
+        let Some(p) = params.ar_models.get(model).and_then(|m| m.per_gpu.get(gpu)) else {
+            continue;
+        };
+        let batch = f64::from_bits(*b);
+        let t = |n: u32| {
+            let (c, i, o) = p.parts(batch, *k, n);
+            c + i + o
+        };
+        out.push(PlacementCheck {
+            source: format!("pollux/{cluster}"),
+            gpu: gpu.to_string(),
+            model: model.clone(),
+            gpus: *k,
+            servers: *n,
+            local_batch: batch,
+            measured_ratio: median(times) / median(one),
+            predicted_ratio: t(*n) / t(1),
+        });
+    }
+    let g = CsvFile::open(
+        &dir.join("gavel_isolated_throughputs.csv"),
+        &[
+            "gpu_type",
+            "job_type",
+            "scale_factor",
+            "sim_consolidated",
+            "sim_unconsolidated",
+        ],
+    )?;
+    for r in g.rows() {
+        let k = r.positive_count("scale_factor")?;
+        if k < 2 || r.str("sim_unconsolidated").is_empty() {
+            continue;
+        }
+        let (cons, spread) = (
+            r.nonneg("sim_consolidated")?,
+            r.nonneg("sim_unconsolidated")?,
+        );
+        if cons <= 0.0 || spread <= 0.0 {
+            continue;
+        }
+        let gpu = r.str("gpu_type").to_lowercase();
+        let model = gavel_model_name(r.str("job_type"));
+        let Some(p) = params
+            .ar_models
+            .get(&model)
+            .and_then(|m| m.per_gpu.get(&gpu))
+        else {
+            continue;
+        };
+        let t = |n: u32| {
+            let (c, i, o) = p.parts(0.0, k, n);
+            c + i + o
+        };
+        out.push(PlacementCheck {
+            source: "gavel".into(),
+            gpu,
+            model,
+            gpus: k,
+            servers: 2,
+            local_batch: 0.0,
+            measured_ratio: cons / spread,
+            predicted_ratio: t(2) / t(1),
+        });
+    }
+    Ok(out)
+}
+
+/// The placement check in brief: per source, GPU type and GPU count, the number of pairs, the
+/// median measured and predicted spread ÷ one-server ratio, and the median relative error of
+/// the prediction, as a Markdown table.
+pub fn placement_summary(rows: &[PlacementCheck]) -> String {
+    let mut keys: Vec<(String, String, u32)> = rows
+        .iter()
+        .map(|r| (r.source.clone(), r.gpu.clone(), r.gpus))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut s = String::from(
+        "placement check: step time spread over servers / on one server (median over models and batches)\n\
+         | source | GPU | GPUs | pairs | measured | predicted | median abs. error |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (src, gpu, k) in keys {
+        let sel: Vec<&PlacementCheck> = rows
+            .iter()
+            .filter(|r| r.source == src && r.gpu == gpu && r.gpus == k)
+            .collect();
+        let col = |f: &dyn Fn(&PlacementCheck) -> f64| {
+            median(&sel.iter().map(|r| f(r)).collect::<Vec<_>>())
+        };
+        s += &format!(
+            "| {src} | {gpu} | {k} | {} | {:.2} | {:.2} | {:.1} % |\n",
+            sel.len(),
+            col(&|r| r.measured_ratio),
+            col(&|r| r.predicted_ratio),
+            100.0 * col(&|r| (r.predicted_ratio / r.measured_ratio - 1.0).abs()),
+        );
+    }
+    s
 }

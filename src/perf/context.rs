@@ -25,10 +25,13 @@ pub struct PlacementShape {
     pub ps_colocated_fraction: f64,
     /// Other jobs with a GPU under a PCIe switch this job uses.
     pub pcie_sharing_jobs: u32,
-    /// Most other distributed jobs met on one of this job's servers, if this job is distributed.
-    pub nic_sharing_jobs: u32,
-    /// Models of the other jobs with workers on this job's worker servers (one entry per job).
-    pub co_runners: Vec<String>,
+    /// Expected number of other jobs' transfers competing with this job's on the busiest NIC it
+    /// uses, if this job is distributed: `Σ q_o` over the other distributed jobs with a task on
+    /// that server, `q_o` from [`super::PerfModel::nic_competition`] of their communication share.
+    pub nic_competing_flows: f64,
+    /// Per worker server of this job, the models of the other jobs with workers there (one entry
+    /// per job and server).
+    pub co_runners: Vec<Vec<String>>,
 }
 
 impl PlacementShape {
@@ -59,6 +62,14 @@ impl PlacementShape {
         )
     }
 
+    /// The same placement with every neighbour removed: the job alone where it is.
+    pub fn without_neighbours(mut self) -> Self {
+        self.pcie_sharing_jobs = 0;
+        self.nic_competing_flows = 0.0;
+        self.co_runners.clear();
+        self
+    }
+
     /// Number of servers holding the job's GPUs.
     pub fn servers(&self) -> u32 {
         self.gpus_per_server.iter().filter(|&&g| g > 0).count() as u32
@@ -80,6 +91,9 @@ pub struct Occupancy {
     distributed_on: Vec<Vec<usize>>,
     /// `[server][switch]` → assignments with a GPU under that switch.
     switch_on: Vec<Vec<Vec<usize>>>,
+    /// Per placed assignment, how often its transfers compete on a shared NIC (`q`); 1 (always)
+    /// until [`Occupancy::set_nic_competition`] says otherwise.
+    nic_q: Vec<f64>,
 }
 
 impl Occupancy {
@@ -97,6 +111,7 @@ impl Occupancy {
             slots,
             footprints: Vec::new(),
             models: Vec::new(),
+            nic_q: Vec::new(),
         }
     }
 
@@ -137,7 +152,51 @@ impl Occupancy {
         }
         self.footprints.push(fp);
         self.models.push(model.map(str::to_string));
+        self.nic_q.push(1.0);
         i
+    }
+
+    /// Sets how often placed assignment `i`'s transfers compete with another job's on a shared
+    /// NIC (`q` of [`super::Estimates::nic_phase_alignment`]).
+    pub fn set_nic_competition(&mut self, i: usize, q: f64) {
+        self.nic_q[i] = q.clamp(0.0, 1.0);
+    }
+
+    /// Sets every placed assignment's NIC competition from its communication share when alone
+    /// in its placement (see [`speeds`]); assignments the model cannot price keep 1.
+    pub fn price_nic_competition(
+        &mut self,
+        perf: &dyn PerfModel,
+        snapshot: &ClusterSnapshot,
+        assignments: &[Assignment],
+    ) {
+        let jobs: HashMap<u64, &crate::model::Job> =
+            snapshot.jobs.iter().map(|j| (j.id, j)).collect();
+        for (i, a) in assignments.iter().enumerate().take(self.footprints.len()) {
+            if let Some(job) = jobs.get(&a.job) {
+                self.price_nic_competition_of(perf, &snapshot.cluster, i, job, a);
+            }
+        }
+    }
+
+    /// [`Occupancy::price_nic_competition`] for placed assignment `i` (`a`, of `job`) alone.
+    pub fn price_nic_competition_of(
+        &mut self,
+        perf: &dyn PerfModel,
+        cluster: &Cluster,
+        i: usize,
+        job: &crate::model::Job,
+        a: &Assignment,
+    ) {
+        if self.footprints[i].task_servers.len() < 2 {
+            return;
+        }
+        let alone = self
+            .shape(a, &self.footprints[i], Some(i))
+            .without_neighbours();
+        if let Ok(s) = slowest(perf, job, cluster, a, &alone) {
+            self.nic_q[i] = perf.nic_competition(s.inter_comm_s / s.step_time_s);
+        }
     }
 
     /// Footprint of placed assignment `i`.
@@ -179,20 +238,29 @@ impl Occupancy {
                 .iter()
                 .map(|&(s, k)| &self.switch_on[s][k as usize]),
         );
-        let co = others(&mut fp.worker_servers.iter().map(|&s| &self.workers_on[s]));
-        let nic_sharing_jobs = if fp.task_servers.len() > 1 {
+        let co_runners: Vec<Vec<String>> = fp
+            .worker_servers
+            .iter()
+            .map(|&s| {
+                others(&mut std::iter::once(&self.workers_on[s]))
+                    .into_iter()
+                    .filter_map(|o| self.models[o].clone())
+                    .collect()
+            })
+            .collect();
+        let nic_competing_flows = if fp.task_servers.len() > 1 {
             fp.task_servers
                 .iter()
                 .map(|&s| {
                     self.distributed_on[s]
                         .iter()
                         .filter(|&&o| Some(o) != own)
-                        .count() as u32
+                        .map(|&o| self.nic_q[o])
+                        .sum::<f64>()
                 })
-                .max()
-                .unwrap_or(0)
+                .fold(0.0, f64::max)
         } else {
-            0
+            0.0
         };
         PlacementShape {
             workers: a.workers.len() as u32,
@@ -210,22 +278,22 @@ impl Occupancy {
                 fp.local_pairs as f64 / pairs as f64
             },
             pcie_sharing_jobs: pcie.len() as u32,
-            nic_sharing_jobs,
-            co_runners: co
-                .into_iter()
-                .filter_map(|o| self.models[o].clone())
-                .collect(),
+            nic_competing_flows,
+            co_runners,
         }
     }
 }
 
-/// The shape of every assignment of a schedule, in schedule order. Tasks on servers or GPUs
-/// outside the cluster are ignored here; `Schedule::validate` reports them.
+/// The shape of every assignment of a schedule, in schedule order, with NIC competition
+/// priced by `perf` (see [`speeds`]). Tasks on servers or GPUs outside the cluster are ignored
+/// here; `Schedule::validate` reports them.
 pub fn placement_shapes(
+    perf: &dyn PerfModel,
     snapshot: &ClusterSnapshot,
     schedule: &Schedule,
 ) -> Vec<(u64, PlacementShape)> {
-    let occ = Occupancy::of(snapshot, schedule);
+    let mut occ = Occupancy::of(snapshot, schedule);
+    occ.price_nic_competition(perf, snapshot, &schedule.assignments);
     schedule
         .assignments
         .iter()
@@ -234,8 +302,41 @@ pub fn placement_shapes(
         .collect()
 }
 
+/// The speed of `a` (of `job`) with `shape`; a job on servers of several GPU types runs at the
+/// pace of the slowest.
+fn slowest(
+    perf: &dyn PerfModel,
+    job: &crate::model::Job,
+    cluster: &Cluster,
+    a: &Assignment,
+    shape: &PlacementShape,
+) -> Result<Speed> {
+    let mut types: Vec<&str> = a
+        .workers
+        .iter()
+        .filter_map(|w| cluster.servers.get(w.server))
+        .map(|s| s.gpu_type.as_str())
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let q = JobQuery::of(job);
+    let mut slowest: Option<Speed> = None;
+    for t in types {
+        let s = perf.speed(&q, t, shape)?;
+        if slowest.is_none_or(|b| s.step_time_s > b.step_time_s) {
+            slowest = Some(s);
+        }
+    }
+    slowest.ok_or_else(|| Error::UnsupportedConfiguration {
+        model: job.model.clone(),
+        reason: format!("job {} has no worker on a known server", job.id),
+    })
+}
+
 /// Speed of every running job of a schedule, in context; a job on servers of several GPU types
-/// runs at the pace of the slowest. The schedule should validate first; jobs it names that the
+/// runs at the pace of the slowest. A distributed job's NIC competition comes from each sharer's
+/// communication share when alone in its own placement (a first pass), so a sharer that rarely
+/// communicates barely slows it. The schedule should validate first; jobs it names that the
 /// snapshot lacks are an error here.
 pub fn speeds(
     perf: &dyn PerfModel,
@@ -243,8 +344,7 @@ pub fn speeds(
     schedule: &Schedule,
 ) -> Result<Vec<(u64, Speed)>> {
     let jobs: HashMap<u64, &crate::model::Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
-    let servers = &snapshot.cluster.servers;
-    placement_shapes(snapshot, schedule)
+    placement_shapes(perf, snapshot, schedule)
         .into_iter()
         .zip(&schedule.assignments)
         .map(|((id, shape), a)| {
@@ -252,27 +352,7 @@ pub fn speeds(
                 context: "schedule".into(),
                 reason: format!("job {id} is not in the snapshot"),
             })?;
-            let mut types: Vec<&str> = a
-                .workers
-                .iter()
-                .filter_map(|w| servers.get(w.server))
-                .map(|s| s.gpu_type.as_str())
-                .collect();
-            types.sort_unstable();
-            types.dedup();
-            let q = JobQuery::of(job);
-            let mut slowest: Option<Speed> = None;
-            for t in types {
-                let s = perf.speed(&q, t, &shape)?;
-                if slowest.is_none_or(|b| s.step_time_s > b.step_time_s) {
-                    slowest = Some(s);
-                }
-            }
-            let s = slowest.ok_or_else(|| Error::UnsupportedConfiguration {
-                model: job.model.clone(),
-                reason: format!("job {id} has no worker on a known server"),
-            })?;
-            Ok((id, s))
+            Ok((id, slowest(perf, job, &snapshot.cluster, a, &shape)?))
         })
         .collect()
 }

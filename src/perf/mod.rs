@@ -12,10 +12,10 @@
 //! | workers and PS count (PS jobs) | whole step | Optimus form fitted to `dl2_ps_worker_speed.csv` |
 //! | GPU count, servers spanned (all-reduce) | sync | Pollux form fitted to `pollux_sia_placement_step_times.csv`, `gavel_isolated_throughputs.csv` |
 //! | PS on its workers' server | PS traffic | DL2 intra/inter-server bandwidth, `dl2_model_constants.json` |
-//! | co-runners on the same server | compute | Gavel pair throughputs × [`Estimates::colocation_coupling`] |
+//! | co-runners on the same server | compute | Gavel pair throughputs × [`Estimates::colocation_coupling`], compounded over one server's co-runners; a job on several servers runs at the pace of its worst server |
 //! | GPUs on different sockets | intra sync | [`Estimates::cross_socket_comm_factor`] |
 //! | other jobs under the same PCIe switch | all communication | [`Estimates::pcie_share_comm_penalty`] |
-//! | distributed jobs sharing a NIC | inter-server traffic | fair share × [`Estimates::nic_bandwidth_fraction`] |
+//! | distributed jobs sharing a NIC | inter-server traffic | fair share while phases overlap: each sharer's own communication share (from this model), [`Estimates::nic_phase_alignment`], [`Estimates::nic_bandwidth_fraction`] |
 //!
 //! Work is counted in per-task steps at the job's fixed per-task batch, so progress is
 //! proportional to samples processed whatever the allocation: a PS job's iteration is one worker
@@ -25,6 +25,7 @@
 
 mod calibrate;
 mod context;
+mod demand;
 mod nnls;
 mod params;
 
@@ -32,9 +33,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 pub use calibrate::{
-    CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
+    CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, PlacementCheck, calibrate, gavel_model_name,
+    placement_check, placement_summary,
 };
 pub use context::{Occupancy, PlacementShape, placement_shapes, speeds};
+pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
     PerfParams, PsModelParams,
@@ -101,6 +104,19 @@ pub trait PerfModel: Send + Sync {
     /// Speed of `job` running with `shape` on GPUs of type `gpu_type`.
     fn speed(&self, job: &JobQuery<'_>, gpu_type: &str, shape: &PlacementShape) -> Result<Speed>;
 
+    /// What one task of `model` reserves on its server, when measured (see
+    /// [`TaskDemandFit`]); `None` leaves the caller's default.
+    fn task_demand(&self, _model: &str) -> Option<TaskDemandFit> {
+        None
+    }
+
+    /// How often a sharer that spends `comm_share` of its step in inter-server communication
+    /// competes with another job's transfers on a shared NIC (`q` in
+    /// [`Estimates::nic_phase_alignment`]); `comm_share` itself when phases are independent.
+    fn nic_competition(&self, comm_share: f64) -> f64 {
+        comm_share.clamp(0.0, 1.0)
+    }
+
     /// Checks that a job can be priced at all (known model, matching architecture).
     fn check_job(&self, job: &Job, context: &str) -> Result<()> {
         match self.architecture(&job.model) {
@@ -162,6 +178,9 @@ impl CalibratedPerf {
                 e.pcie_share_comm_penalty,
                 "[0, inf)",
             ));
+        }
+        if !(0.0..=1.0).contains(&e.nic_phase_alignment) {
+            return Err(bad("nic_phase_alignment", e.nic_phase_alignment, "[0, 1]"));
         }
         if !(0.0..=1.0).contains(&e.nic_bandwidth_fraction) {
             return Err(bad(
@@ -251,12 +270,19 @@ impl CalibratedPerf {
             .and_then(|m| m.interference_proxy.as_deref())
     }
 
-    /// Factor `>= 1` on compute time from the co-runners on the job's servers.
-    fn colocation_factor(&self, model: &str, gpu_type: &str, co_runners: &[String]) -> f64 {
+    /// Factor `>= 1` on compute time from the co-runners on the job's servers: compounded over
+    /// the co-runners of one server, and the worst server sets the pace of a synchronous job
+    /// (its other servers wait for it), so servers do not multiply.
+    fn colocation_factor(&self, model: &str, gpu_type: &str, co_runners: &[Vec<String>]) -> f64 {
         co_runners
             .iter()
-            .map(|o| self.colocation_slowdown(model, o, gpu_type))
-            .product()
+            .map(|on_server| {
+                on_server
+                    .iter()
+                    .map(|o| self.colocation_slowdown(model, o, gpu_type))
+                    .product::<f64>()
+            })
+            .fold(1.0, f64::max)
     }
 }
 
@@ -294,6 +320,16 @@ impl PerfModel for CalibratedPerf {
         1.0 / (1.0 - kappa * (1.0 - s.clamp(1e-3, 1.0)))
     }
 
+    fn task_demand(&self, model: &str) -> Option<TaskDemandFit> {
+        self.params.task_demands.get(model).cloned()
+    }
+
+    fn nic_competition(&self, comm_share: f64) -> f64 {
+        let d = comm_share.clamp(0.0, 1.0);
+        let a = self.params.estimates.nic_phase_alignment;
+        d + a * (1.0 - d)
+    }
+
     fn max_tasks(&self, model: &str) -> Option<(u32, u32)> {
         if let Some(m) = self.params.ps_models.get(model) {
             return Some((m.max_workers, m.max_ps));
@@ -314,7 +350,7 @@ impl PerfModel for CalibratedPerf {
             return Err(unsupported("no workers".into()));
         }
         let pcie = 1.0 + est.pcie_share_comm_penalty * f64::from(shape.pcie_sharing_jobs);
-        let nic = 1.0 + est.nic_bandwidth_fraction * f64::from(shape.nic_sharing_jobs);
+        let nic = 1.0 + est.nic_bandwidth_fraction * shape.nic_competing_flows.max(0.0);
         let coloc = self.colocation_factor(job.model, gpu_type, &shape.co_runners);
         let (compute, intra, inter, per_worker) = match job.arch {
             Architecture::ParameterServer => {

@@ -136,10 +136,21 @@ pub struct Estimates {
     /// ESTIMATE. Added fraction of a job's communication time for each other job with a GPU under
     /// a PCIe switch this job also uses: the switch's uplink is shared.
     pub pcie_share_comm_penalty: f64,
-    /// ESTIMATE. Fraction of inter-server synchronisation time that is bandwidth-bound and so
-    /// stretches when `k` distributed jobs share a NIC (fair share: time × (1 + k·fraction)), as in
-    /// SJF-BCO's contention model; the rest is latency.
+    /// ESTIMATE. Fraction of inter-server communication time that is bandwidth-bound, and so
+    /// stretches when other distributed jobs send through the same NIC at the same moment; the rest
+    /// is latency. 1.0 reads the fitted inter-server time as all bandwidth (DL2's own model of PS
+    /// traffic, `2·size/(p·bandwidth)`, is); range studied 0.5–1.
     pub nic_bandwidth_fraction: f64,
+    /// ESTIMATE. How aligned the communication phases of jobs sharing a NIC are, in [0, 1]. A
+    /// sharer `o` that spends a fraction `d_o` of its step in inter-server communication competes
+    /// with this job's transfers for a fraction `q_o = d_o + a·(1 − d_o)` of the time, and a
+    /// competing flow halves the bandwidth while it lasts (fair share), so the bandwidth-bound part
+    /// stretches by `1 + Σ q_o` on the busiest NIC the job uses. `a = 0`: phases independent (no
+    /// coordination: overlap by chance, probability `d_o`); `a = 1`: fully aligned, every sharer
+    /// always competes — the fixed fair share of SJF-BCO's model, the worst case CASSINI (NSDI'24)
+    /// measured and removes by shifting phases apart. Shipped 0; studied 0–1.
+    #[serde(default)]
+    pub nic_phase_alignment: f64,
     /// ESTIMATE. Peak memory bandwidth (GB/s, vendor data sheets) used only to extrapolate
     /// compute time to GPU types with no step-time measurement; the exponent is fitted. Memory
     /// bandwidth predicted held-out GPU types better than FP32 TFLOP/s in leave-one-GPU-type-out
@@ -189,6 +200,7 @@ impl Default for Estimates {
             cross_socket_comm_factor: 1.5,
             pcie_share_comm_penalty: 0.25,
             nic_bandwidth_fraction: 1.0,
+            nic_phase_alignment: 0.0,
             gpu_mem_bandwidth: GpuMemBandwidth {
                 k80: 240.0,
                 p100: 732.0,
@@ -236,6 +248,10 @@ pub struct PerfParams {
     pub compute_bandwidth_exponent: f64,
     /// Pairwise co-location data.
     pub interference: InterferenceParams,
+    /// What one task of each model reserves on its server (CPU cores, memory), from
+    /// measurements; see [`super::demand`].
+    #[serde(default)]
+    pub task_demands: BTreeMap<String, super::demand::TaskDemandFit>,
     /// Named estimates.
     pub estimates: Estimates,
     /// Held-out fit quality of every fitted model.

@@ -7,7 +7,8 @@
 //! Completion times are rounded to the microsecond, so that a job whose exact duration ends on a
 //! round boundary is not put before or after it by floating-point noise. Between events every
 //! running job progresses at the speed the [`PerfModel`] gives for its actual allocation,
-//! placement and co-runners. At each round tick the scheduler sees a [`ClusterSnapshot`] of the
+//! placement and co-runners, less the contention its work already contains
+//! ([`SimConfig::contention_allowance`]). At each round tick the scheduler sees a [`ClusterSnapshot`] of the
 //! jobs that have arrived and not finished; its schedule is validated (an invalid one is an
 //! error, never silently fixed) and applied: a running job whose assignment changes stops for
 //! [`SimConfig::restart_s`] (checkpoint and restore) before it progresses again; a job that is
@@ -23,7 +24,9 @@ mod workload;
 pub use report::{
     Comparison, RunSummary, jobs_csv, plot_jct_cdf, plot_utilization, utilization_csv,
 };
-pub use workload::{SHIPPED_TRACES, Workload, cluster_from_spec, load};
+pub use workload::{
+    SHIPPED_TRACES, Workload, cluster_from_spec, load, reference_server, server_specs,
+};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -47,6 +50,13 @@ pub struct SimConfig {
     pub restart_s: f64,
     /// Stop at this time even if jobs remain (they are reported unfinished).
     pub horizon_s: f64,
+    /// Contention already contained in the jobs' work, as a factor `F_ref >= 1` on step time. A
+    /// job whose in-context step time is `F` times its time alone in the same placement runs at
+    /// `alone speed / max(1, F / F_ref)`: contention up to the level the trace's own durations
+    /// contain is not charged twice, and a job alone still takes its trace duration. 1 (the
+    /// default) charges all contention on top of the work; [`contention_allowance`] measures
+    /// the trace-era level of a workload.
+    pub contention_allowance: f64,
 }
 
 impl Default for SimConfig {
@@ -55,8 +65,40 @@ impl Default for SimConfig {
             round_s: 300.0,
             restart_s: 60.0,
             horizon_s: f64::INFINITY,
+            contention_allowance: 1.0,
         }
     }
+}
+
+/// The contention a workload's durations already contain, measured: the GPU-time-weighted mean
+/// slowdown (GPU-hours held ÷ useful GPU-hours) of a FIFO replay — coda's stand-in for the
+/// trace era's own gang-scheduled, first-come first-served scheduler (Jeon et al., ATC'19) —
+/// on the same cluster, charging all contention (`contention_allowance = 1`). Its restarts are
+/// none (FIFO never moves a job), so held and useful GPU-time differ by contention alone.
+pub fn contention_allowance(
+    perf: &dyn PerfModel,
+    config: SimConfig,
+    cluster: Cluster,
+    jobs: Vec<Job>,
+) -> Result<f64> {
+    let mut fifo = crate::baselines::by_name("fifo", perf, &Default::default())?;
+    let mut sim = Simulator::new(
+        perf,
+        SimConfig {
+            contention_allowance: 1.0,
+            ..config
+        },
+        cluster,
+        jobs,
+    )?;
+    sim.run(fifo.as_mut())?;
+    let held: f64 = sim.records.iter().map(|r| r.gpu_seconds).sum();
+    let useful: f64 = sim.records.iter().map(|r| r.useful_gpu_seconds).sum();
+    Ok(if useful > 0.0 {
+        (held / useful).max(1.0)
+    } else {
+        1.0
+    })
 }
 
 /// What happened to one job.
@@ -75,6 +117,15 @@ pub struct JobRecord {
     pub restarts: u32,
     /// GPU-seconds held (including restarts).
     pub gpu_seconds: f64,
+    /// GPU-seconds held up to the last arrival of the run (its busy period).
+    pub busy_gpu_seconds: f64,
+    /// Useful GPU-seconds: GPU-seconds held, each weighted by the job's in-context speed over its
+    /// speed alone in the same placement (zero while restarting) — the GPU time the work done
+    /// would have taken without contention.
+    pub useful_gpu_seconds: f64,
+    /// Seconds spent arrived, unfinished and without GPUs: the first queueing delay plus every
+    /// wait after a preemption.
+    pub waiting_s: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,6 +143,8 @@ struct State {
     arrived: bool,
     finished: bool,
     speed: f64,
+    /// Speed alone in its current placement (for useful GPU-time).
+    alone_speed: f64,
     /// Bumped whenever the job's completion time changes: an older completion event is stale.
     version: u64,
     /// The speed the pending completion event was computed with (`None`: no event pending).
@@ -120,6 +173,13 @@ pub struct Simulator<'a> {
     utilization: Vec<(f64, u64)>,
     tick_pending: bool,
     processed: u64,
+    /// Arrival of the last job: the end of the busy period.
+    last_arrival: f64,
+    /// The cluster's slot table (for pricing a job alone in its placement).
+    slots: Vec<Vec<crate::model::GpuSlot>>,
+    /// Rounds with a waiting job, and the sum over them of GPUs left idle on servers whose free
+    /// cores or memory cannot host one more worker of any waiting job.
+    stranded: (u64, f64),
 }
 
 impl<'a> Simulator<'a> {
@@ -138,6 +198,15 @@ impl<'a> Simulator<'a> {
                 "round_s",
                 config.round_s,
                 "must be > 0",
+            ));
+        }
+        if !(config.contention_allowance.is_finite() && config.contention_allowance >= 1.0) {
+            return Err(Error::invalid(
+                "simulator",
+                0,
+                "contention_allowance",
+                config.contention_allowance,
+                "must be >= 1",
             ));
         }
         if !(config.restart_s.is_finite() && config.restart_s >= 0.0) {
@@ -168,6 +237,7 @@ impl<'a> Simulator<'a> {
                 arrived: false,
                 finished: false,
                 speed: 0.0,
+                alone_speed: 0.0,
                 version: 0,
                 event_speed: None,
                 restart_version: 0,
@@ -182,9 +252,17 @@ impl<'a> Simulator<'a> {
                 finish_s: None,
                 restarts: 0,
                 gpu_seconds: 0.0,
+                busy_gpu_seconds: 0.0,
+                useful_gpu_seconds: 0.0,
+                waiting_s: 0.0,
             })
             .collect();
+        let last_arrival = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+        let slots = cluster.slot_table();
         let mut sim = Simulator {
+            last_arrival,
+            slots,
+            stranded: (0, 0.0),
             perf,
             config,
             priced: ClusterSnapshot {
@@ -259,13 +337,21 @@ impl<'a> Simulator<'a> {
     fn advance(&mut self, t: f64) {
         let dt = t - self.last_advance;
         if dt > 0.0 {
+            let busy = (self.last_arrival.min(t) - self.last_advance).max(0.0);
             for (i, s) in self.state.iter_mut().enumerate() {
+                let r = &mut self.records[i];
                 if let Some(a) = &s.assignment {
                     let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
-                    self.records[i].gpu_seconds += gpus as f64 * dt;
+                    r.gpu_seconds += gpus as f64 * dt;
+                    r.busy_gpu_seconds += gpus as f64 * busy;
                     if !s.restarting {
                         s.done += s.speed * dt;
+                        if s.alone_speed > 0.0 {
+                            r.useful_gpu_seconds += gpus as f64 * dt * s.speed / s.alone_speed;
+                        }
                     }
+                } else if s.arrived && !s.finished {
+                    r.waiting_s += dt;
                 }
             }
         }
@@ -296,9 +382,16 @@ impl<'a> Simulator<'a> {
         for s in &mut self.state {
             s.speed = 0.0;
         }
+        let allowance = self.config.contention_allowance;
         for (id, sp) in speeds {
             let i = self.index_of[&id];
-            self.state[i].speed = sp.iterations_per_s;
+            let alone = self.state[i].alone_speed;
+            // Contention up to the allowance is already in the work (see `SimConfig`).
+            self.state[i].speed = if alone > 0.0 {
+                alone.min(sp.iterations_per_s * allowance)
+            } else {
+                sp.iterations_per_s
+            };
         }
         for i in 0..self.state.len() {
             let s = &mut self.state[i];
@@ -381,8 +474,93 @@ impl<'a> Simulator<'a> {
                 }
                 (None, None) => {}
             }
+            if let Some(a) = self.state[i].assignment.clone()
+                && old.as_ref().is_none_or(|o| !same_assignment(o, &a))
+            {
+                self.state[i].alone_speed = self.alone_speed(i, &a);
+            }
         }
+        self.count_stranded();
         Ok(())
+    }
+
+    /// The speed of job `i` alone in assignment `a` (0 if the model refuses it).
+    fn alone_speed(&self, i: usize, a: &Assignment) -> f64 {
+        let fp = a.footprint(&self.slots);
+        let occ_shape = crate::perf::PlacementShape {
+            workers: a.workers.len() as u32,
+            ps: a.ps.len() as u32,
+            gpus_per_server: a.gpus_per_server().into_iter().map(|(_, n)| n).collect(),
+            cross_socket_servers: fp.cross_socket_servers(),
+            ps_colocated_fraction: {
+                let pairs = a.workers.len() * a.ps.len();
+                if pairs == 0 {
+                    0.0
+                } else {
+                    fp.local_pairs as f64 / pairs as f64
+                }
+            },
+            ..Default::default()
+        };
+        let gpu_type = &self.priced.cluster.servers[a.workers[0].server].gpu_type;
+        self.perf
+            .speed(&perf::JobQuery::of(&self.jobs[i]), gpu_type, &occ_shape)
+            .map_or(0.0, |s| s.iterations_per_s)
+    }
+
+    /// After a round: GPUs idle on servers whose free cores or memory cannot take one more
+    /// worker of any waiting job.
+    fn count_stranded(&mut self) {
+        let waiting: Vec<usize> = (0..self.state.len())
+            .filter(|&i| {
+                let s = &self.state[i];
+                s.arrived && !s.finished && s.assignment.is_none()
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let min_cpu = waiting
+            .iter()
+            .map(|&i| self.jobs[i].demand.cpu_per_worker)
+            .fold(f64::INFINITY, f64::min);
+        let min_mem = waiting
+            .iter()
+            .map(|&i| self.jobs[i].demand.mem_per_worker_gib)
+            .fold(f64::INFINITY, f64::min);
+        let servers = &self.priced.cluster.servers;
+        let mut gpus: Vec<u32> = servers.iter().map(|s| s.num_gpus()).collect();
+        let mut cpu: Vec<f64> = servers.iter().map(|s| s.cpu_cores).collect();
+        let mut mem: Vec<f64> = servers.iter().map(|s| s.memory_gib).collect();
+        for (i, st) in self.state.iter().enumerate() {
+            let Some(a) = &st.assignment else { continue };
+            let d = &self.jobs[i].demand;
+            for w in &a.workers {
+                gpus[w.server] = gpus[w.server].saturating_sub(w.gpus.len() as u32);
+                cpu[w.server] -= d.cpu_per_worker;
+                mem[w.server] -= d.mem_per_worker_gib;
+            }
+            for p in &a.ps {
+                cpu[p.server] -= d.cpu_per_ps;
+                mem[p.server] -= d.mem_per_ps_gib;
+            }
+        }
+        let stranded: u32 = (0..servers.len())
+            .filter(|&s| cpu[s] + 1e-9 < min_cpu || mem[s] + 1e-9 < min_mem)
+            .map(|s| gpus[s])
+            .sum();
+        self.stranded.0 += 1;
+        self.stranded.1 += f64::from(stranded);
+    }
+
+    /// Mean, over rounds in which a job waited, of the GPUs left idle on servers whose free
+    /// cores or memory could not take one more worker of any waiting job.
+    pub fn stranded_gpus(&self) -> f64 {
+        if self.stranded.0 == 0 {
+            0.0
+        } else {
+            self.stranded.1 / self.stranded.0 as f64
+        }
     }
 
     fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
@@ -538,6 +716,17 @@ pub struct Metrics {
     pub p99_jct_s: f64,
     /// Mean queueing delay (first start − arrival) of tracked jobs that started, seconds.
     pub avg_queueing_s: f64,
+    /// Mean time tracked jobs spent waiting without GPUs, first queueing and every wait after a
+    /// preemption included, seconds.
+    pub avg_waiting_s: f64,
+    /// GPU-hours held by all jobs (restarts included).
+    pub gpu_hours_held: f64,
+    /// Useful GPU-hours of all jobs: held GPU-hours weighted by in-context ÷ alone speed (see
+    /// [`JobRecord::useful_gpu_seconds`]).
+    pub gpu_hours_useful: f64,
+    /// GPU utilisation over the busy period (first to last arrival): GPU-seconds held then ÷
+    /// (cluster GPUs × its length). The whole-run figure also counts the drain after it.
+    pub busy_utilization: f64,
     /// Last finish minus first arrival over all jobs, seconds.
     pub makespan_s: f64,
     /// GPU-seconds held ÷ (cluster GPUs × makespan), over all jobs.
@@ -589,6 +778,16 @@ pub fn metrics(records: &[JobRecord], tracked: std::ops::Range<f64>, gpus: u64) 
         0.0
     };
     let gpu_seconds: f64 = records.iter().map(|r| r.gpu_seconds).sum();
+    let last_arrival = records
+        .iter()
+        .map(|r| r.arrival_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let busy_span = if first.is_finite() {
+        last_arrival - first
+    } else {
+        0.0
+    };
+    let waiting: Vec<f64> = window.iter().map(|r| r.waiting_s).collect();
     let mean = |v: &[f64]| {
         if v.is_empty() {
             f64::NAN
@@ -605,6 +804,14 @@ pub fn metrics(records: &[JobRecord], tracked: std::ops::Range<f64>, gpus: u64) 
         p95_jct_s: percentile(&jct, 0.95),
         p99_jct_s: percentile(&jct, 0.99),
         avg_queueing_s: mean(&queue),
+        avg_waiting_s: mean(&waiting),
+        gpu_hours_held: gpu_seconds / 3600.0,
+        gpu_hours_useful: records.iter().map(|r| r.useful_gpu_seconds).sum::<f64>() / 3600.0,
+        busy_utilization: if busy_span > 0.0 && gpus > 0 {
+            records.iter().map(|r| r.busy_gpu_seconds).sum::<f64>() / (gpus as f64 * busy_span)
+        } else {
+            0.0
+        },
         makespan_s: makespan,
         gpu_utilization: if makespan > 0.0 && gpus > 0 {
             gpu_seconds / (gpus as f64 * makespan)
@@ -629,6 +836,9 @@ mod tests {
             finish_s: finish,
             restarts: 1,
             gpu_seconds: 10.0,
+            busy_gpu_seconds: 7.0,
+            useful_gpu_seconds: 5.0,
+            waiting_s: start.map_or(0.0, |s| s - arrival) + 1.0,
         }
     }
 
@@ -651,6 +861,11 @@ mod tests {
         assert!((m.avg_queueing_s - (0.0 + 5.0 + 0.0) / 3.0).abs() < 1e-12);
         assert_eq!(m.makespan_s, 106.0);
         assert!((m.gpu_utilization - 40.0 / (2.0 * 106.0)).abs() < 1e-12);
+        // Busy period: first to last arrival (0 to 7 s).
+        assert!((m.busy_utilization - 28.0 / (2.0 * 7.0)).abs() < 1e-12);
+        assert!((m.gpu_hours_held - 40.0 / 3600.0).abs() < 1e-12);
+        assert!((m.gpu_hours_useful - 20.0 / 3600.0).abs() < 1e-12);
+        assert!((m.avg_waiting_s - (1.0 + 6.0 + 1.0 + 1.0) / 4.0).abs() < 1e-12);
         assert_eq!(m.restarts, 4);
         // The window 25 %..75 % keeps jobs 1 and 2.
         let w = metrics(&r, 0.25..0.75, 2);

@@ -27,6 +27,12 @@ pub struct RunSummary {
     /// The metrics (flattened into the JSON object).
     #[serde(flatten)]
     pub metrics: Metrics,
+    /// Mean, over rounds in which a job waited, of GPUs idle on servers whose free cores or
+    /// memory could not take one more worker of any waiting job
+    /// ([`super::Simulator::stranded_gpus`]).
+    pub stranded_gpus: f64,
+    /// The contention allowance the run was priced with ([`super::SimConfig`]).
+    pub contention_allowance: f64,
     /// Events processed.
     pub events: u64,
     /// Wall-clock seconds of the simulation (loading excluded).
@@ -43,23 +49,29 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// A Markdown table: policy, JCTs (hours), makespan (hours), utilisation, restarts, wall time.
+    /// A Markdown table: policy, JCTs and waits (hours), makespan (hours), utilisation over the
+    /// run and over the busy period, GPU-hours held and useful, stranded GPUs, restarts, wall time.
     pub fn markdown(&self) -> String {
         let mut s = String::from(
-            "| policy | avg JCT (h) | median JCT (h) | p99 JCT (h) | avg queueing (h) | makespan (h) | GPU util. | restarts | unfinished | wall (s) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+            "| policy | avg JCT (h) | median JCT (h) | p99 JCT (h) | avg queueing (h) | avg wait (h) | makespan (h) | GPU util. | busy util. | GPU-h held | GPU-h useful | stranded GPUs | restarts | unfinished | wall (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for r in &self.runs {
             let m = &r.metrics;
             let _ = writeln!(
                 s,
-                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} % | {} | {} | {:.2} |",
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} % | {:.1} % | {:.0} | {:.0} | {:.1} | {} | {} | {:.2} |",
                 r.policy,
                 m.avg_jct_s / 3600.0,
                 m.median_jct_s / 3600.0,
                 m.p99_jct_s / 3600.0,
                 m.avg_queueing_s / 3600.0,
+                m.avg_waiting_s / 3600.0,
                 m.makespan_s / 3600.0,
                 100.0 * m.gpu_utilization,
+                100.0 * m.busy_utilization,
+                m.gpu_hours_held,
+                m.gpu_hours_useful,
+                r.stranded_gpus,
                 m.restarts,
                 m.jobs_unfinished_total,
                 r.wall_s
@@ -71,13 +83,13 @@ impl Comparison {
     /// The same table as CSV (seconds, fractions).
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,makespan_s,gpu_utilization,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s\n",
+            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s\n",
         );
         for r in &self.runs {
             let m = &r.metrics;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0}",
                 r.policy,
                 r.trace,
                 r.cluster,
@@ -91,8 +103,13 @@ impl Comparison {
                 m.p95_jct_s,
                 m.p99_jct_s,
                 m.avg_queueing_s,
+                m.avg_waiting_s,
                 m.makespan_s,
                 m.gpu_utilization,
+                m.busy_utilization,
+                m.gpu_hours_held,
+                m.gpu_hours_useful,
+                r.stranded_gpus,
                 m.restarts,
                 m.jobs_total,
                 m.jobs_unfinished_total,

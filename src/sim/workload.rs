@@ -4,27 +4,34 @@
 //!
 //! | name | rows | default cluster | why |
 //! |---|---|---|---|
-//! | `philly` | the 5,745-job Philly window | `64x8` (512 V100) | as the Pollux/Blox Philly replays; the window asks ~957 GPUs on average, so it queues |
-//! | `itp-cluster02` | ITP cluster 02 (5,778 jobs) | `16x8` (128) | mean demand 86 GPUs, largest job 64 |
-//! | `itp-cluster06` | ITP cluster 06 (2,396 jobs) | `16x8` (128) | mean demand 87 GPUs, largest job 64 |
-//! | `itp` | both ITP clusters merged | `32x8` (256) | the sum of the two |
+//! | `philly` | the 5,745-job Philly window | `64xdgx-1-v100` (512 V100) | as the Pollux/Blox Philly replays; the window asks ~957 GPUs on average, so it queues |
+//! | `itp-cluster02` | ITP cluster 02 (5,778 jobs) | `16xnd40rs-v2` (128) | mean demand 86 GPUs, largest job 64 |
+//! | `itp-cluster06` | ITP cluster 06 (2,396 jobs) | `16xnd40rs-v2` (128) | mean demand 87 GPUs, largest job 64 |
+//! | `itp` | both ITP clusters merged | `32xnd40rs-v2` (256) | the sum of the two |
 //! | `alibaba` | Alibaba 2023 whole-GPU pods | `alibaba-nodes` | the trace's own nodes whose GPU type the model can price |
 //!
 //! Any other `--trace` value is a path to a CSV in one of the shipped formats (detected from its
-//! header), replayed on `64x8` unless a cluster is given.
+//! header), replayed on `64xdgx-1-v100` unless a cluster is given.
 //!
-//! Cluster specs: `NxG` (N servers of G GPUs of the default type, `v100`), `NxG:TYPE`,
-//! `alibaba-nodes`, or the path of a JSON file holding a [`Cluster`]. A `G`-GPU server has 2
-//! sockets × 2 PCIe switches when `G` is a multiple of 4 (2 sockets × 1 switch when even, else
-//! one of each), and 3 cores and 62.5 GiB per GPU — Synergy's per-GPU fair share, so `NxG` with
-//! `G = 8` is exactly [`crate::trace::default_server`].
+//! Servers come from `datasets/servers.csv`, each row cited to its vendor's specification:
+//! `dgx-1-v100` (NVIDIA DGX-1: 40 cores, 512 GiB, 4 × 100 Gb/s) for Philly, whose trace records
+//! no hardware coda can price, and `nd40rs-v2` (Azure NDv2: 40 cores, 672 GiB, 100 Gb/s — the
+//! machines of the Sia profile that calibrates coda's V100 speeds) for the Microsoft ITP
+//! clusters, whose trace records none either. Alibaba's nodes are its own file's.
+//!
+//! Cluster specs: `NxNAME` (N servers of row NAME of `servers.csv`), `NxG` (N servers of G GPUs
+//! of the default type, `v100`), `NxG:TYPE`, `alibaba-nodes`, or the path of a JSON file holding
+//! a [`Cluster`]. A generic `G`-GPU server has 2 sockets × 2 PCIe switches when `G` is a
+//! multiple of 4 (2 sockets × 1 switch when even, else one of each) and the DGX-1's per-GPU
+//! resources (5 cores, 64 GiB, 50 Gb/s of NIC per GPU), so `Nx8` is exactly
+//! [`crate::trace::default_server`].
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::model::{Architecture, Cluster, Job, Server};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
-use crate::trace::{self, ASSUMED_NIC_GBPS, TraceFilter, TraceFormat, TraceOptions};
+use crate::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 
 /// Jobs and the cluster they are replayed on.
 #[derive(Debug, Clone)]
@@ -61,19 +68,19 @@ pub fn load(
             datasets.join(TraceFormat::Philly.shipped_file()),
             TraceFormat::Philly,
             None,
-            "64x8",
+            "64xdgx-1-v100",
         ),
         "itp-cluster02" | "itp-cluster06" => (
             datasets.join(TraceFormat::Itp.shipped_file()),
             TraceFormat::Itp,
             Some(name.trim_start_matches("itp-").to_string()),
-            "16x8",
+            "16xnd40rs-v2",
         ),
         "itp" => (
             datasets.join(TraceFormat::Itp.shipped_file()),
             TraceFormat::Itp,
             None,
-            "32x8",
+            "32xnd40rs-v2",
         ),
         "alibaba" => (
             datasets.join(TraceFormat::Alibaba.shipped_file()),
@@ -84,7 +91,7 @@ pub fn load(
         path => {
             let p = Path::new(path).to_path_buf();
             let f = TraceFormat::detect(&p)?;
-            (p, f, None, "64x8")
+            (p, f, None, "64xdgx-1-v100")
         }
     };
     let spec = cluster.unwrap_or(default_cluster);
@@ -94,7 +101,14 @@ pub fn load(
     if let Some(n) = take {
         rows.truncate(n);
     }
-    let jobs = trace::to_jobs(&rows, opts, perf)?;
+    // Durations are converted on the cluster's own servers, so that a job replayed alone on it
+    // takes its trace duration (see `trace::to_jobs`).
+    let opts = TraceOptions {
+        server: reference_server(&cluster),
+        cluster: Some(cluster.clone()),
+        ..opts.clone()
+    };
+    let jobs = trace::to_jobs(&rows, &opts, perf)?;
     Ok(Workload {
         trace: name.to_string(),
         cluster_spec: spec.to_string(),
@@ -118,6 +132,33 @@ pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> R
             return Err(bad("no node of a GPU type the performance model can price"));
         }
         return Ok(Cluster { servers });
+    }
+    if let Some((n, name)) = spec.split_once('x')
+        && let Ok(n) = n.parse::<usize>()
+        && name.parse::<u32>().is_err()
+        && !name.contains(':')
+    {
+        let servers = server_specs(datasets)?;
+        let Some(server) = servers.iter().find(|s| s.name == name) else {
+            return Err(bad(&format!(
+                "no server `{name}` in servers.csv (known: {})",
+                servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if n == 0 {
+            return Err(bad("need at least one server"));
+        }
+        if !priceable(perf, &server.gpu_type) {
+            return Err(bad(&format!(
+                "GPU type `{}` cannot be priced by the performance model",
+                server.gpu_type
+            )));
+        }
+        return Ok(Cluster::homogeneous(n, server));
     }
     let (size, gpu_type) = spec.split_once(':').unwrap_or((spec, "v100"));
     if let Some((n, g)) = size.split_once('x')
@@ -144,9 +185,9 @@ pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> R
             sockets,
             switches,
             per_switch,
-            3.0 * f64::from(g),
-            62.5 * f64::from(g),
-            ASSUMED_NIC_GBPS,
+            5.0 * f64::from(g),
+            64.0 * f64::from(g),
+            50.0 * f64::from(g),
         );
         return Ok(Cluster::homogeneous(n, &server));
     }
@@ -182,4 +223,69 @@ fn priceable(perf: &dyn PerfModel, gpu_type: &str) -> bool {
             perf.speed(&q, gpu_type, &PlacementShape::isolated(1, 0, vec![1]))
                 .is_ok()
         })
+}
+
+/// The servers of `datasets/servers.csv` (name, GPU type, topology, cores, memory, NIC), each
+/// row cited to its vendor's specification in its `source` column.
+pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
+    let path = datasets.join("servers.csv");
+    let f = crate::csvio::CsvFile::open(
+        &path,
+        &[
+            "name",
+            "gpu_type",
+            "sockets",
+            "switches_per_socket",
+            "gpus_per_switch",
+            "cpu_cores",
+            "memory_gib",
+            "nic_gbps",
+            "source",
+        ],
+    )?;
+    f.rows()
+        .map(|r| {
+            Ok(Server::uniform(
+                r.str("name"),
+                r.str("gpu_type"),
+                r.positive_count("sockets")?,
+                r.positive_count("switches_per_socket")?,
+                r.positive_count("gpus_per_switch")?,
+                r.positive("cpu_cores")?,
+                r.positive("memory_gib")?,
+                r.positive("nic_gbps")?,
+            ))
+        })
+        .collect()
+}
+
+/// The server trace durations are converted on: the most common server among those with the
+/// most GPUs (every server of a homogeneous cluster; on Alibaba's nodes, its most common 8-GPU
+/// node), first in cluster order on ties.
+pub fn reference_server(cluster: &Cluster) -> Server {
+    let most = cluster
+        .servers
+        .iter()
+        .map(|s| s.num_gpus())
+        .max()
+        .unwrap_or(0);
+    let same = |a: &Server, b: &Server| {
+        a.gpu_type == b.gpu_type
+            && a.topology == b.topology
+            && a.cpu_cores.to_bits() == b.cpu_cores.to_bits()
+            && a.memory_gib.to_bits() == b.memory_gib.to_bits()
+    };
+    let big: Vec<&Server> = cluster
+        .servers
+        .iter()
+        .filter(|s| s.num_gpus() == most)
+        .collect();
+    big.iter()
+        .max_by_key(|s| {
+            (
+                big.iter().filter(|o| same(s, o)).count(),
+                std::cmp::Reverse(big.iter().position(|o| same(s, o))),
+            )
+        })
+        .map_or_else(trace::default_server, |s| (*s).clone())
 }

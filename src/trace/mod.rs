@@ -26,9 +26,18 @@
 //!
 //! The job's requested allocation ([`Job::requested`]) is the trace's GPU count as workers (PS
 //! models: capped at their measured range, with as many PS as workers, as far as measured).
-//! The job's work is its trace duration times the speed the performance model predicts for the
-//! trace's GPU count, packed on as few servers as possible, on [`TraceOptions::reference_gpu`].
-//! So a job replayed alone with its original allocation takes its original duration.
+//! Per-task CPU and memory come from the trace where it records them (Alibaba pod requests),
+//! else from the performance model's measured task demands ([`PerfModel::task_demand`]: DL2's
+//! CPU usage for PS models, Synergy's profiles for all-reduce models).
+//!
+//! **Trace durations and contention.** A trace duration is read as the job's duration *alone*
+//! with its trace allocation, placed the way coda's shared packer places it (consolidated, PS
+//! round-robin on the worker servers) on [`TraceOptions::server`]: the job's work is that
+//! duration times the speed the performance model predicts there. So a job replayed alone on a
+//! cluster of such servers takes exactly its trace duration (tested for PS and all-reduce jobs
+//! of every shipped trace), and contention from co-runners is priced on top. The trace's own
+//! era had contention too, which this reading leaves out; how much that matters is what
+//! `coda sensitivity` shows (every contention estimate at zero is the other extreme).
 
 use std::path::Path;
 
@@ -309,7 +318,8 @@ pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
 }
 
 /// NIC bandwidth given to servers whose source records none (Gbit/s). Informational: the
-/// performance model prices NIC sharing by fair share, not by this number.
+/// performance model prices NIC sharing from the sharers' communication shares (profiled at
+/// their calibration clusters' NICs), not from this number.
 pub const ASSUMED_NIC_GBPS: f64 = 25.0;
 
 /// How trace rows become jobs.
@@ -319,18 +329,25 @@ pub struct TraceOptions {
     pub seed: u64,
     /// Probability that a job is a parameter-server job.
     pub ps_fraction: f64,
-    /// GPU type whose speed converts a duration into work.
-    pub reference_gpu: String,
-    /// GPUs per server when packing a job to convert its duration (the cluster's server size).
-    pub gpus_per_server: u32,
+    /// The server a trace duration is converted on: the job is placed alone on empty copies of
+    /// it by the packer the baselines share (consolidated, PS round-robin on the worker servers)
+    /// and priced there, so replayed alone on a cluster of such servers it takes its duration.
+    pub server: Server,
+    /// If set, durations are converted on this cluster itself instead (the job placed alone on
+    /// it, empty), which is what "replayed alone takes its duration" means on a heterogeneous
+    /// cluster such as Alibaba's nodes; a job that does not fit it falls back to `server`.
+    #[serde(default)]
+    pub cluster: Option<Cluster>,
     /// A job may scale up to this multiple of its trace GPU count.
     pub max_scale_up: u32,
-    /// CPU cores per worker when the trace records none. Synergy's GPU-proportional fair share
-    /// (3 cores per GPU on its 24-core, 8-GPU server) — a default, not a measurement of the trace.
+    /// CPU cores per worker when neither the trace nor the performance model's measured task
+    /// demands give one: Synergy's GPU-proportional fair share (3 cores per GPU).
     pub cpu_per_gpu: f64,
-    /// Memory per worker when the trace records none, GiB (Synergy's fair share, 62.5 GB/GPU).
+    /// Memory per worker when neither the trace nor the measured demands give one, GiB. ESTIMATE:
+    /// Synergy's fair share (62.5 GB per GPU); DL2 recorded no memory for PS jobs' workers.
     pub mem_per_gpu_gib: f64,
-    /// CPU cores per PS task: DL2 measured 1.9–2.0 cores per PS (`ps_cpu_usages`).
+    /// CPU cores per PS task when the measured demands give none (DL2's PS median is 1.9–2.0
+    /// cores for most models).
     pub cpu_per_ps: f64,
     /// Memory per PS task, GiB. ESTIMATE: the largest DL2 model (vgg-16, 553 MB) fits many times.
     pub mem_per_ps_gib: f64,
@@ -341,8 +358,8 @@ impl Default for TraceOptions {
         TraceOptions {
             seed: 0,
             ps_fraction: 0.25,
-            reference_gpu: "v100".into(),
-            gpus_per_server: 8,
+            server: default_server(),
+            cluster: None,
             max_scale_up: 2,
             cpu_per_gpu: 3.0,
             mem_per_gpu_gib: 62.5,
@@ -369,6 +386,9 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         .map(|(m, _)| m)
         .collect();
     let mut jobs = Vec::with_capacity(rows.len());
+    // Speed alone per (model, workers, PS, CPU and memory per worker): a few dozen keys.
+    let mut alone: std::collections::HashMap<(String, u32, u32, u64, u64), f64> =
+        std::collections::HashMap::new();
     for (i, row) in rows.iter().enumerate() {
         let n = row.num_gpus;
         let is_ps = !ps_models.is_empty() && rng.random::<f64>() < opts.ps_fraction;
@@ -402,53 +422,125 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
             Architecture::AllReduce => 0,
             Architecture::ParameterServer => w.min(max_p),
         };
-        let q = JobQuery {
-            model: &model,
-            arch,
+        let measured = perf.task_demand(&model);
+        let demand = TaskDemand {
             gpus_per_worker: 1,
-            local_batch: None,
+            cpu_per_worker: row.cpu_per_gpu.unwrap_or_else(|| {
+                measured
+                    .as_ref()
+                    .map_or(opts.cpu_per_gpu, |d| d.cpu_per_worker)
+            }),
+            mem_per_worker_gib: row.mem_per_gpu_gib.unwrap_or_else(|| {
+                measured
+                    .as_ref()
+                    .and_then(|d| d.mem_per_worker_gib)
+                    .unwrap_or(opts.mem_per_gpu_gib)
+            }),
+            cpu_per_ps: measured
+                .as_ref()
+                .and_then(|d| d.cpu_per_ps)
+                .unwrap_or(opts.cpu_per_ps),
+            mem_per_ps_gib: opts.mem_per_ps_gib,
         };
-        let s = perf.speed(
-            &q,
-            &opts.reference_gpu,
-            &PlacementShape::packed(w, p, 1, opts.gpus_per_server),
-        )?;
         let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
-        let (workers, ps, ips) = match arch {
-            Architecture::AllReduce => (
-                TaskRange::new(1, wmax),
-                TaskRange::new(0, 0),
-                s.iterations_per_s,
-            ),
-            Architecture::ParameterServer => (
-                TaskRange::new(1, wmax),
-                TaskRange::new(1, max_p),
-                s.iterations_per_s,
-            ),
+        let (workers, ps) = match arch {
+            Architecture::AllReduce => (TaskRange::new(1, wmax), TaskRange::new(0, 0)),
+            Architecture::ParameterServer => (TaskRange::new(1, wmax), TaskRange::new(1, max_p)),
         };
-        jobs.push(Job {
+        let mut job = Job {
             id,
             arrival_s: row.arrival_s,
             model,
             arch,
-            total_iterations: row.duration_s * ips,
+            total_iterations: 1.0,
             done_iterations: 0.0,
-            demand: TaskDemand {
-                gpus_per_worker: 1,
-                cpu_per_worker: row.cpu_per_gpu.unwrap_or(opts.cpu_per_gpu),
-                mem_per_worker_gib: row.mem_per_gpu_gib.unwrap_or(opts.mem_per_gpu_gib),
-                cpu_per_ps: opts.cpu_per_ps,
-                mem_per_ps_gib: opts.mem_per_ps_gib,
-            },
+            demand,
             workers,
             ps,
             gpu_types: Vec::new(),
             local_batch: None,
             current: None,
             requested: Some(Request { workers: w, ps: p }),
-        });
+        };
+        let key = (
+            job.model.clone(),
+            w,
+            p,
+            job.demand.cpu_per_worker.to_bits(),
+            job.demand.mem_per_worker_gib.to_bits(),
+        );
+        let ips = match alone.get(&key) {
+            Some(&v) => v,
+            None => {
+                let v = speed_alone(&job, w, p, opts, perf)?;
+                alone.insert(key, v);
+                v
+            }
+        };
+        job.total_iterations = row.duration_s * ips;
+        jobs.push(job);
     }
     Ok(jobs)
+}
+
+/// Speed of `job` with `w` workers and `p` PS placed alone by the shared packer (consolidated)
+/// on [`TraceOptions::cluster`] if it holds the job, else on empty copies of
+/// [`TraceOptions::server`]; if the packer cannot place it there either (cores or memory too
+/// short for even one task per server), the contention-free speed of its tightest packing.
+fn speed_alone(
+    job: &Job,
+    w: u32,
+    p: u32,
+    opts: &TraceOptions,
+    perf: &dyn PerfModel,
+) -> Result<f64> {
+    let server = &opts.server;
+    let per = server.num_gpus().max(1);
+    let copies = || {
+        // Enough servers for the workers packed, plus one per PS elsewhere.
+        Cluster::homogeneous(w.div_ceil(per) as usize + p as usize + 1, server)
+    };
+    if let Some(c) = &opts.cluster
+        && let Some(v) = place_alone(job, w, p, c.clone(), perf)?
+    {
+        return Ok(v);
+    }
+    if let Some(v) = place_alone(job, w, p, copies(), perf)? {
+        return Ok(v);
+    }
+    let q = JobQuery::of(job);
+    Ok(perf
+        .speed(&q, &server.gpu_type, &PlacementShape::packed(w, p, 1, per))?
+        .iterations_per_s)
+}
+
+/// The speed of `job` placed alone on the empty `cluster` by FIFO's packer, if it fits.
+fn place_alone(
+    job: &Job,
+    w: u32,
+    p: u32,
+    cluster: Cluster,
+    perf: &dyn PerfModel,
+) -> Result<Option<f64>> {
+    use crate::baselines::{Packer, Placement};
+    let mut alone = job.clone();
+    alone.arrival_s = 0.0;
+    let snapshot = crate::ClusterSnapshot {
+        time_s: 0.0,
+        cluster,
+        jobs: vec![alone.clone()],
+    };
+    let mut packer = Packer::new(&snapshot, perf);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    if !packer.place(&alone, w, p, Placement::Consolidated, &mut rng) {
+        return Ok(None);
+    }
+    let schedule = crate::Schedule {
+        assignments: packer.into_assignments(),
+    };
+    Ok(crate::perf::speeds(perf, &snapshot, &schedule)?
+        .first()
+        .map(|(_, s)| s.iterations_per_s))
 }
 
 /// `gpus` GPUs packed on as few servers of `per_server` GPUs as possible: `[8, 8, 3]`.
@@ -459,11 +551,12 @@ pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The server the trace defaults assume: 8 V100 GPUs (2 sockets × 2 PCIe switches × 2 GPUs),
-/// 24 cores and 500 GiB — Synergy's simulated server, whose fair share (3 cores, 62.5 GB per GPU)
-/// sets [`TraceOptions`]' default demands. The NIC is [`ASSUMED_NIC_GBPS`].
+/// The server the Philly defaults assume, row `dgx-1-v100` of `datasets/servers.csv` (NVIDIA's
+/// DGX-1 data sheet): 8 V100 GPUs (2 sockets × 2 PCIe switches × 2 GPUs), 40 cores, 512 GiB,
+/// 4 × 100 Gb/s InfiniBand. The Philly trace records no server hardware coda can price (its GPUs
+/// were not V100); like Pollux and Blox, coda replays it on 8-GPU V100 servers.
 pub fn default_server() -> Server {
-    Server::uniform("node", "v100", 2, 2, 2, 24.0, 500.0, ASSUMED_NIC_GBPS)
+    Server::uniform("node", "v100", 2, 2, 2, 40.0, 512.0, 400.0)
 }
 
 /// One scheduling round cut from a trace: jobs `skip .. skip + take` (arrival order), all

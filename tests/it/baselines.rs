@@ -3,14 +3,14 @@
 
 use coda::baselines::{self, POLICIES, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
-use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::trace;
 use coda::{
     CalibratedPerf, ClusterSnapshot, GenerateOptions, Objective, Schedule, Scheduler,
     SolveSettings, generate,
 };
 use proptest::prelude::*;
 
-use crate::common::datasets;
+use crate::common::{datasets, philly};
 
 /// Repeatable `ilp` settings: a node limit instead of a time limit.
 fn repeatable() -> PolicyOptions {
@@ -105,21 +105,6 @@ proptest! {
             prop_assert!(exact.report.objective >= h - tol, "{name}: {h} > ILP {}", exact.report.objective);
         }
     }
-}
-
-fn philly(n: usize) -> Vec<coda::Job> {
-    let t = trace::load(
-        &datasets().join(TraceFormat::Philly.shipped_file()),
-        TraceFormat::Philly,
-        &TraceFilter::default(),
-    )
-    .unwrap();
-    trace::to_jobs(
-        &t.jobs[..n],
-        &TraceOptions::default(),
-        CalibratedPerf::shipped(),
-    )
-    .unwrap()
 }
 
 /// One replay: records, timeline, events, rounds seen by the checker.
@@ -285,6 +270,21 @@ fn cluster_specs() {
             ..trace::default_server()
         }
     );
+    // Named servers come from datasets/servers.csv, with their cited numbers.
+    let c = sim::cluster_from_spec("64xdgx-1-v100", &d, perf).unwrap();
+    assert_eq!(c, sim::cluster_from_spec("64x8", &d, perf).unwrap());
+    let c = sim::cluster_from_spec("2xnd40rs-v2", &d, perf).unwrap();
+    assert_eq!(
+        (
+            c.num_gpus(),
+            c.servers[1].cpu_cores,
+            c.servers[1].memory_gib,
+            c.servers[1].nic_gbps
+        ),
+        (16, 40.0, 672.0, 100.0)
+    );
+    let e = sim::cluster_from_spec("4xnosuch", &d, perf).unwrap_err();
+    assert!(e.to_string().contains("nd40rs-v2"), "{e}");
     let c = sim::cluster_from_spec("3x4:t4", &d, perf).unwrap();
     assert_eq!((c.num_gpus(), c.servers[2].gpu_type.as_str()), (12, "t4"));
     let a = sim::cluster_from_spec("alibaba-nodes", &d, perf).unwrap();

@@ -12,6 +12,23 @@ pub fn datasets() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets")
 }
 
+/// The first `n` jobs of the Philly window, converted with the default trace options.
+pub fn philly(n: usize) -> Vec<coda::Job> {
+    use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+    let t = trace::load(
+        &datasets().join(TraceFormat::Philly.shipped_file()),
+        TraceFormat::Philly,
+        &TraceFilter::default(),
+    )
+    .unwrap();
+    trace::to_jobs(
+        &t.jobs[..n],
+        &TraceOptions::default(),
+        coda::CalibratedPerf::shipped(),
+    )
+    .unwrap()
+}
+
 /// A random schedule that satisfies every constraint: jobs in random order, each given a random
 /// worker count in its range (fewer if its PS tasks would not fit) and random free GPUs of
 /// allowed servers; a job that does not fit waits. Built independently of `validate`, so the

@@ -4,6 +4,7 @@ mod baselines;
 mod cli;
 mod common;
 mod errors;
+mod fidelity;
 mod generate;
 mod ilp;
 mod perf;

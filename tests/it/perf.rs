@@ -190,19 +190,29 @@ proptest! {
         let base = shape_for(m, w, per);
         let mut ctx = base.clone();
         ctx.pcie_sharing_jobs = pcie;
-        ctx.nic_sharing_jobs = nic;
+        ctx.nic_competing_flows = 0.5 * f64::from(nic);
         ctx.ps_colocated_fraction = frac;
         let t = |s: &PlacementShape| perf().speed(&q(m), gpu, s).unwrap().step_time_s;
         let t0 = t(&ctx);
         let mut more = ctx.clone();
-        more.co_runners.push(other.clone());
+        more.co_runners.push(vec![other.clone()]);
         prop_assert!(t(&more) >= t0);
+        // A synchronous job runs at the pace of its worst server: co-runners on two servers
+        // slow it like the worse of the two, not like their product.
+        let mut one = ctx.clone();
+        one.co_runners = vec![vec![other.clone()]];
+        let mut two = ctx.clone();
+        two.co_runners = vec![vec![other.clone()], vec![other.clone()]];
+        prop_assert!((t(&one) - t(&two)).abs() <= 1e-12 * t(&one));
+        let mut both = ctx.clone();
+        both.co_runners = vec![vec![other.clone(), m.clone()]];
+        prop_assert!(t(&both) >= t(&two));
         let mut more = ctx.clone();
         more.pcie_sharing_jobs += 1;
         prop_assert!(t(&more) >= t0);
         if base.servers() > 1 {
             let mut more = ctx.clone();
-            more.nic_sharing_jobs += 1;
+            more.nic_competing_flows += 0.25;
             prop_assert!(t(&more) >= t0);
         }
         let mut more = ctx.clone();
@@ -284,24 +294,45 @@ fn co_location_and_contention_read_from_a_schedule() {
         ],
     };
     assert!(sched.validate(&snap).is_empty());
-    let shapes = perf::placement_shapes(&snap, &sched);
+    let shapes = perf::placement_shapes(perf(), &snap, &sched);
     let s0 = &shapes[0].1;
     assert_eq!(s0.gpus_per_server, vec![2, 1]);
     assert_eq!(s0.cross_socket_servers, 1);
     assert_eq!(s0.pcie_sharing_jobs, 1, "job 1 shares switch 0 of server 0");
-    assert_eq!(
-        s0.nic_sharing_jobs, 1,
-        "job 2 is also distributed over servers 0 and 1"
+    // Job 2 is also distributed over servers 0 and 1: it competes on the NIC for the share of
+    // its step it spends in inter-server communication (phases independent by default).
+    let alone2 = perf()
+        .speed(
+            &q("bert"),
+            "v100",
+            &PlacementShape::isolated(2, 0, vec![1, 1]),
+        )
+        .unwrap();
+    let share2 = alone2.inter_comm_s / alone2.step_time_s;
+    assert!(share2 > 0.0 && share2 < 1.0, "{share2}");
+    assert!(
+        (s0.nic_competing_flows - share2).abs() < 1e-12,
+        "{} vs {share2}",
+        s0.nic_competing_flows
     );
-    assert_eq!(s0.co_runners.len(), 2);
-    let s1 = &shapes[1].1;
+    // Co-runners per worker server: server 0 has jobs 1 and 2, server 1 has job 2.
+    let names = |v: &Vec<String>| {
+        let mut v = v.clone();
+        v.sort();
+        v
+    };
     assert_eq!(
-        (
-            s1.pcie_sharing_jobs,
-            s1.nic_sharing_jobs,
-            s1.co_runners.len()
-        ),
-        (1, 0, 2)
+        s0.co_runners.iter().map(names).collect::<Vec<_>>(),
+        vec![
+            vec!["bert".to_string(), "cifar10".into()],
+            vec!["bert".into()]
+        ]
+    );
+    let s1 = &shapes[1].1;
+    assert_eq!((s1.pcie_sharing_jobs, s1.nic_competing_flows), (1, 0.0));
+    assert_eq!(
+        s1.co_runners.iter().map(names).collect::<Vec<_>>(),
+        vec![vec!["bert".to_string(), "imagenet".into()]]
     );
     let speeds = perf::speeds(perf(), &snap, &sched).unwrap();
     assert_eq!(speeds.len(), 3);

@@ -1,7 +1,7 @@
 //! Shipped traces load whole, and the seeded model assignment is deterministic and faithful.
 
+use coda::CalibratedPerf;
 use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{CalibratedPerf, JobQuery, PerfModel, PlacementShape};
 
 use crate::common::datasets;
 
@@ -72,25 +72,75 @@ fn model_assignment_is_seeded() {
     assert!((ps - 0.25).abs() < 0.02, "{ps}");
 }
 
+/// The trace-consistency contract: every distinct (model, allocation) among a trace's first
+/// jobs, replayed alone on the trace's default cluster by FIFO (the packer's consolidated
+/// placement, PS round-robin on the worker servers), runs exactly its trace duration — PS and
+/// all-reduce jobs, every shipped trace.
 #[test]
-fn replaying_a_job_with_its_trace_allocation_takes_its_trace_duration() {
-    let t = load(TraceFormat::Itp);
+fn replayed_alone_every_trace_job_takes_its_trace_duration() {
+    use coda::sim::{self as workload, SimConfig, Simulator};
     let perf = CalibratedPerf::shipped();
-    let opts = TraceOptions::default();
-    let jobs = trace::to_jobs(&t.jobs[..500], &opts, perf).unwrap();
-    for (row, job) in t.jobs.iter().zip(&jobs) {
-        let (max_w, max_p) = perf.max_tasks(&job.model).unwrap();
-        let w = row.num_gpus.min(max_w);
-        let p = if job.ps.max > 0 { w.min(max_p) } else { 0 };
-        let shape = PlacementShape::isolated(w, p, trace::packed(w, opts.gpus_per_server));
-        let s = perf
-            .speed(&JobQuery::of(job), &opts.reference_gpu, &shape)
-            .unwrap();
-        let replay = job.total_iterations / s.iterations_per_s;
+    for (name, format, group) in [
+        ("philly", TraceFormat::Philly, None),
+        ("itp-cluster02", TraceFormat::Itp, Some("cluster02")),
+        ("itp-cluster06", TraceFormat::Itp, Some("cluster06")),
+        ("alibaba", TraceFormat::Alibaba, None),
+    ] {
+        let take = 1500;
+        let w = workload::load(
+            name,
+            &datasets(),
+            None,
+            Some(take),
+            &TraceOptions::default(),
+            perf,
+        )
+        .unwrap();
+        let rows = trace::load(
+            &datasets().join(format.shipped_file()),
+            format,
+            &TraceFilter {
+                group: group.map(str::to_string),
+            },
+        )
+        .unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let (mut ps, mut ar, mut multi) = (0, 0, 0);
+        for (row, job) in rows.jobs.iter().zip(&w.jobs) {
+            let r = job.requested.unwrap();
+            if !seen.insert((job.model.clone(), r.workers, r.ps)) {
+                continue;
+            }
+            let mut alone = job.clone();
+            alone.arrival_s = 0.0;
+            let mut sim =
+                Simulator::new(perf, SimConfig::default(), w.cluster.clone(), vec![alone]).unwrap();
+            let mut fifo =
+                coda::baselines::by_name("fifo", perf, &coda::baselines::PolicyOptions::default())
+                    .unwrap();
+            sim.run(fifo.as_mut()).unwrap();
+            let rec = &sim.records()[0];
+            let ran = rec.finish_s.unwrap() - rec.first_start_s.unwrap();
+            assert!(
+                (ran - row.duration_s).abs() <= 1e-6 * row.duration_s + 1e-5,
+                "{name}: {} with {} workers / {} PS ran {ran} s, trace {} s",
+                job.model,
+                r.workers,
+                r.ps,
+                row.duration_s
+            );
+            if r.ps > 0 {
+                ps += 1;
+            } else {
+                ar += 1;
+            }
+            if r.workers > 1 {
+                multi += 1;
+            }
+        }
         assert!(
-            (replay - row.duration_s).abs() / row.duration_s < 1e-9,
-            "{replay} vs {}",
-            row.duration_s
+            ps > 3 && ar > 3 && multi > 3,
+            "{name}: {ps} PS, {ar} AR, {multi} multi-GPU"
         );
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod sensitivity;
 mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -51,6 +52,10 @@ enum Cmd {
         /// Also write the fit-quality table as CSV here.
         #[arg(long)]
         quality_csv: Option<PathBuf>,
+        /// Also write the placement check (measured vs predicted spread ÷ one-server step time,
+        /// every source) as CSV here, and print its summary.
+        #[arg(long)]
+        placement_csv: Option<PathBuf>,
         /// Print the fit-quality table as JSON.
         #[arg(long)]
         json: bool,
@@ -247,16 +252,16 @@ enum Cmd {
     Compare {
         #[command(flatten)]
         sim: simulate::SimArgs,
-        /// Comma-separated policies (default: every heuristic baseline).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
-        )]
-        policies: Vec<String>,
-        /// Runs at a time (default: one per core); 1 gives single-core wall times.
-        #[arg(long)]
-        threads: Option<usize>,
+        #[command(flatten)]
+        runs: simulate::PolicyRuns,
+    },
+    /// Which estimate drives which result: replay every policy with each named estimate at its
+    /// low, shipped and high value, and with all contention off (`sensitivity.{csv,md}`).
+    Sensitivity {
+        #[command(flatten)]
+        sim: simulate::SimArgs,
+        #[command(flatten)]
+        runs: simulate::PolicyRuns,
     },
 }
 
@@ -284,6 +289,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             datasets,
             out,
             quality_csv,
+            placement_csv,
             json,
         } => {
             let t = Instant::now();
@@ -292,6 +298,13 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             coda::write_atomic(&out, text.as_bytes())?;
             if let Some(q) = quality_csv {
                 coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
+            }
+            if let Some(p) = placement_csv {
+                let rows = perf::placement_check(&datasets, &params)?;
+                coda::write_atomic(&p, placement_csv_text(&rows).as_bytes())?;
+                if !json {
+                    out!("{}", perf::placement_summary(&rows));
+                }
             }
             if json {
                 out!(
@@ -752,17 +765,44 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
             out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Compare {
-            sim,
-            policies,
-            threads,
-        } => {
+        Cmd::Compare { sim, runs } => {
             let perf = perf_model(&cli.params)?;
-            let text = simulate::compare(&sim, &policies, threads, &perf)?;
+            let text = simulate::compare(&sim, &runs.policies, runs.threads, &perf)?;
+            out!("{}", text.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sensitivity { sim, runs } => {
+            let perf = perf_model(&cli.params)?;
+            let (policies, threads) = (runs.policies, runs.threads);
+            simulate::check_policies(&sim, &policies)?;
+            std::fs::create_dir_all(&sim.out).map_err(|e| coda::Error::Io {
+                path: sim.out.clone(),
+                source: e,
+            })?;
+            let text = sensitivity::sensitivity(&sim, &policies, threads, &perf)?;
             out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn placement_csv_text(rows: &[perf::PlacementCheck]) -> String {
+    let mut s =
+        String::from("source,gpu,model,gpus,servers,local_batch,measured_ratio,predicted_ratio\n");
+    for r in rows {
+        s += &format!(
+            "{},{},{},{},{},{},{:.4},{:.4}\n",
+            r.source,
+            r.gpu,
+            r.model,
+            r.gpus,
+            r.servers,
+            r.local_batch,
+            r.measured_ratio,
+            r.predicted_ratio
+        );
+    }
+    s
 }
 
 fn quality_csv_text(q: &[FitQuality]) -> String {

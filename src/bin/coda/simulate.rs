@@ -43,6 +43,11 @@ pub struct SimArgs {
     /// Stop at this simulated time (jobs left are reported unfinished).
     #[arg(long)]
     pub horizon_s: Option<f64>,
+    /// Contention the trace durations already contain, as a factor >= 1 on step time (see the
+    /// README): `auto` measures it with a FIFO replay of the same workload; 1 charges all
+    /// contention on top of the trace durations.
+    #[arg(long, default_value = "auto", value_parser = parse_allowance)]
+    pub contention_allowance: Allowance,
     /// Tracked window, as fractions of the jobs in arrival order: metrics leave out warm-up and
     /// tail (Blox does the same).
     #[arg(long, default_value_t = 0.1)]
@@ -70,6 +75,40 @@ pub struct SimArgs {
     pub quiet: bool,
 }
 
+/// Which policies to run, and how many at a time (`compare`, `sensitivity`).
+#[derive(Args, Debug, Clone)]
+pub struct PolicyRuns {
+    /// Comma-separated policies (default: every heuristic baseline).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
+    )]
+    pub policies: Vec<String>,
+    /// Runs at a time (default: one per core); 1 gives single-core wall times.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// `--contention-allowance`: measured (`auto`) or given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Allowance {
+    /// Measured by a FIFO replay ([`sim::contention_allowance`]).
+    Auto,
+    /// This factor.
+    Fixed(f64),
+}
+
+fn parse_allowance(s: &str) -> Result<Allowance, String> {
+    if s == "auto" {
+        return Ok(Allowance::Auto);
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 1.0 => Ok(Allowance::Fixed(v)),
+        _ => Err(format!("`{s}`: expected `auto` or a number >= 1")),
+    }
+}
+
 impl SimArgs {
     fn check(&self) -> coda::Result<()> {
         let bad =
@@ -95,11 +134,25 @@ impl SimArgs {
         Ok(())
     }
 
-    fn config(&self) -> SimConfig {
+    fn config(&self, contention_allowance: f64) -> SimConfig {
         SimConfig {
             round_s: self.round_s,
             restart_s: self.restart_s,
             horizon_s: self.horizon_s.unwrap_or(f64::INFINITY),
+            contention_allowance,
+        }
+    }
+
+    /// The contention allowance for `workload`: given, or measured by a FIFO replay.
+    pub fn allowance(&self, workload: &Workload, perf: &dyn PerfModel) -> coda::Result<f64> {
+        match self.contention_allowance {
+            Allowance::Fixed(v) => Ok(v),
+            Allowance::Auto => sim::contention_allowance(
+                perf,
+                self.config(1.0),
+                workload.cluster.clone(),
+                workload.jobs.clone(),
+            ),
         }
     }
 
@@ -118,7 +171,7 @@ impl SimArgs {
         })
     }
 
-    fn workload(&self, perf: &dyn PerfModel) -> coda::Result<Workload> {
+    pub fn workload(&self, perf: &dyn PerfModel) -> coda::Result<Workload> {
         let opts = TraceOptions {
             seed: self.seed,
             ..TraceOptions::default()
@@ -153,6 +206,7 @@ pub fn run_one(
     policy: &str,
     workload: &Workload,
     args: &SimArgs,
+    allowance: f64,
     perf: &dyn PerfModel,
     bar: &ProgressBar,
 ) -> coda::Result<Run> {
@@ -160,7 +214,7 @@ pub fn run_one(
     let mut scheduler = baselines::by_name(policy, perf, &opts)?;
     let mut simulator = Simulator::new(
         perf,
-        args.config(),
+        args.config(allowance),
         workload.cluster.clone(),
         workload.jobs.clone(),
     )?;
@@ -184,6 +238,8 @@ pub fn run_one(
             gpus,
             seed: args.seed,
             metrics,
+            stranded_gpus: simulator.stranded_gpus(),
+            contention_allowance: allowance,
             events,
             wall_s: wall,
             events_per_s: events as f64 / wall.max(1e-9),
@@ -231,8 +287,9 @@ pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Res
     args.check()?;
     let workload = args.workload(perf)?;
     let mp = progress(args.quiet);
+    let allowance = args.allowance(&workload, perf)?;
     let bar = mp.add(ProgressBar::new(0).with_style(bar_style()));
-    let run = run_one(policy, &workload, args, perf, &bar)?;
+    let run = run_one(policy, &workload, args, allowance, perf, &bar)?;
     let title = format!(
         "{} on {} ({})",
         policy, workload.trace, workload.cluster_spec
@@ -248,13 +305,8 @@ pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Res
     })
 }
 
-/// `coda compare`: every policy on the same workload, in parallel.
-pub fn compare(
-    args: &SimArgs,
-    policies: &[String],
-    threads: Option<usize>,
-    perf: &dyn PerfModel,
-) -> coda::Result<String> {
+/// Checks the shared arguments and that every policy name is known.
+pub fn check_policies(args: &SimArgs, policies: &[String]) -> coda::Result<()> {
     args.check()?;
     for p in policies {
         if !POLICIES.contains(&p.as_str()) {
@@ -267,7 +319,19 @@ pub fn compare(
             ));
         }
     }
+    Ok(())
+}
+
+/// `coda compare`: every policy on the same workload, in parallel.
+pub fn compare(
+    args: &SimArgs,
+    policies: &[String],
+    threads: Option<usize>,
+    perf: &dyn PerfModel,
+) -> coda::Result<String> {
+    check_policies(args, policies)?;
     let workload = args.workload(perf)?;
+    let allowance = args.allowance(&workload, perf)?;
     let mp = progress(args.quiet);
     let bars: Vec<ProgressBar> = policies
         .iter()
@@ -281,7 +345,7 @@ pub fn compare(
         policies
             .par_iter()
             .zip(bars.par_iter())
-            .map(|(p, bar)| run_one(p, &workload, args, perf, bar))
+            .map(|(p, bar)| run_one(p, &workload, args, allowance, perf, bar))
             .collect()
     });
     let runs: Vec<Run> = runs.into_iter().collect::<coda::Result<_>>()?;

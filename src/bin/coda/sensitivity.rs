@@ -1,0 +1,211 @@
+//! `coda sensitivity`: which named estimate drives which result. Every policy is replayed with
+//! each estimate at its low, shipped and high value (the others shipped), and with every
+//! contention estimate off; the trace is re-converted under each setting, so a job replayed alone
+//! still takes its trace duration and only the contention between jobs changes.
+
+use std::fmt::Write as _;
+
+use coda::perf::Estimates;
+use coda::{CalibratedPerf, Error, write_atomic};
+use indicatif::{ProgressBar, ProgressDrawTarget};
+use rayon::prelude::*;
+
+use crate::simulate::{Allowance, SimArgs, run_one};
+
+/// One setting of the estimates (and of the restart cost, the simulator's own estimate).
+struct Setting {
+    name: String,
+    estimates: Estimates,
+    restart_s: f64,
+    /// A fixed contention allowance instead of the command's own.
+    allowance: Option<f64>,
+}
+
+/// The settings studied: shipped, each estimate low and high, and all contention off. The
+/// ranges are those documented on each [`Estimates`] field.
+fn settings(shipped: &Estimates, restart_s: f64) -> Vec<Setting> {
+    let mut out = vec![Setting {
+        name: "shipped".into(),
+        estimates: *shipped,
+        restart_s,
+        allowance: None,
+    }];
+    let mut vary = |name: &str, f: &dyn Fn(&mut Estimates)| {
+        let mut e = *shipped;
+        f(&mut e);
+        out.push(Setting {
+            name: name.into(),
+            estimates: e,
+            restart_s,
+            allowance: None,
+        });
+    };
+    vary("colocation_coupling=0", &|e| e.colocation_coupling = 0.0);
+    vary("colocation_coupling=0.5", &|e| e.colocation_coupling = 0.5);
+    vary("pcie_share_comm_penalty=0", &|e| {
+        e.pcie_share_comm_penalty = 0.0
+    });
+    vary("pcie_share_comm_penalty=0.5", &|e| {
+        e.pcie_share_comm_penalty = 0.5
+    });
+    vary("cross_socket_comm_factor=1", &|e| {
+        e.cross_socket_comm_factor = 1.0
+    });
+    vary("cross_socket_comm_factor=2", &|e| {
+        e.cross_socket_comm_factor = 2.0
+    });
+    vary("nic_bandwidth_fraction=0.5", &|e| {
+        e.nic_bandwidth_fraction = 0.5
+    });
+    vary("nic_phase_alignment=1", &|e| e.nic_phase_alignment = 1.0);
+    vary("all contention off", &|e| {
+        e.colocation_coupling = 0.0;
+        e.pcie_share_comm_penalty = 0.0;
+        e.cross_socket_comm_factor = 1.0;
+        e.nic_bandwidth_fraction = 0.0;
+    });
+    out.push(Setting {
+        name: "restart_s=0".into(),
+        estimates: *shipped,
+        restart_s: 0.0,
+        allowance: None,
+    });
+    out.push(Setting {
+        name: format!("restart_s={}", 3.0 * restart_s),
+        estimates: *shipped,
+        restart_s: 3.0 * restart_s,
+        allowance: None,
+    });
+    out.push(Setting {
+        name: "contention_allowance=1 (all contention charged)".into(),
+        estimates: *shipped,
+        restart_s,
+        allowance: Some(1.0),
+    });
+    out
+}
+
+/// `coda sensitivity`: writes `sensitivity.csv` (every metric of every run) and
+/// `sensitivity.md` (average JCT per setting and policy, and each policy's rank), and returns
+/// the Markdown.
+pub fn sensitivity(
+    args: &SimArgs,
+    policies: &[String],
+    threads: Option<usize>,
+    base: &CalibratedPerf,
+) -> coda::Result<String> {
+    let shipped = base.params().estimates;
+    let settings = settings(&shipped, args.restart_s);
+    let models: Vec<CalibratedPerf> = settings
+        .iter()
+        .map(|s| {
+            let mut p = base.params().clone();
+            p.estimates = s.estimates;
+            CalibratedPerf::new(p)
+        })
+        .collect::<coda::Result<_>>()?;
+    let argsets: Vec<SimArgs> = settings
+        .iter()
+        .map(|s| SimArgs {
+            restart_s: s.restart_s,
+            quiet: true,
+            contention_allowance: s
+                .allowance
+                .map_or(args.contention_allowance, Allowance::Fixed),
+            ..args.clone()
+        })
+        .collect();
+    let workloads: Vec<_> = models
+        .iter()
+        .zip(&argsets)
+        .map(|(m, a)| a.workload(m))
+        .collect::<coda::Result<_>>()?;
+    let allowances: Vec<f64> = models
+        .iter()
+        .zip(&argsets)
+        .zip(&workloads)
+        .map(|((m, a), w)| a.allowance(w, m))
+        .collect::<coda::Result<_>>()?;
+    let jobs: Vec<(usize, &String)> = (0..settings.len())
+        .flat_map(|s| policies.iter().map(move |p| (s, p)))
+        .collect();
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(jobs.len() as u64), ProgressDrawTarget::stderr())
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
+    let hidden = ProgressBar::hidden();
+    let runs: Vec<coda::Result<coda::sim::RunSummary>> = pool.install(|| {
+        jobs.par_iter()
+            .map(|&(s, p)| {
+                let r = run_one(
+                    p,
+                    &workloads[s],
+                    &argsets[s],
+                    allowances[s],
+                    &models[s],
+                    &hidden,
+                )
+                .map(|r| r.summary);
+                bar.inc(1);
+                r
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let runs: Vec<coda::sim::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
+    let mut csv = String::from(
+        "setting,contention_allowance,policy,avg_jct_s,median_jct_s,p99_jct_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,restarts\n",
+    );
+    for (&(s, _), r) in jobs.iter().zip(&runs) {
+        let m = &r.metrics;
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            settings[s].name,
+            allowances[s],
+            r.policy,
+            m.avg_jct_s,
+            m.median_jct_s,
+            m.p99_jct_s,
+            m.avg_waiting_s,
+            m.makespan_s,
+            m.gpu_utilization,
+            m.busy_utilization,
+            m.gpu_hours_held,
+            m.gpu_hours_useful,
+            r.stranded_gpus,
+            m.restarts
+        );
+    }
+    let mut md = format!(
+        "Average JCT (h) over the tracked jobs, `{}` on `{}`; (rank among the policies); \
+         contention allowance F_ref of each setting\n\n| setting | F_ref |",
+        workloads[0].trace, workloads[0].cluster_spec
+    );
+    for p in policies {
+        let _ = write!(md, " {p} |");
+    }
+    md += "\n|---|---|";
+    md += &"---|".repeat(policies.len());
+    md += "\n";
+    for (s, setting) in settings.iter().enumerate() {
+        let row: Vec<f64> = runs[s * policies.len()..(s + 1) * policies.len()]
+            .iter()
+            .map(|r| r.metrics.avg_jct_s / 3600.0)
+            .collect();
+        let _ = write!(md, "| {} | {:.2} |", setting.name, allowances[s]);
+        for v in &row {
+            let rank = 1 + row.iter().filter(|o| *o < v).count();
+            let _ = write!(md, " {v:.2} ({rank}) |");
+        }
+        md += "\n";
+    }
+    write_atomic(&args.out.join("sensitivity.csv"), csv.as_bytes())?;
+    write_atomic(&args.out.join("sensitivity.md"), md.as_bytes())?;
+    Ok(md)
+}

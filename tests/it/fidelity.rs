@@ -1,0 +1,329 @@
+//! Simulator fidelity: the contention allowance, the run metrics that say what happened, the
+//! measured task demands, NIC sharing by communication share, and the baselines' paper rules.
+
+use coda::baselines::{self, Packer, Placement, PolicyOptions};
+use coda::perf::{Estimates, PerfParams};
+use coda::sim::{self, SimConfig, Simulator};
+use coda::trace;
+use coda::{
+    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, PerfModel, Request,
+    Server, TaskDemand, TaskRange, WorkerTask,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::common::philly;
+
+fn cluster(n: usize) -> Cluster {
+    Cluster::homogeneous(n, &trace::default_server())
+}
+
+fn run(policy: &str, allowance: f64, jobs: &[Job], servers: usize) -> Simulator<'static> {
+    let perf = CalibratedPerf::shipped();
+    let cfg = SimConfig {
+        contention_allowance: allowance,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(perf, cfg, cluster(servers), jobs.to_vec()).unwrap();
+    let mut p = baselines::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+    sim.run(p.as_mut()).unwrap();
+    assert!(sim.done());
+    sim
+}
+
+/// The allowance is measured (≥ 1), forgives contention up to it, and never makes a job faster
+/// than alone: held GPU-time only falls, useful GPU-time never exceeds held.
+#[test]
+fn contention_allowance_forgives_the_trace_era_level_only() {
+    let perf = CalibratedPerf::shipped();
+    let jobs = philly(300);
+    let f =
+        sim::contention_allowance(perf, SimConfig::default(), cluster(4), jobs.clone()).unwrap();
+    assert!(f > 1.0, "a busy 4-server replay meets contention: {f}");
+    let charged = run("fifo", 1.0, &jobs, 4);
+    let forgiven = run("fifo", f, &jobs, 4);
+    let held = |s: &Simulator| s.records().iter().map(|r| r.gpu_seconds).sum::<f64>();
+    let useful = |s: &Simulator| {
+        s.records()
+            .iter()
+            .map(|r| r.useful_gpu_seconds)
+            .sum::<f64>()
+    };
+    // By definition of the allowance: held ÷ useful of the charged FIFO replay.
+    assert!((held(&charged) / useful(&charged) - f).abs() < 1e-9 * f);
+    assert!(held(&forgiven) < held(&charged));
+    for s in [&charged, &forgiven] {
+        for r in s.records() {
+            assert!(
+                r.useful_gpu_seconds <= r.gpu_seconds * (1.0 + 1e-9) + 1e-9,
+                "{r:?}"
+            );
+        }
+    }
+    // Alone, a job runs its trace speed whatever the allowance.
+    let one = vec![jobs[0].clone()];
+    let a = run("fifo", 1.0, &one, 1);
+    let b = run("fifo", 3.0, &one, 1);
+    assert_eq!(a.records()[0].finish_s, b.records()[0].finish_s);
+    // Settings below 1 are refused with the field named.
+    let bad = SimConfig {
+        contention_allowance: 0.5,
+        ..SimConfig::default()
+    };
+    let e = Simulator::new(perf, bad, cluster(1), one).err().unwrap();
+    assert!(e.to_string().contains("contention_allowance"), "{e}");
+}
+
+/// Waits after a preemption count as waiting, not only the first queueing delay.
+#[test]
+fn waiting_includes_waits_after_preemption() {
+    let jobs = philly(200);
+    let s = run("tiresias", 1.0, &jobs, 2);
+    let mut preempted_and_waited = 0;
+    for r in s.records() {
+        let q = r.first_start_s.unwrap() - r.arrival_s;
+        assert!(r.waiting_s >= q - 1e-6, "{r:?}");
+        if r.waiting_s > q + 1.0 {
+            preempted_and_waited += 1;
+        }
+    }
+    assert!(
+        preempted_and_waited > 0,
+        "Tiresias preempts on a busy 2-server cluster"
+    );
+    let m = sim::metrics(s.records(), 0.0..1.0, 16);
+    assert!(m.avg_waiting_s >= m.avg_queueing_s);
+    assert!(m.busy_utilization > 0.0 && m.busy_utilization <= 1.0 + 1e-9);
+}
+
+fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
+    Job {
+        id,
+        arrival_s: id as f64,
+        model: model.into(),
+        arch,
+        total_iterations: 1e7,
+        done_iterations: 0.0,
+        demand: TaskDemand {
+            gpus_per_worker: 1,
+            cpu_per_worker: cpu,
+            mem_per_worker_gib: 1.0,
+            cpu_per_ps: 1.0,
+            mem_per_ps_gib: 1.0,
+        },
+        workers: TaskRange::new(1, gpus),
+        ps: if arch == Architecture::ParameterServer {
+            TaskRange::new(1, 1)
+        } else {
+            TaskRange::new(0, 0)
+        },
+        gpu_types: vec![],
+        local_batch: None,
+        current: None,
+        requested: Some(Request {
+            workers: gpus,
+            ps: u32::from(arch == Architecture::ParameterServer),
+        }),
+    }
+}
+
+/// GPUs left idle on a server whose cores are gone are counted as stranded.
+#[test]
+fn stranded_gpus_are_counted() {
+    let perf = CalibratedPerf::shipped();
+    // 8 GPUs but 4 cores; every worker takes 2 cores: two workers fit, six GPUs are stranded.
+    let server = Server::uniform("n", "v100", 2, 2, 2, 4.0, 512.0, 100.0);
+    let jobs: Vec<Job> = (0..4)
+        .map(|i| job(i, "cifar10", Architecture::AllReduce, 1, 2.0))
+        .collect();
+    let mut sim = Simulator::new(
+        perf,
+        SimConfig::default(),
+        Cluster::homogeneous(1, &server),
+        jobs,
+    )
+    .unwrap();
+    let mut fifo = baselines::by_name("fifo", perf, &PolicyOptions::default()).unwrap();
+    sim.run(fifo.as_mut()).unwrap();
+    assert!(sim.done());
+    assert!(
+        (sim.stranded_gpus() - 6.0).abs() < 1e-9,
+        "{}",
+        sim.stranded_gpus()
+    );
+}
+
+/// Task demands come from the measurements: DL2's CPU medians for PS models, Synergy's
+/// fair-share profile for all-reduce models (language models need less than image models).
+#[test]
+fn task_demands_are_measured() {
+    let perf = CalibratedPerf::shipped();
+    let ps = perf.task_demand("resnet-50").unwrap();
+    assert!(ps.cpu_per_worker > 0.5 && ps.cpu_per_worker < 1.0, "{ps:?}");
+    assert!(ps.cpu_per_ps.unwrap() > 1.5);
+    let bert = perf.task_demand("bert").unwrap();
+    let imagenet = perf.task_demand("imagenet").unwrap();
+    assert_eq!((bert.cpu_per_worker, imagenet.cpu_per_worker), (1.0, 3.0));
+    assert!(bert.mem_per_worker_gib.unwrap() < imagenet.mem_per_worker_gib.unwrap());
+    let jobs = philly(400);
+    for j in &jobs {
+        let d = perf.task_demand(&j.model).unwrap();
+        assert_eq!(j.demand.cpu_per_worker, d.cpu_per_worker, "{}", j.model);
+    }
+}
+
+fn with(f: impl Fn(&mut Estimates)) -> CalibratedPerf {
+    let mut p: PerfParams = CalibratedPerf::shipped().params().clone();
+    f(&mut p.estimates);
+    CalibratedPerf::new(p).unwrap()
+}
+
+/// NIC sharing is priced by how often the sharers' transfers meet: with independent phases a
+/// sharer competes for its communication share, with aligned phases always (SJF-BCO's fair
+/// share), and a rarely-communicating sharer barely slows a job.
+#[test]
+fn nic_competition_follows_the_phase_alignment() {
+    let independent = CalibratedPerf::shipped();
+    let aligned = with(|e| e.nic_phase_alignment = 1.0);
+    assert_eq!(independent.nic_competition(0.2), 0.2);
+    assert_eq!(aligned.nic_competition(0.2), 1.0);
+    let half = with(|e| e.nic_phase_alignment = 0.5);
+    assert!((half.nic_competition(0.2) - 0.6).abs() < 1e-12);
+    // Two 2-server jobs on the same two servers.
+    let jobs = vec![
+        job(0, "bert", Architecture::AllReduce, 2, 1.0),
+        job(1, "imagenet", Architecture::AllReduce, 2, 1.0),
+    ];
+    let snap = ClusterSnapshot::new(0.0, cluster(2), jobs).unwrap();
+    let w = |server, g| WorkerTask {
+        server,
+        gpus: vec![g],
+    };
+    let sched = coda::Schedule {
+        assignments: vec![
+            Assignment {
+                job: 0,
+                workers: vec![w(0, 0), w(1, 0)],
+                ps: vec![],
+            },
+            Assignment {
+                job: 1,
+                workers: vec![w(0, 4), w(1, 4)],
+                ps: vec![],
+            },
+        ],
+    };
+    let shapes = |p: &CalibratedPerf| coda::perf::placement_shapes(p, &snap, &sched);
+    let (si, sa) = (shapes(independent), shapes(&aligned));
+    assert_eq!(sa[0].1.nic_competing_flows, 1.0);
+    assert!(si[0].1.nic_competing_flows > 0.0 && si[0].1.nic_competing_flows < 1.0);
+    let speed = |p: &CalibratedPerf| coda::perf::speeds(p, &snap, &sched).unwrap()[0].1;
+    assert!(speed(independent).step_time_s < speed(&aligned).step_time_s);
+}
+
+/// Tiresias: inside one queue a running job keeps its GPUs ahead of an earlier pending one.
+#[test]
+fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
+    let perf = CalibratedPerf::shipped();
+    let mut pending = job(0, "cifar10", Architecture::AllReduce, 8, 1.0);
+    pending.arrival_s = 0.0;
+    let mut running = job(1, "cifar10", Architecture::AllReduce, 8, 1.0);
+    running.arrival_s = 10.0;
+    running.current = Some(Assignment {
+        job: 1,
+        workers: (0..8)
+            .map(|g| WorkerTask {
+                server: 0,
+                gpus: vec![g],
+            })
+            .collect(),
+        ps: vec![],
+    });
+    let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
+    let mut t = baselines::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+    let s = t.schedule(&snap).unwrap();
+    assert!(s.assignment(1).is_some() && s.assignment(0).is_none());
+}
+
+/// Tiresias' starvation promotion changes who runs: with the knob off a long job that fell to a
+/// lower queue waits behind every new short job; with it, it comes back sooner.
+#[test]
+fn tiresias_promotion_ends_starvation() {
+    let perf = CalibratedPerf::shipped();
+    let jobs = philly(120);
+    let finish = |knob: f64| {
+        // Two servers hold every job of the slice (the largest asks 16 GPUs).
+        let mut sim = Simulator::new(perf, SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+        let opts = PolicyOptions {
+            tiresias_promote_knob: knob,
+            ..PolicyOptions::default()
+        };
+        let mut p = baselines::by_name("tiresias", perf, &opts).unwrap();
+        sim.run(p.as_mut()).unwrap();
+        sim.records().to_vec()
+    };
+    let (off, on) = (finish(0.0), finish(4.0));
+    assert_ne!(off, on, "promotion changes the schedule on a busy server");
+    let worst_wait = |r: &[sim::JobRecord]| r.iter().map(|x| x.waiting_s).fold(0.0, f64::max);
+    assert!(
+        worst_wait(&on) <= worst_wait(&off),
+        "{} vs {}",
+        worst_wait(&on),
+        worst_wait(&off)
+    );
+    let bad = PolicyOptions {
+        tiresias_promote_knob: -1.0,
+        ..PolicyOptions::default()
+    };
+    assert!(baselines::by_name("tiresias", perf, &bad).is_err());
+}
+
+/// Pollux's repair rule: a placement over several servers avoids servers that already hold
+/// another multi-server job.
+#[test]
+fn pollux_packer_keeps_one_distributed_job_per_server() {
+    let perf = CalibratedPerf::shipped();
+    let jobs = vec![
+        job(0, "cifar10", Architecture::AllReduce, 12, 1.0),
+        job(1, "cifar10", Architecture::AllReduce, 6, 1.0),
+        job(2, "cifar10", Architecture::AllReduce, 10, 1.0),
+    ];
+    let snap = ClusterSnapshot::new(0.0, cluster(4), jobs).unwrap();
+    let place = |exclusive: bool| {
+        let mut p = Packer::new(&snap, perf);
+        if exclusive {
+            p.one_distributed_job_per_server();
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        for (j, w) in [(0, 12), (1, 6), (2, 10)] {
+            assert!(p.place(&snap.jobs[j], w, 0, Placement::Consolidated, &mut rng));
+        }
+        p.into_assignments()
+    };
+    let servers = |a: &Assignment| {
+        let mut v: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let shared = |v: &[Assignment]| {
+        let (x, z) = (servers(&v[0]), servers(&v[2]));
+        x.iter().any(|s| z.contains(s))
+    };
+    assert!(
+        shared(&place(false)),
+        "without the rule the two spread jobs meet"
+    );
+    let ex = place(true);
+    assert!(
+        !shared(&ex),
+        "{:?} vs {:?}",
+        servers(&ex[0]),
+        servers(&ex[2])
+    );
+    assert!(
+        coda::Schedule { assignments: ex }
+            .validate(&snap)
+            .is_empty()
+    );
+}
