@@ -332,8 +332,9 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
 /// Isolated 1-GPU throughput per `(gpu_type, job_type)`, the denominator of pair slowdowns.
 type SingleGpuThroughput = BTreeMap<(String, String), f64>;
 
-fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGpuThroughput)> {
-    let f = CsvFile::open(
+/// `gavel_isolated_throughputs.csv` with the columns the fits read.
+fn open_gavel(dir: &Path) -> Result<CsvFile> {
+    CsvFile::open(
         &dir.join("gavel_isolated_throughputs.csv"),
         &[
             "gpu_type",
@@ -342,7 +343,11 @@ fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGp
             "sim_consolidated",
             "sim_unconsolidated",
         ],
-    )?;
+    )
+}
+
+fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGpuThroughput)> {
+    let f = open_gavel(dir)?;
     let mut out: BTreeMap<String, ArData> = BTreeMap::new();
     let mut single: BTreeMap<(String, String), f64> = BTreeMap::new();
     for r in f.rows() {
@@ -716,16 +721,7 @@ pub fn placement_check(dir: &Path, params: &PerfParams) -> Result<Vec<PlacementC
             predicted_ratio: t(*n) / t(1),
         });
     }
-    let g = CsvFile::open(
-        &dir.join("gavel_isolated_throughputs.csv"),
-        &[
-            "gpu_type",
-            "job_type",
-            "scale_factor",
-            "sim_consolidated",
-            "sim_unconsolidated",
-        ],
-    )?;
+    let g = open_gavel(dir)?;
     for r in g.rows() {
         let k = r.positive_count("scale_factor")?;
         if k < 2 || r.str("sim_unconsolidated").is_empty() {

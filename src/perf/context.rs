@@ -62,14 +62,6 @@ impl PlacementShape {
         )
     }
 
-    /// The same placement with every neighbour removed: the job alone where it is.
-    pub fn without_neighbours(mut self) -> Self {
-        self.pcie_sharing_jobs = 0;
-        self.nic_competing_flows = 0.0;
-        self.co_runners.clear();
-        self
-    }
-
     /// Number of servers holding the job's GPUs.
     pub fn servers(&self) -> u32 {
         self.gpus_per_server.iter().filter(|&&g| g > 0).count() as u32
@@ -92,7 +84,7 @@ pub struct Occupancy {
     /// `[server][switch]` → assignments with a GPU under that switch.
     switch_on: Vec<Vec<Vec<usize>>>,
     /// Per placed assignment, how often its transfers compete on a shared NIC (`q`); 1 (always)
-    /// until [`Occupancy::set_nic_competition`] says otherwise.
+    /// until [`Occupancy::price_nic_competition`] prices it.
     nic_q: Vec<f64>,
 }
 
@@ -156,12 +148,6 @@ impl Occupancy {
         i
     }
 
-    /// Sets how often placed assignment `i`'s transfers compete with another job's on a shared
-    /// NIC (`q` of [`super::Estimates::nic_phase_alignment`]).
-    pub fn set_nic_competition(&mut self, i: usize, q: f64) {
-        self.nic_q[i] = q.clamp(0.0, 1.0);
-    }
-
     /// Sets every placed assignment's NIC competition from its communication share when alone
     /// in its placement (see [`speeds`]); assignments the model cannot price keep 1.
     pub fn price_nic_competition(
@@ -191,9 +177,7 @@ impl Occupancy {
         if self.footprints[i].task_servers.len() < 2 {
             return;
         }
-        let alone = self
-            .shape(a, &self.footprints[i], Some(i))
-            .without_neighbours();
+        let alone = PlacementShape::alone(a, &self.footprints[i], self.slots.len());
         if let Ok(s) = slowest(perf, job, cluster, a, &alone) {
             self.nic_q[i] = perf.nic_competition(s.inter_comm_s / s.step_time_s);
         }
@@ -231,7 +215,6 @@ impl Occupancy {
             v.dedup();
             v
         };
-        let pairs = a.workers.len() * a.ps.len();
         let pcie = others(
             &mut fp
                 .switches
@@ -263,12 +246,26 @@ impl Occupancy {
             0.0
         };
         PlacementShape {
+            pcie_sharing_jobs: pcie.len() as u32,
+            nic_competing_flows,
+            co_runners,
+            ..PlacementShape::alone(a, fp, self.slots.len())
+        }
+    }
+}
+
+impl PlacementShape {
+    /// The shape of assignment `a` (footprint `fp`) with no neighbour, on a cluster of `servers`
+    /// servers (tasks beyond it are ignored; `Schedule::validate` reports them).
+    pub fn alone(a: &Assignment, fp: &Footprint, servers: usize) -> Self {
+        let pairs = a.workers.len() * a.ps.len();
+        PlacementShape {
             workers: a.workers.len() as u32,
             ps: a.ps.len() as u32,
             gpus_per_server: a
                 .gpus_per_server()
                 .into_iter()
-                .filter(|(s, _)| *s < self.slots.len())
+                .filter(|(s, _)| *s < servers)
                 .map(|(_, n)| n)
                 .collect(),
             cross_socket_servers: fp.cross_socket_servers(),
@@ -277,11 +274,28 @@ impl Occupancy {
             } else {
                 fp.local_pairs as f64 / pairs as f64
             },
-            pcie_sharing_jobs: pcie.len() as u32,
-            nic_competing_flows,
-            co_runners,
+            ..Default::default()
         }
     }
+}
+
+/// Speed of `job` alone in assignment `a` on `cluster` (`slots` its slot table): the same
+/// placement, no neighbour; the slowest GPU type of its workers sets the pace.
+pub fn speed_alone(
+    perf: &dyn PerfModel,
+    cluster: &Cluster,
+    slots: &[Vec<GpuSlot>],
+    job: &crate::model::Job,
+    a: &Assignment,
+) -> Result<Speed> {
+    let fp = a.footprint(slots);
+    slowest(
+        perf,
+        job,
+        cluster,
+        a,
+        &PlacementShape::alone(a, &fp, slots.len()),
+    )
 }
 
 /// The shape of every assignment of a schedule, in schedule order, with NIC competition

@@ -36,7 +36,7 @@ pub use calibrate::{
     CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, PlacementCheck, calibrate, gavel_model_name,
     placement_check, placement_summary,
 };
-pub use context::{Occupancy, PlacementShape, placement_shapes, speeds};
+pub use context::{Occupancy, PlacementShape, placement_shapes, speed_alone, speeds};
 pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,

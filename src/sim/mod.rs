@@ -486,26 +486,14 @@ impl<'a> Simulator<'a> {
 
     /// The speed of job `i` alone in assignment `a` (0 if the model refuses it).
     fn alone_speed(&self, i: usize, a: &Assignment) -> f64 {
-        let fp = a.footprint(&self.slots);
-        let occ_shape = crate::perf::PlacementShape {
-            workers: a.workers.len() as u32,
-            ps: a.ps.len() as u32,
-            gpus_per_server: a.gpus_per_server().into_iter().map(|(_, n)| n).collect(),
-            cross_socket_servers: fp.cross_socket_servers(),
-            ps_colocated_fraction: {
-                let pairs = a.workers.len() * a.ps.len();
-                if pairs == 0 {
-                    0.0
-                } else {
-                    fp.local_pairs as f64 / pairs as f64
-                }
-            },
-            ..Default::default()
-        };
-        let gpu_type = &self.priced.cluster.servers[a.workers[0].server].gpu_type;
-        self.perf
-            .speed(&perf::JobQuery::of(&self.jobs[i]), gpu_type, &occ_shape)
-            .map_or(0.0, |s| s.iterations_per_s)
+        perf::speed_alone(
+            self.perf,
+            &self.priced.cluster,
+            &self.slots,
+            &self.jobs[i],
+            a,
+        )
+        .map_or(0.0, |s| s.iterations_per_s)
     }
 
     /// After a round: GPUs idle on servers whose free cores or memory cannot take one more
