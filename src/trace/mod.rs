@@ -35,9 +35,9 @@
 //! round-robin on the worker servers) on [`TraceOptions::server`]: the job's work is that
 //! duration times the speed the performance model predicts there. So a job replayed alone on a
 //! cluster of such servers takes exactly its trace duration (tested for PS and all-reduce jobs
-//! of every shipped trace), and contention from co-runners is priced on top. The trace's own
-//! era had contention too, which this reading leaves out; how much that matters is what
-//! `coda sensitivity` shows (every contention estimate at zero is the other extreme).
+//! of every shipped trace). The trace's own era had contention too: the simulator does not
+//! charge it twice, through its measured contention allowance
+//! ([`crate::sim::SimConfig::contention_allowance`]).
 
 use std::path::Path;
 
@@ -472,7 +472,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         let ips = match alone.get(&key) {
             Some(&v) => v,
             None => {
-                let v = speed_alone(&job, w, p, opts, perf)?;
+                let v = rate_alone(&job, w, p, opts, perf)?;
                 alone.insert(key, v);
                 v
             }
@@ -487,13 +487,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
 /// on [`TraceOptions::cluster`] if it holds the job, else on empty copies of
 /// [`TraceOptions::server`]; if the packer cannot place it there either (cores or memory too
 /// short for even one task per server), the contention-free speed of its tightest packing.
-fn speed_alone(
-    job: &Job,
-    w: u32,
-    p: u32,
-    opts: &TraceOptions,
-    perf: &dyn PerfModel,
-) -> Result<f64> {
+fn rate_alone(job: &Job, w: u32, p: u32, opts: &TraceOptions, perf: &dyn PerfModel) -> Result<f64> {
     let server = &opts.server;
     let per = server.num_gpus().max(1);
     let copies = || {
