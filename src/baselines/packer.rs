@@ -107,6 +107,16 @@ impl<'a> Packer<'a> {
         self.assignments
     }
 
+    /// GPUs still free on servers whose free cores are below `min_cpu` or free memory below
+    /// `min_mem_gib`: GPUs no worker with those demands can use.
+    pub fn stranded_gpus(&self, min_cpu: f64, min_mem_gib: f64) -> u64 {
+        self.servers
+            .iter()
+            .filter(|s| s.cpu + EPS < min_cpu || s.mem + EPS < min_mem_gib)
+            .map(|s| u64::from(s.free_count))
+            .sum()
+    }
+
     /// Keeps an existing assignment if all its resources are still free; `false` (and nothing
     /// taken) otherwise.
     pub fn keep(&mut self, job: &Job, a: &Assignment) -> bool {

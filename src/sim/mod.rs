@@ -191,32 +191,30 @@ impl<'a> Simulator<'a> {
         cluster: Cluster,
         mut jobs: Vec<Job>,
     ) -> Result<Self> {
-        if !(config.round_s.is_finite() && config.round_s > 0.0) {
-            return Err(Error::invalid(
-                "simulator",
-                0,
+        // Settings are checked once, each against its own range, with its name in the error.
+        for (field, v, ok, why) in [
+            (
                 "round_s",
                 config.round_s,
+                config.round_s > 0.0,
                 "must be > 0",
-            ));
-        }
-        if !(config.contention_allowance.is_finite() && config.contention_allowance >= 1.0) {
-            return Err(Error::invalid(
-                "simulator",
-                0,
+            ),
+            (
                 "contention_allowance",
                 config.contention_allowance,
+                config.contention_allowance >= 1.0,
                 "must be >= 1",
-            ));
-        }
-        if !(config.restart_s.is_finite() && config.restart_s >= 0.0) {
-            return Err(Error::invalid(
-                "simulator",
-                0,
+            ),
+            (
                 "restart_s",
                 config.restart_s,
+                config.restart_s >= 0.0,
                 "must be >= 0",
-            ));
+            ),
+        ] {
+            if !(v.is_finite() && ok) {
+                return Err(Error::invalid("simulator", 0, field, v, why));
+            }
         }
         for j in &mut jobs {
             j.done_iterations = 0.0;
@@ -516,29 +514,16 @@ impl<'a> Simulator<'a> {
             .iter()
             .map(|&i| self.jobs[i].demand.mem_per_worker_gib)
             .fold(f64::INFINITY, f64::min);
-        let servers = &self.priced.cluster.servers;
-        let mut gpus: Vec<u32> = servers.iter().map(|s| s.num_gpus()).collect();
-        let mut cpu: Vec<f64> = servers.iter().map(|s| s.cpu_cores).collect();
-        let mut mem: Vec<f64> = servers.iter().map(|s| s.memory_gib).collect();
+        // The packer's ledger of free GPUs, cores and memory, filled with what runs now.
+        let mut ledger = crate::baselines::Packer::new(&self.priced, self.perf);
         for (i, st) in self.state.iter().enumerate() {
-            let Some(a) = &st.assignment else { continue };
-            let d = &self.jobs[i].demand;
-            for w in &a.workers {
-                gpus[w.server] = gpus[w.server].saturating_sub(w.gpus.len() as u32);
-                cpu[w.server] -= d.cpu_per_worker;
-                mem[w.server] -= d.mem_per_worker_gib;
-            }
-            for p in &a.ps {
-                cpu[p.server] -= d.cpu_per_ps;
-                mem[p.server] -= d.mem_per_ps_gib;
+            if let Some(a) = &st.assignment {
+                ledger.keep(&self.jobs[i], a);
             }
         }
-        let stranded: u32 = (0..servers.len())
-            .filter(|&s| cpu[s] + 1e-9 < min_cpu || mem[s] + 1e-9 < min_mem)
-            .map(|s| gpus[s])
-            .sum();
+        let stranded = ledger.stranded_gpus(min_cpu, min_mem);
         self.stranded.0 += 1;
-        self.stranded.1 += f64::from(stranded);
+        self.stranded.1 += stranded as f64;
     }
 
     /// Mean, over rounds in which a job waited, of the GPUs left idle on servers whose free

@@ -83,13 +83,13 @@ impl Comparison {
     /// The same table as CSV (seconds, fractions).
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s\n",
+            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,contention_allowance,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s\n",
         );
         for r in &self.runs {
             let m = &r.metrics;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0}",
                 r.policy,
                 r.trace,
                 r.cluster,
@@ -110,6 +110,7 @@ impl Comparison {
                 m.gpu_hours_held,
                 m.gpu_hours_useful,
                 r.stranded_gpus,
+                r.contention_allowance,
                 m.restarts,
                 m.jobs_total,
                 m.jobs_unfinished_total,

@@ -158,29 +158,21 @@ pub fn sensitivity(
     });
     bar.finish_and_clear();
     let runs: Vec<coda::sim::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
-    let mut csv = String::from(
-        "setting,contention_allowance,policy,avg_jct_s,median_jct_s,p99_jct_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,restarts\n",
-    );
-    for (&(s, _), r) in jobs.iter().zip(&runs) {
-        let m = &r.metrics;
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            settings[s].name,
-            allowances[s],
-            r.policy,
-            m.avg_jct_s,
-            m.median_jct_s,
-            m.p99_jct_s,
-            m.avg_waiting_s,
-            m.makespan_s,
-            m.gpu_utilization,
-            m.busy_utilization,
-            m.gpu_hours_held,
-            m.gpu_hours_useful,
-            r.stranded_gpus,
-            m.restarts
-        );
+    // Every metric of every run, in `coda compare`'s CSV layout with the setting in front.
+    let mut csv = String::new();
+    for (k, setting) in settings.iter().enumerate() {
+        let block = coda::sim::Comparison {
+            runs: runs[k * policies.len()..(k + 1) * policies.len()].to_vec(),
+        }
+        .csv();
+        let mut lines = block.lines();
+        let header = lines.next().unwrap_or_default();
+        if k == 0 {
+            let _ = writeln!(csv, "setting,{header}");
+        }
+        for line in lines {
+            let _ = writeln!(csv, "{},{line}", setting.name);
+        }
     }
     let mut md = format!(
         "Average JCT (h) over the tracked jobs, `{}` on `{}`; (rank among the policies); \

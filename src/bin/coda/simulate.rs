@@ -64,6 +64,10 @@ pub struct SimArgs {
     /// `ilp` policy: jobs per round (running ones plus the earliest waiting).
     #[arg(long, default_value_t = 12)]
     pub ilp_max_jobs: usize,
+    /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
+    /// returns to the highest queue; 0 disables promotion).
+    #[arg(long, default_value_t = 4.0)]
+    pub tiresias_promote_knob: f64,
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,
@@ -167,6 +171,7 @@ impl SimArgs {
                 ..SolveSettings::default()
             },
             ilp_max_jobs: self.ilp_max_jobs,
+            tiresias_promote_knob: self.tiresias_promote_knob,
             ..PolicyOptions::default()
         })
     }
