@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 use coda::{CalibratedPerf, GenerateOptions, current_schedule, generate, perf};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -64,10 +64,9 @@ fn baseline_rounds(c: &mut Criterion) {
         ..Default::default()
     };
     let snap = generate(&opts, perf).unwrap();
-    for name in coda::baselines::POLICIES.iter().filter(|p| **p != "ilp") {
+    for name in coda::policies::POLICIES.iter().filter(|p| **p != "ilp") {
         let mut policy =
-            coda::baselines::by_name(name, perf, &coda::baselines::PolicyOptions::default())
-                .unwrap();
+            coda::policies::by_name(name, perf, &coda::policies::PolicyOptions::default()).unwrap();
         c.bench_function(&format!("round_64x8_600jobs/{name}"), |b| {
             b.iter(|| black_box(policy.schedule(&snap).unwrap()))
         });

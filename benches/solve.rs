@@ -4,8 +4,8 @@
 
 use std::hint::black_box;
 
-use coda::formulation::{Formulation, FormulationOptions};
-use coda::solver::{self, SolveSettings, scaling};
+use coda::ilp::formulation::{Formulation, FormulationOptions};
+use coda::ilp::{self, SolveSettings, scaling};
 use coda::{CalibratedPerf, Objective};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
@@ -47,7 +47,7 @@ fn solve(c: &mut Criterion) {
             |b, s| {
                 b.iter(|| {
                     black_box(
-                        solver::solve(
+                        ilp::solve(
                             s,
                             perf,
                             &Objective::default(),

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --example schedule_round [-- examples/instances/hetero.json]`
 
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, current_schedule, solver};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, current_schedule, ilp};
 
 fn main() -> coda::Result<()> {
     let path = std::env::args()
@@ -32,7 +32,7 @@ fn main() -> coda::Result<()> {
         println!("  job {job}: {:.3} it/s", speed.iterations_per_s);
     }
     // The same solve with its report: status, bound and gap.
-    let solved = solver::solve(
+    let solved = ilp::solve(
         &snapshot,
         perf,
         &objective,

@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 cargo test --release --locked
+# The library must build without the command line's crates (the `cli` feature).
+cargo check --release --locked --no-default-features --lib

@@ -109,6 +109,36 @@ pub enum Error {
         /// What is inconsistent.
         reason: String,
     },
+    /// A setting outside its range: solver, simulator, objective, policy or generator settings.
+    #[error("{settings}: setting `{field}` = {value}: {reason}")]
+    InvalidSetting {
+        /// Which settings (`solve settings`, `simulator`, `objective`, `policy options`...).
+        settings: String,
+        /// The setting.
+        field: String,
+        /// Its value.
+        value: String,
+        /// The range it must lie in.
+        reason: String,
+    },
+    /// A name that is not one of the known ones (a policy, a cluster spec).
+    #[error("unknown {what} `{name}`: {reason}")]
+    UnknownName {
+        /// What kind of name.
+        what: String,
+        /// The name given.
+        name: String,
+        /// The names (or forms) that are known.
+        reason: String,
+    },
+    /// The solver itself failed (infeasible, time or node limits are outcomes, not failures).
+    #[error("solver {solver} failed: {reason}")]
+    Solver {
+        /// Which solver.
+        solver: String,
+        /// What it said.
+        reason: String,
+    },
     /// A calibration could not be computed (too few rows, singular fit).
     #[error("calibration of `{model}` failed: {reason}")]
     Calibration {
@@ -123,10 +153,26 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// An [`Error::Io`] on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// An [`Error::InvalidSetting`].
+    pub fn setting(
+        settings: &str,
+        field: &str,
+        value: impl ToString,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::InvalidSetting {
+            settings: settings.to_string(),
+            field: field.to_string(),
+            value: value.to_string(),
+            reason: reason.into(),
         }
     }
 

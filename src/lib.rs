@@ -4,10 +4,15 @@
 //! and where its tasks run — servers, sockets, PCIe switches — aware that co-located jobs
 //! interfere and that a job spread over servers pays network overhead.
 //!
-//! Data flows one way:
+//! Data flows one way, and the modules are layered the same way (each imports only from the
+//! ones listed before it):
 //!
 //! ```text
-//! trace (datasets/*.csv) → ClusterSnapshot → scheduler → Schedule (validated) → PerfModel speeds
+//! util → model → perf → objective → scheduler → ilp → policies → sim → workload
+//!
+//! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: RoundPricing → Formulation → HiGHS → decode
+//!                                                        └─ policies: sizing → packer
+//!                        → Schedule (validated) → Simulator (next_round / apply, PerfModel) → Metrics
 //! ```
 //!
 //! ```
@@ -27,31 +32,42 @@
 //! assert!(spread.step_time_s > packed.step_time_s);
 //! ```
 #![deny(missing_docs)]
-// One call reads a 64-bit solver statistic through HiGHS' C API (see `solver::node_count`);
+// One call reads a 64-bit solver statistic through HiGHS' C API (see `ilp::node_count`);
 // everything else is safe code.
 #![deny(unsafe_code)]
 
-pub mod baselines;
-mod csvio;
 pub mod error;
-pub mod formulation;
-pub mod generate;
+mod util;
+
+pub mod ilp;
 pub mod model;
 pub mod objective;
 pub mod perf;
+pub mod policies;
 pub mod scheduler;
 pub mod sim;
-pub mod solver;
-mod total;
-pub mod trace;
+pub mod workload;
 
 pub use error::{Error, Result};
-pub use generate::{GenerateOptions, current_schedule, generate};
+pub use ilp::ExactScheduler;
+pub use ilp::{SolveReport, SolveSettings, SolveStatus, Solved};
 pub use model::{
     Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Request, Schedule, Server,
-    TaskDemand, TaskRange, Violation, WorkerTask, write_atomic,
+    TaskDemand, TaskRange, Violation, WorkerTask,
 };
-pub use objective::{Objective, Score};
+pub use objective::{Objective, RoundPricing, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
-pub use scheduler::{ExactScheduler, Scheduler, schedule};
-pub use solver::{SolveReport, SolveSettings, SolveStatus, Solved};
+pub use scheduler::Scheduler;
+pub use util::write_atomic;
+pub use workload::{GenerateOptions, current_schedule, generate};
+
+/// Schedules one round with the shipped performance model, the default objective and the
+/// default solver settings (60 s limit, optimality).
+pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
+    ExactScheduler::new(
+        CalibratedPerf::shipped(),
+        Objective::default(),
+        SolveSettings::default(),
+    )
+    .schedule(snapshot)
+}

@@ -6,10 +6,12 @@ mod cluster;
 mod job;
 mod schedule;
 mod snapshot;
+mod topology;
+mod validate;
 
 pub use cluster::{Cluster, GpuSlot, Server};
 pub use job::{Architecture, Job, Request, TaskDemand, TaskRange};
-pub use schedule::{Assignment, Footprint, PsTask, Schedule, Violation, WorkerTask};
+pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};
 pub use snapshot::ClusterSnapshot;
-pub use snapshot::write_atomic;
-pub(crate) use snapshot::{parse_json, write_json_atomic};
+pub use topology::{PcieSwitch, SwitchId, Topology};
+pub use validate::Violation;

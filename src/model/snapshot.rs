@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Cluster, Job};
 use crate::error::{Error, Result};
+use crate::util::json::{parse_json, write_json_atomic};
 
 /// Everything a scheduler sees in one round: the cluster, the jobs that have arrived and not
 /// finished (running or waiting), and the time.
@@ -203,40 +204,18 @@ impl ClusterSnapshot {
         Ok(())
     }
 
+    /// Job indices by (arrival, id): the order first-come policies and job windows read.
+    pub fn by_arrival(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.jobs.len()).collect();
+        v.sort_by(|&a, &b| {
+            let (x, y) = (&self.jobs[a], &self.jobs[b]);
+            x.arrival_s.total_cmp(&y.arrival_s).then(x.id.cmp(&y.id))
+        });
+        v
+    }
+
     /// The job with this id.
     pub fn job(&self, id: u64) -> Option<&Job> {
         self.jobs.iter().find(|j| j.id == id)
     }
-}
-
-/// Parses JSON with the path of the failing field in the error.
-pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        Error::Json {
-            file: origin.to_string(),
-            line: inner.line(),
-            column: inner.column(),
-            field,
-            message: inner.to_string(),
-        }
-    })
-}
-
-/// Writes `value` as pretty JSON next to `path` and renames it into place.
-pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).expect("model types always serialize");
-    write_atomic(path, text.as_bytes())
-}
-
-/// Writes bytes to a temporary sibling of `path`, then renames it over `path`, so that an
-/// interrupted or failed write never leaves a truncated file where a good one was.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }

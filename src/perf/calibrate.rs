@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use super::nnls::nnls;
 use super::params::*;
-use crate::csvio::CsvFile;
 use crate::error::{Error, Result};
+use crate::util::csvio::CsvFile;
 
 /// GPU type of each Pollux/Sia cluster profile (Sia's `simulator_config.py`, Pollux's `main.tf`;
 /// see `datasets/README.md`). `rtx` is not shipped; it is listed so that its rows load if given.
@@ -196,7 +196,7 @@ fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec
     let consts_path = dir.join("dl2_model_constants.json");
     let text = std::fs::read_to_string(&consts_path).map_err(|e| Error::io(&consts_path, e))?;
     let consts: serde_json::Value =
-        crate::model::parse_json(&text, &consts_path.display().to_string())?;
+        crate::util::json::parse_json(&text, &consts_path.display().to_string())?;
     let mut by_model: BTreeMap<String, (f64, Vec<Obs>, u32, u32)> = BTreeMap::new();
     for r in f.rows() {
         let model = r.str("model").to_string();

@@ -55,10 +55,7 @@ impl PlacementShape {
         Self::isolated(
             workers,
             ps,
-            crate::trace::packed(workers, per)
-                .into_iter()
-                .map(|k| k * g)
-                .collect(),
+            packed(workers, per).into_iter().map(|k| k * g).collect(),
         )
     }
 
@@ -66,6 +63,14 @@ impl PlacementShape {
     pub fn servers(&self) -> u32 {
         self.gpus_per_server.iter().filter(|&&g| g > 0).count() as u32
     }
+}
+
+/// `gpus` GPUs packed on as few servers of `per_server` GPUs as possible: `[8, 8, 3]`.
+pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
+    let g = per_server.max(1);
+    (0..gpus.div_ceil(g))
+        .map(|k| (gpus - k * g).min(g))
+        .collect()
 }
 
 /// Who runs where: for every placed assignment its footprint, and per server the assignments

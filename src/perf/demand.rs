@@ -18,8 +18,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::csvio::CsvFile;
 use crate::error::{Error, Result};
+use crate::util::csvio::CsvFile;
 
 /// What one task of a model reserves on its server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

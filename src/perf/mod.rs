@@ -36,7 +36,7 @@ pub use calibrate::{
     CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, PlacementCheck, calibrate, gavel_model_name,
     placement_check, placement_summary,
 };
-pub use context::{Occupancy, PlacementShape, placement_shapes, speed_alone, speeds};
+pub use context::{Occupancy, PlacementShape, packed, placement_shapes, speed_alone, speeds};
 pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
@@ -206,7 +206,7 @@ impl CalibratedPerf {
     /// Loads a parameter file written by `coda calibrate`.
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::new(crate::model::parse_json(
+        Self::new(crate::util::json::parse_json(
             &text,
             &path.display().to_string(),
         )?)

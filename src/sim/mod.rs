@@ -11,22 +11,21 @@
 //! ([`SimConfig::contention_allowance`]). At each round tick the scheduler sees a [`ClusterSnapshot`] of the
 //! jobs that have arrived and not finished; its schedule is validated (an invalid one is an
 //! error, never silently fixed) and applied: a running job whose assignment changes stops for
-//! [`SimConfig::restart_s`] (checkpoint and restore) before it progresses again; a job that is
+//! [`Objective::restart_s`] (checkpoint and restore) before it progresses again; a job that is
 //! not scheduled is preempted and keeps its progress, and pays the same restart when it resumes.
 //! A job's first start is free: trace durations include it.
 //!
 //! The simulator owns no policy and prints nothing; [`crate::Scheduler`] decides, observers and
 //! reports read [`Simulator::records`] and [`Simulator::utilization`].
 
+mod env;
+mod metrics;
 mod report;
-mod workload;
 
-pub use report::{
-    Comparison, RunSummary, jobs_csv, plot_jct_cdf, plot_utilization, utilization_csv,
-};
-pub use workload::{
-    SHIPPED_TRACES, Workload, cluster_from_spec, load, reference_server, server_specs,
-};
+pub use env::{JobProgress, RoundOutcome};
+
+pub use metrics::{Metrics, metrics};
+pub use report::{Comparison, RunSummary, jobs_csv, utilization_csv};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,19 +34,19 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, Schedule};
-use crate::objective::same_assignment;
+use crate::objective::{Objective, same_assignment};
 use crate::perf::{self, PerfModel};
 use crate::scheduler::Scheduler;
-use crate::total::TotalF64 as Time;
+use crate::util::total::TotalF64 as Time;
 
 /// Simulator settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SimConfig {
-    /// Seconds between scheduling rounds (default 300, as Blox and Synergy; Gavel 360, Pollux 60).
-    pub round_s: f64,
-    /// ESTIMATE. Seconds a running job loses when its allocation or placement changes
-    /// (checkpoint, restore, warm-up); the same default as [`crate::Objective::restart_s`].
-    pub restart_s: f64,
+    /// Seconds between scheduling rounds ([`Objective::round_s`]: default 300, as Blox and
+    /// Synergy; Gavel 360, Pollux 60) and seconds a running job loses when its allocation or
+    /// placement changes ([`Objective::restart_s`], an ESTIMATE). One source for both: the
+    /// simulator charges exactly the round and the restart the objective prices.
+    pub objective: Objective,
     /// Stop at this time even if jobs remain (they are reported unfinished).
     pub horizon_s: f64,
     /// Contention already contained in the jobs' work, as a factor `F_ref >= 1` on step time. A
@@ -62,8 +61,7 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            round_s: 300.0,
-            restart_s: 60.0,
+            objective: Objective::default(),
             horizon_s: f64::INFINITY,
             contention_allowance: 1.0,
         }
@@ -81,7 +79,7 @@ pub fn contention_allowance(
     cluster: Cluster,
     jobs: Vec<Job>,
 ) -> Result<f64> {
-    let mut fifo = crate::baselines::by_name("fifo", perf, &Default::default())?;
+    let mut fifo = crate::policies::by_name("fifo", perf, &Default::default())?;
     let mut sim = Simulator::new(
         perf,
         SimConfig {
@@ -128,6 +126,17 @@ pub struct JobRecord {
     pub waiting_s: f64,
 }
 
+/// What processing one event led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// An event was processed (or dropped as stale); nothing to decide.
+    Event,
+    /// A round is due now.
+    Round,
+    /// No event is left before the horizon.
+    End,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
     Arrival(usize),
@@ -172,6 +181,8 @@ pub struct Simulator<'a> {
     last_advance: f64,
     utilization: Vec<(f64, u64)>,
     tick_pending: bool,
+    /// The round handed out by `next_round` and not yet applied.
+    pending: Option<ClusterSnapshot>,
     processed: u64,
     /// Arrival of the last job: the end of the busy period.
     last_arrival: f64,
@@ -191,30 +202,18 @@ impl<'a> Simulator<'a> {
         cluster: Cluster,
         mut jobs: Vec<Job>,
     ) -> Result<Self> {
-        // Settings are checked once, each against its own range, with its name in the error.
-        for (field, v, ok, why) in [
-            (
-                "round_s",
-                config.round_s,
-                config.round_s > 0.0,
-                "must be > 0",
-            ),
-            (
+        // Settings are checked once, with their names in the error: round and restart by the
+        // objective's own rules, the allowance here.
+        let o = config.objective;
+        Objective::new(o.round_s, o.restart_s)?;
+        let f = config.contention_allowance;
+        if !(f.is_finite() && f >= 1.0) {
+            return Err(Error::setting(
+                "simulator",
                 "contention_allowance",
-                config.contention_allowance,
-                config.contention_allowance >= 1.0,
+                f,
                 "must be >= 1",
-            ),
-            (
-                "restart_s",
-                config.restart_s,
-                config.restart_s >= 0.0,
-                "must be >= 0",
-            ),
-        ] {
-            if !(v.is_finite() && ok) {
-                return Err(Error::invalid("simulator", 0, field, v, why));
-            }
+            ));
         }
         for j in &mut jobs {
             j.done_iterations = 0.0;
@@ -278,6 +277,7 @@ impl<'a> Simulator<'a> {
             last_advance: 0.0,
             utilization: vec![(0.0, 0)],
             tick_pending: false,
+            pending: None,
             processed: 0,
         };
         for i in 0..sim.jobs.len() {
@@ -411,7 +411,8 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
-    fn snapshot(&self) -> ClusterSnapshot {
+    /// What a scheduler sees now: the jobs that have arrived and not finished.
+    pub(crate) fn snapshot(&self) -> ClusterSnapshot {
         let jobs = self
             .jobs
             .iter()
@@ -432,16 +433,24 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    fn round(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
-        let snapshot = self.snapshot();
-        let schedule = scheduler.schedule(&snapshot)?;
-        let violations = schedule.validate(&snapshot);
+    /// Applies a round's decision at the current time: validates it against the snapshot the
+    /// round saw (an invalid schedule is an error, never silently fixed), starts, moves, resizes
+    /// and preempts jobs, then schedules the next round and re-prices. Returns the ids of the
+    /// jobs whose change costs a restart. `who` names the decider in errors.
+    fn decide(
+        &mut self,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+        who: &str,
+    ) -> Result<Vec<u64>> {
+        let violations = schedule.validate(snapshot);
         if let Some(v) = violations.first() {
             return Err(Error::InvalidInstance {
-                context: format!("round at t = {} s, policy `{}`", self.now, scheduler.name()),
+                context: format!("round at t = {} s, policy `{who}`", self.now),
                 reason: format!("{} violation(s), first: {v}", violations.len()),
             });
         }
+        let mut restarted = Vec::new();
         for i in 0..self.state.len() {
             if !self.state[i].arrived || self.state[i].finished {
                 continue;
@@ -453,11 +462,13 @@ impl<'a> Simulator<'a> {
                 (Some(o), Some(n)) if same_assignment(o, n) => {}
                 (Some(_), Some(_)) => {
                     self.records[i].restarts += 1;
+                    restarted.push(id);
                     self.begin_restart(i, new);
                 }
                 (None, Some(_)) if self.records[i].first_start_s.is_some() => {
                     // Resuming after a preemption restores from the checkpoint: a restart.
                     self.records[i].restarts += 1;
+                    restarted.push(id);
                     self.begin_restart(i, new);
                 }
                 (None, Some(_)) => {
@@ -479,6 +490,23 @@ impl<'a> Simulator<'a> {
             }
         }
         self.count_stranded();
+        let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
+        if waiting {
+            self.tick_pending = true;
+            self.push(self.now + self.config.objective.round_s, Event::Tick);
+        }
+        self.after_change()?;
+        Ok(restarted)
+    }
+
+    /// Re-prices every running job and records the GPUs held, after anything that changed who
+    /// runs where or how fast.
+    fn after_change(&mut self) -> Result<()> {
+        self.reprice()?;
+        let held = self.gpus_held();
+        if self.utilization.last().is_none_or(|&(_, g)| g != held) {
+            self.utilization.push((self.now, held));
+        }
         Ok(())
     }
 
@@ -515,7 +543,7 @@ impl<'a> Simulator<'a> {
             .map(|&i| self.jobs[i].demand.mem_per_worker_gib)
             .fold(f64::INFINITY, f64::min);
         // The packer's ledger of free GPUs, cores and memory, filled with what runs now.
-        let mut ledger = crate::baselines::Packer::new(&self.priced, self.perf);
+        let mut ledger = crate::policies::Packer::new(&self.priced, self.perf);
         for (i, st) in self.state.iter().enumerate() {
             if let Some(a) = &st.assignment {
                 ledger.keep(&self.jobs[i], a);
@@ -538,26 +566,27 @@ impl<'a> Simulator<'a> {
 
     fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
         self.state[i].assignment = new;
-        self.state[i].restarting = self.config.restart_s > 0.0;
+        self.state[i].restarting = self.config.objective.restart_s > 0.0;
         self.state[i].restart_version += 1;
         if self.state[i].restarting {
             let version = self.state[i].restart_version;
             self.push(
-                self.now + self.config.restart_s,
+                self.now + self.config.objective.restart_s,
                 Event::RestartDone { job: i, version },
             );
         }
     }
 
-    /// Processes the next event; `Ok(false)` when there is none left before the horizon.
-    pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
+    /// Processes the next event, up to a round: `Next::Round` when a round is due now (its
+    /// decision is the caller's), `Next::End` when no event is left before the horizon.
+    pub(crate) fn next_event(&mut self) -> Result<Next> {
         let Some(Reverse((Time(t), _, _, event))) = self.events.pop() else {
-            return Ok(false);
+            return Ok(Next::End);
         };
         if t > self.config.horizon_s {
             self.advance(self.config.horizon_s);
             self.events.clear();
-            return Ok(false);
+            return Ok(Next::End);
         }
         let stale = match event {
             Event::Completion { job, version } => {
@@ -569,11 +598,10 @@ impl<'a> Simulator<'a> {
             Event::Arrival(_) | Event::Tick => false,
         };
         if stale {
-            return Ok(true);
+            return Ok(Next::Event);
         }
         self.advance(t);
         self.processed += 1;
-        let mut changed = false;
         match event {
             Event::Arrival(i) => {
                 self.state[i].arrived = true;
@@ -582,37 +610,48 @@ impl<'a> Simulator<'a> {
                     self.tick_pending = true;
                     self.push(t, Event::Tick);
                 }
+                return Ok(Next::Event);
             }
             Event::Tick => {
                 self.tick_pending = false;
-                self.round(scheduler)?;
-                changed = true;
-                let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
-                if waiting {
-                    self.tick_pending = true;
-                    self.push(t + self.config.round_s, Event::Tick);
-                }
+                return Ok(Next::Round);
             }
             Event::Completion { job, .. } => {
                 self.state[job].done = self.jobs[job].total_iterations;
                 self.state[job].finished = true;
                 self.state[job].assignment = None;
                 self.records[job].finish_s = Some(t);
-                changed = true;
             }
             Event::RestartDone { job, .. } => {
                 self.state[job].restarting = false;
-                changed = true;
             }
         }
-        if changed {
-            self.reprice()?;
-            let held = self.gpus_held();
-            if self.utilization.last().is_none_or(|&(_, g)| g != held) {
-                self.utilization.push((t, held));
+        self.after_change()?;
+        Ok(Next::Event)
+    }
+
+    /// The time of the next round, if the next event to process is one.
+    pub(crate) fn round_due(&self) -> Option<f64> {
+        match self.events.peek() {
+            Some(Reverse((Time(t), _, _, Event::Tick))) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// Processes the next event; at a round, `scheduler` decides. `Ok(false)` when there is
+    /// none left before the horizon. (The same events as [`Simulator::next_round`] and
+    /// [`Simulator::apply`], one at a time.)
+    pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
+        match self.next_event()? {
+            Next::End => Ok(false),
+            Next::Event => Ok(true),
+            Next::Round => {
+                let snapshot = self.snapshot();
+                let schedule = scheduler.schedule(&snapshot)?;
+                self.decide(&snapshot, &schedule, scheduler.name())?;
+                Ok(true)
             }
         }
-        Ok(true)
     }
 
     /// Processes events up to and including time `t`.
@@ -629,9 +668,14 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
-    /// Runs to the end (every job finished) or the horizon.
+    /// Runs to the end (every job finished) or the horizon: the environment loop
+    /// ([`Simulator::next_round`], the scheduler decides, [`Simulator::apply`]) with `scheduler`
+    /// as the agent.
     pub fn run(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
-        while self.step(scheduler)? {}
+        while let Some(snapshot) = self.next_round()? {
+            let schedule = scheduler.schedule(snapshot)?;
+            self.apply_as(&schedule, scheduler.name())?;
+        }
         Ok(())
     }
 
@@ -666,183 +710,5 @@ impl<'a> Simulator<'a> {
     /// The cluster simulated.
     pub fn cluster(&self) -> &Cluster {
         &self.priced.cluster
-    }
-}
-
-/// Summary of a run over a tracked window of jobs (by arrival order), as Blox does to leave out
-/// warm-up and tail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Metrics {
-    /// Jobs in the tracked window.
-    pub jobs_tracked: usize,
-    /// Tracked jobs that finished.
-    pub jobs_finished: usize,
-    /// Tracked jobs still unfinished at the end (horizon).
-    pub jobs_unfinished: usize,
-    /// Mean job completion time (finish − arrival) of finished tracked jobs, seconds.
-    pub avg_jct_s: f64,
-    /// Median JCT, seconds.
-    pub median_jct_s: f64,
-    /// 95th-percentile JCT, seconds.
-    pub p95_jct_s: f64,
-    /// 99th-percentile JCT, seconds.
-    pub p99_jct_s: f64,
-    /// Mean queueing delay (first start − arrival) of tracked jobs that started, seconds.
-    pub avg_queueing_s: f64,
-    /// Mean time tracked jobs spent waiting without GPUs, first queueing and every wait after a
-    /// preemption included, seconds.
-    pub avg_waiting_s: f64,
-    /// GPU-hours held by all jobs (restarts included).
-    pub gpu_hours_held: f64,
-    /// Useful GPU-hours of all jobs: held GPU-hours weighted by in-context ÷ alone speed (see
-    /// [`JobRecord::useful_gpu_seconds`]).
-    pub gpu_hours_useful: f64,
-    /// GPU utilisation over the busy period (first to last arrival): GPU-seconds held then ÷
-    /// (cluster GPUs × its length). The whole-run figure also counts the drain after it.
-    pub busy_utilization: f64,
-    /// Last finish minus first arrival over all jobs, seconds.
-    pub makespan_s: f64,
-    /// GPU-seconds held ÷ (cluster GPUs × makespan), over all jobs.
-    pub gpu_utilization: f64,
-    /// Restarts of tracked jobs.
-    pub restarts: u64,
-    /// Jobs in the whole run.
-    pub jobs_total: usize,
-    /// Jobs of the whole run unfinished at the end (none is ever dropped).
-    pub jobs_unfinished_total: usize,
-}
-
-/// Nearest-rank percentile of sorted values (`q` in [0, 1]).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
-/// Metrics of `records` (in arrival order) over the window `tracked` (fractions of the job
-/// list, e.g. `0.1..0.9`), for a cluster of `gpus` GPUs.
-pub fn metrics(records: &[JobRecord], tracked: std::ops::Range<f64>, gpus: u64) -> Metrics {
-    let n = records.len();
-    let lo = ((tracked.start.clamp(0.0, 1.0)) * n as f64).floor() as usize;
-    let hi = ((tracked.end.clamp(0.0, 1.0)) * n as f64).ceil() as usize;
-    let window = &records[lo.min(n)..hi.min(n).max(lo.min(n))];
-    let mut jct: Vec<f64> = window
-        .iter()
-        .filter_map(|r| r.finish_s.map(|f| f - r.arrival_s))
-        .collect();
-    jct.sort_by(f64::total_cmp);
-    let queue: Vec<f64> = window
-        .iter()
-        .filter_map(|r| r.first_start_s.map(|s| s - r.arrival_s))
-        .collect();
-    let first = records
-        .iter()
-        .map(|r| r.arrival_s)
-        .fold(f64::INFINITY, f64::min);
-    let last = records
-        .iter()
-        .filter_map(|r| r.finish_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let makespan = if last.is_finite() && first.is_finite() {
-        last - first
-    } else {
-        0.0
-    };
-    let gpu_seconds: f64 = records.iter().map(|r| r.gpu_seconds).sum();
-    let last_arrival = records
-        .iter()
-        .map(|r| r.arrival_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let busy_span = if first.is_finite() {
-        last_arrival - first
-    } else {
-        0.0
-    };
-    let waiting: Vec<f64> = window.iter().map(|r| r.waiting_s).collect();
-    let mean = |v: &[f64]| {
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
-    Metrics {
-        jobs_tracked: window.len(),
-        jobs_finished: jct.len(),
-        jobs_unfinished: window.len() - jct.len(),
-        avg_jct_s: mean(&jct),
-        median_jct_s: percentile(&jct, 0.5),
-        p95_jct_s: percentile(&jct, 0.95),
-        p99_jct_s: percentile(&jct, 0.99),
-        avg_queueing_s: mean(&queue),
-        avg_waiting_s: mean(&waiting),
-        gpu_hours_held: gpu_seconds / 3600.0,
-        gpu_hours_useful: records.iter().map(|r| r.useful_gpu_seconds).sum::<f64>() / 3600.0,
-        busy_utilization: if busy_span > 0.0 && gpus > 0 {
-            records.iter().map(|r| r.busy_gpu_seconds).sum::<f64>() / (gpus as f64 * busy_span)
-        } else {
-            0.0
-        },
-        makespan_s: makespan,
-        gpu_utilization: if makespan > 0.0 && gpus > 0 {
-            gpu_seconds / (gpus as f64 * makespan)
-        } else {
-            0.0
-        },
-        restarts: window.iter().map(|r| u64::from(r.restarts)).sum(),
-        jobs_total: n,
-        jobs_unfinished_total: records.iter().filter(|r| r.finish_s.is_none()).count(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(id: u64, arrival: f64, start: Option<f64>, finish: Option<f64>) -> JobRecord {
-        JobRecord {
-            id,
-            arrival_s: arrival,
-            first_start_s: start,
-            finish_s: finish,
-            restarts: 1,
-            gpu_seconds: 10.0,
-            busy_gpu_seconds: 7.0,
-            useful_gpu_seconds: 5.0,
-            waiting_s: start.map_or(0.0, |s| s - arrival) + 1.0,
-        }
-    }
-
-    #[test]
-    fn metrics_by_hand() {
-        let r = vec![
-            rec(0, 0.0, Some(0.0), Some(10.0)),
-            rec(1, 5.0, Some(10.0), Some(30.0)),
-            rec(2, 6.0, Some(6.0), Some(106.0)),
-            rec(3, 7.0, None, None),
-        ];
-        let m = metrics(&r, 0.0..1.0, 2);
-        assert_eq!(
-            (m.jobs_tracked, m.jobs_finished, m.jobs_unfinished),
-            (4, 3, 1)
-        );
-        assert!((m.avg_jct_s - (10.0 + 25.0 + 100.0) / 3.0).abs() < 1e-12);
-        assert_eq!(m.median_jct_s, 25.0);
-        assert_eq!(m.p99_jct_s, 100.0);
-        assert!((m.avg_queueing_s - (0.0 + 5.0 + 0.0) / 3.0).abs() < 1e-12);
-        assert_eq!(m.makespan_s, 106.0);
-        assert!((m.gpu_utilization - 40.0 / (2.0 * 106.0)).abs() < 1e-12);
-        // Busy period: first to last arrival (0 to 7 s).
-        assert!((m.busy_utilization - 28.0 / (2.0 * 7.0)).abs() < 1e-12);
-        assert!((m.gpu_hours_held - 40.0 / 3600.0).abs() < 1e-12);
-        assert!((m.gpu_hours_useful - 20.0 / 3600.0).abs() < 1e-12);
-        assert!((m.avg_waiting_s - (1.0 + 6.0 + 1.0 + 1.0) / 4.0).abs() < 1e-12);
-        assert_eq!(m.restarts, 4);
-        // The window 25 %..75 % keeps jobs 1 and 2.
-        let w = metrics(&r, 0.25..0.75, 2);
-        assert_eq!(w.jobs_tracked, 2);
-        assert_eq!(w.avg_jct_s, (25.0 + 100.0) / 2.0);
     }
 }

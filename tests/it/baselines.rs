@@ -1,9 +1,9 @@
 //! Every baseline, tested once for all: valid schedules on random rounds, the ILP bounds each of
 //! them, and whole trace replays that are deterministic, lose nothing and stay valid every round.
 
-use coda::baselines::{self, POLICIES, PolicyOptions};
+use coda::policies::{self, POLICIES, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
-use coda::trace;
+use coda::workload::trace;
 use coda::{
     CalibratedPerf, ClusterSnapshot, GenerateOptions, Objective, Schedule, Scheduler,
     SolveSettings, generate,
@@ -64,7 +64,7 @@ proptest! {
             servers, jobs, seed, running_fraction: running, gpu_types, ..Default::default()
         }, perf).unwrap();
         for name in heuristics() {
-            let mut p = baselines::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
+            let mut p = policies::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
             let s = p.schedule(&snap).unwrap();
             let v = s.validate(&snap);
             prop_assert!(v.is_empty(), "{name}: {v:?}");
@@ -94,10 +94,10 @@ proptest! {
             ..Default::default()
         }, perf).unwrap();
         let obj = Objective::default();
-        let exact = coda::solver::solve(&snap, perf, &obj, &SolveSettings::default(), None).unwrap();
+        let exact = coda::ilp::solve(&snap, perf, &obj, &SolveSettings::default(), None).unwrap();
         prop_assert_eq!(exact.report.status, coda::SolveStatus::Optimal);
         for name in heuristics() {
-            let mut p = baselines::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
+            let mut p = policies::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
             let s = p.schedule(&snap).unwrap();
             let h = obj.score(perf, &snap, &s).unwrap().total;
             // HiGHS stops at a relative gap of 1e-6 or an absolute one of 1e-6.
@@ -114,7 +114,7 @@ fn replay(policy: &str, jobs: &[coda::Job], servers: usize, opts: &PolicyOptions
     let perf = CalibratedPerf::shipped();
     let cluster = coda::Cluster::homogeneous(servers, &trace::default_server());
     let mut sim = Simulator::new(perf, SimConfig::default(), cluster, jobs.to_vec()).unwrap();
-    let mut p = Checked(baselines::by_name(policy, perf, opts).unwrap(), 0);
+    let mut p = Checked(policies::by_name(policy, perf, opts).unwrap(), 0);
     sim.run(&mut p).unwrap();
     (
         sim.records().to_vec(),
@@ -188,7 +188,7 @@ fn a_horizon_reports_unfinished_jobs() {
     };
     let cluster = coda::Cluster::homogeneous(1, &trace::default_server());
     let mut sim = Simulator::new(perf, cfg, cluster, jobs).unwrap();
-    let mut p = baselines::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+    let mut p = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
     sim.run(p.as_mut()).unwrap();
     let m = sim::metrics(sim.records(), 0.0..1.0, 8);
     assert_eq!(m.jobs_total, 60);
@@ -221,7 +221,7 @@ fn tiresias_demotes_attained_service() {
             vec![long.clone(), short.clone()],
         )
         .unwrap();
-        let mut p = baselines::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+        let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
         sim.run(p.as_mut()).unwrap();
         sim.records().to_vec()
     };
@@ -238,7 +238,7 @@ fn tiresias_demotes_attained_service() {
 #[test]
 fn unknown_policy_and_bad_options_are_typed_errors() {
     let perf = CalibratedPerf::shipped();
-    let e = baselines::by_name("lottery", perf, &PolicyOptions::default())
+    let e = policies::by_name("lottery", perf, &PolicyOptions::default())
         .err()
         .unwrap();
     assert!(
@@ -249,19 +249,19 @@ fn unknown_policy_and_bad_options_are_typed_errors() {
         tiresias_thresholds_gpu_s: vec![10.0, 5.0],
         ..PolicyOptions::default()
     };
-    assert!(baselines::by_name("tiresias", perf, &bad).is_err());
+    assert!(policies::by_name("tiresias", perf, &bad).is_err());
     let bad = PolicyOptions {
         ilp_max_jobs: 0,
         ..PolicyOptions::default()
     };
-    assert!(baselines::by_name("ilp", perf, &bad).is_err());
+    assert!(policies::by_name("ilp", perf, &bad).is_err());
 }
 
 #[test]
 fn cluster_specs() {
     let perf = CalibratedPerf::shipped();
     let d = datasets();
-    let c = sim::cluster_from_spec("64x8", &d, perf).unwrap();
+    let c = coda::workload::cluster_from_spec("64x8", &d, perf).unwrap();
     assert_eq!(c.servers.len(), 64);
     assert_eq!(
         c.servers[0],
@@ -271,9 +271,12 @@ fn cluster_specs() {
         }
     );
     // Named servers come from datasets/servers.csv, with their cited numbers.
-    let c = sim::cluster_from_spec("64xdgx-1-v100", &d, perf).unwrap();
-    assert_eq!(c, sim::cluster_from_spec("64x8", &d, perf).unwrap());
-    let c = sim::cluster_from_spec("2xnd40rs-v2", &d, perf).unwrap();
+    let c = coda::workload::cluster_from_spec("64xdgx-1-v100", &d, perf).unwrap();
+    assert_eq!(
+        c,
+        coda::workload::cluster_from_spec("64x8", &d, perf).unwrap()
+    );
+    let c = coda::workload::cluster_from_spec("2xnd40rs-v2", &d, perf).unwrap();
     assert_eq!(
         (
             c.num_gpus(),
@@ -283,18 +286,18 @@ fn cluster_specs() {
         ),
         (16, 40.0, 672.0, 100.0)
     );
-    let e = sim::cluster_from_spec("4xnosuch", &d, perf).unwrap_err();
+    let e = coda::workload::cluster_from_spec("4xnosuch", &d, perf).unwrap_err();
     assert!(e.to_string().contains("nd40rs-v2"), "{e}");
-    let c = sim::cluster_from_spec("3x4:t4", &d, perf).unwrap();
+    let c = coda::workload::cluster_from_spec("3x4:t4", &d, perf).unwrap();
     assert_eq!((c.num_gpus(), c.servers[2].gpu_type.as_str()), (12, "t4"));
-    let a = sim::cluster_from_spec("alibaba-nodes", &d, perf).unwrap();
+    let a = coda::workload::cluster_from_spec("alibaba-nodes", &d, perf).unwrap();
     assert!(
         a.servers
             .iter()
             .all(|s| ["t4", "p100", "v100"].contains(&s.gpu_type.as_str()))
     );
     for bad in ["0x8", "8x0", "4x8:h100", "lots", "x8"] {
-        let e = sim::cluster_from_spec(bad, &d, perf).unwrap_err();
+        let e = coda::workload::cluster_from_spec(bad, &d, perf).unwrap_err();
         assert!(e.to_string().contains("cluster"), "{bad}: {e}");
     }
 }

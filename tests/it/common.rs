@@ -14,7 +14,7 @@ pub fn datasets() -> PathBuf {
 
 /// The first `n` jobs of the Philly window, converted with the default trace options.
 pub fn philly(n: usize) -> Vec<coda::Job> {
-    use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+    use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
     let t = trace::load(
         &datasets().join(TraceFormat::Philly.shipped_file()),
         TraceFormat::Philly,

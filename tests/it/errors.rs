@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use coda::trace::{self, TraceFilter, TraceFormat};
+use coda::workload::trace::{self, TraceFilter, TraceFormat};
 use coda::{CalibratedPerf, ClusterSnapshot, Error, PerfModel};
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {

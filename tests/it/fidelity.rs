@@ -1,10 +1,10 @@
 //! Simulator fidelity: the contention allowance, the run metrics that say what happened, the
 //! measured task demands, NIC sharing by communication share, and the baselines' paper rules.
 
-use coda::baselines::{self, Packer, Placement, PolicyOptions};
 use coda::perf::{Estimates, PerfParams};
+use coda::policies::{self, Packer, Placement, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
-use coda::trace;
+use coda::workload::trace;
 use coda::{
     Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, PerfModel, Request,
     Server, TaskDemand, TaskRange, WorkerTask,
@@ -25,7 +25,7 @@ fn run(policy: &str, allowance: f64, jobs: &[Job], servers: usize) -> Simulator<
         ..SimConfig::default()
     };
     let mut sim = Simulator::new(perf, cfg, cluster(servers), jobs.to_vec()).unwrap();
-    let mut p = baselines::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+    let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
     sim.run(p.as_mut()).unwrap();
     assert!(sim.done());
     sim
@@ -143,7 +143,7 @@ fn stranded_gpus_are_counted() {
         jobs,
     )
     .unwrap();
-    let mut fifo = baselines::by_name("fifo", perf, &PolicyOptions::default()).unwrap();
+    let mut fifo = policies::by_name("fifo", perf, &PolicyOptions::default()).unwrap();
     sim.run(fifo.as_mut()).unwrap();
     assert!(sim.done());
     assert!(
@@ -240,7 +240,7 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
         ps: vec![],
     });
     let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
-    let mut t = baselines::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+    let mut t = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
     let s = t.schedule(&snap).unwrap();
     assert!(s.assignment(1).is_some() && s.assignment(0).is_none());
 }
@@ -258,7 +258,7 @@ fn tiresias_promotion_ends_starvation() {
             tiresias_promote_knob: knob,
             ..PolicyOptions::default()
         };
-        let mut p = baselines::by_name("tiresias", perf, &opts).unwrap();
+        let mut p = policies::by_name("tiresias", perf, &opts).unwrap();
         sim.run(p.as_mut()).unwrap();
         sim.records().to_vec()
     };
@@ -275,7 +275,7 @@ fn tiresias_promotion_ends_starvation() {
         tiresias_promote_knob: -1.0,
         ..PolicyOptions::default()
     };
-    assert!(baselines::by_name("tiresias", perf, &bad).is_err());
+    assert!(policies::by_name("tiresias", perf, &bad).is_err());
 }
 
 /// Pollux's repair rule: a placement over several servers avoids servers that already hold

@@ -1,7 +1,7 @@
 //! The integer program against references: brute force on tiny instances, the objective of its
 //! own decoded schedule, every other schedule, and a bigger cluster.
 
-use coda::solver::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
+use coda::ilp::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
 use coda::{
     Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, GenerateOptions, Job,
     Objective, PerfModel, Schedule, Server, TaskDemand, TaskRange, WorkerTask, generate,
@@ -85,7 +85,7 @@ fn exact(s: &ClusterSnapshot) -> coda::Solved {
         time_limit_s: 120.0,
         ..Default::default()
     };
-    solver::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
+    ilp::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
 }
 
 proptest! {
@@ -160,7 +160,7 @@ fn warm_start_is_accepted_and_does_not_change_the_optimum() {
     .unwrap();
     let cold = exact(&s);
     let settings = SolveSettings::default();
-    let warm = solver::solve(
+    let warm = ilp::solve(
         &s,
         perf(),
         &Objective::default(),
@@ -172,7 +172,7 @@ fn warm_start_is_accepted_and_does_not_change_the_optimum() {
     assert!((warm.report.objective - cold.report.objective).abs() <= 2e-6);
     // A start from a different valid schedule works too.
     let other = random_valid_schedule(&s, 3);
-    let warm2 = solver::solve(&s, perf(), &Objective::default(), &settings, Some(&other)).unwrap();
+    let warm2 = ilp::solve(&s, perf(), &Objective::default(), &settings, Some(&other)).unwrap();
     assert!((warm2.report.objective - cold.report.objective).abs() <= 2e-6);
 }
 
@@ -196,7 +196,7 @@ fn invalid_warm_start_is_a_typed_error() {
         }],
     };
     assert!(
-        solver::solve(
+        ilp::solve(
             &s,
             perf(),
             &Objective::default(),
@@ -226,7 +226,7 @@ fn work_limited_solve_returns_its_best_schedule_and_an_honest_gap() {
         node_limit: Some(1),
         ..Default::default()
     };
-    let got = solver::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
+    let got = ilp::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
     assert!(got.schedule.validate(&s).is_empty());
     assert!(got.report.best_bound >= got.report.objective - 1e-9);
     assert!(got.report.gap >= 0.0);
@@ -280,8 +280,8 @@ fn bad_settings_and_objective_are_typed_errors() {
         ..Default::default()
     };
     assert!(matches!(
-        solver::solve(&s, perf(), &Objective::default(), &bad, None),
-        Err(coda::Error::InvalidField { .. })
+        ilp::solve(&s, perf(), &Objective::default(), &bad, None),
+        Err(coda::Error::InvalidSetting { ref field, .. }) if field == "time_limit_s"
     ));
     assert!(Objective::new(0.0, 0.0).is_err());
     assert!(Objective::new(300.0, 400.0).is_err());
@@ -300,7 +300,7 @@ fn mps_export_declares_every_column_and_row() {
     )
     .unwrap();
     let mut buf = Vec::new();
-    let size = solver::export_mps(&s, perf(), &Objective::default(), true, &mut buf).unwrap();
+    let size = ilp::export_mps(&s, perf(), &Objective::default(), true, &mut buf).unwrap();
     let text = String::from_utf8(buf).unwrap();
     let rows = text
         .lines()

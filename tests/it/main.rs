@@ -8,6 +8,7 @@ mod fidelity;
 mod generate;
 mod ilp;
 mod perf;
+mod pricing;
 mod sim;
 mod trace;
 mod validate;

@@ -88,7 +88,7 @@ fn shape_for(model: &str, workers: u32, per_server: u32) -> PlacementShape {
     } else {
         0
     };
-    PlacementShape::isolated(w, ps, coda::trace::packed(w, per_server))
+    PlacementShape::isolated(w, ps, coda::perf::packed(w, per_server))
 }
 
 #[test]

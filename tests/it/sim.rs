@@ -1,8 +1,10 @@
 //! Simulator core: determinism, conservation, valid rounds, restart cost.
 
 use coda::sim::{SimConfig, Simulator};
-use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{Assignment, CalibratedPerf, ClusterSnapshot, Job, Schedule, Scheduler, WorkerTask};
+use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::{
+    Assignment, CalibratedPerf, ClusterSnapshot, Job, Objective, Schedule, Scheduler, WorkerTask,
+};
 
 use crate::common::datasets;
 
@@ -152,7 +154,7 @@ fn restart_cost_is_applied() {
     let jobs = philly_jobs(5);
     let finish = |restart_s: f64, shuffle: bool| {
         let cfg = SimConfig {
-            restart_s,
+            objective: Objective::new(300.0, restart_s).unwrap(),
             ..Default::default()
         };
         let mut sim = Simulator::new(perf, cfg, cluster(1), jobs.clone()).unwrap();

@@ -1,7 +1,7 @@
 //! Shipped traces load whole, and the seeded model assignment is deterministic and faithful.
 
 use coda::CalibratedPerf;
-use coda::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 
 use crate::common::datasets;
 
@@ -78,7 +78,8 @@ fn model_assignment_is_seeded() {
 /// all-reduce jobs, every shipped trace.
 #[test]
 fn replayed_alone_every_trace_job_takes_its_trace_duration() {
-    use coda::sim::{self as workload, SimConfig, Simulator};
+    use coda::sim::{SimConfig, Simulator};
+    use coda::workload;
     let perf = CalibratedPerf::shipped();
     for (name, format, group) in [
         ("philly", TraceFormat::Philly, None),
@@ -116,7 +117,7 @@ fn replayed_alone_every_trace_job_takes_its_trace_duration() {
             let mut sim =
                 Simulator::new(perf, SimConfig::default(), w.cluster.clone(), vec![alone]).unwrap();
             let mut fifo =
-                coda::baselines::by_name("fifo", perf, &coda::baselines::PolicyOptions::default())
+                coda::policies::by_name("fifo", perf, &coda::policies::PolicyOptions::default())
                     .unwrap();
             sim.run(fifo.as_mut()).unwrap();
             let rec = &sim.records()[0];

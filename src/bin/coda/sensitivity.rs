@@ -10,7 +10,7 @@ use coda::{CalibratedPerf, Error, write_atomic};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rayon::prelude::*;
 
-use crate::simulate::{Allowance, SimArgs, run_one};
+use crate::simulate::{Allowance, PolicyRuns, SimArgs, check_policies, run_one};
 
 /// One setting of the estimates (and of the restart cost, the simulator's own estimate).
 struct Setting {
@@ -88,12 +88,13 @@ fn settings(shipped: &Estimates, restart_s: f64) -> Vec<Setting> {
 /// `coda sensitivity`: writes `sensitivity.csv` (every metric of every run) and
 /// `sensitivity.md` (average JCT per setting and policy, and each policy's rank), and returns
 /// the Markdown.
-pub fn sensitivity(
-    args: &SimArgs,
-    policies: &[String],
-    threads: Option<usize>,
-    base: &CalibratedPerf,
-) -> coda::Result<String> {
+pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Result<String> {
+    let (policies, threads) = (&runs.policies, runs.threads);
+    check_policies(args, policies)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| Error::Io {
+        path: args.out.clone(),
+        source: e,
+    })?;
     let shipped = base.params().estimates;
     let settings = settings(&shipped, args.restart_s);
     let models: Vec<CalibratedPerf> = settings

@@ -4,15 +4,17 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use coda::baselines::{self, POLICIES, PolicyOptions};
+use coda::policies::{self, POLICIES, PolicyOptions};
 use coda::sim::{
-    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Workload, jobs_csv,
-    plot_jct_cdf, plot_utilization, utilization_csv,
+    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, jobs_csv, utilization_csv,
 };
-use coda::trace::TraceOptions;
+use coda::workload::trace::TraceOptions;
+use coda::workload::{self, Workload};
 use coda::{Error, Objective, PerfModel, SolveSettings, write_atomic};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+
+use crate::plots::{plot_jct_cdf, plot_utilization};
 
 /// What both commands share: the workload, the simulator and the policy settings.
 #[derive(Args, Debug, Clone)]
@@ -37,7 +39,8 @@ pub struct SimArgs {
     /// Seconds between scheduling rounds.
     #[arg(long, default_value_t = 300.0)]
     pub round_s: f64,
-    /// Seconds a running job loses when its allocation or placement changes (an estimate).
+    /// Seconds a running job loses when its allocation or placement changes (an estimate; at
+    /// most one round).
     #[arg(long, default_value_t = 60.0)]
     pub restart_s: f64,
     /// Stop at this simulated time (jobs left are reported unfinished).
@@ -138,13 +141,18 @@ impl SimArgs {
         Ok(())
     }
 
-    fn config(&self, contention_allowance: f64) -> SimConfig {
-        SimConfig {
-            round_s: self.round_s,
-            restart_s: self.restart_s,
+    /// The round length and restart cost, checked once; the simulator charges and the `ilp`
+    /// policy prices the same ones.
+    fn objective(&self) -> coda::Result<Objective> {
+        Objective::new(self.round_s, self.restart_s)
+    }
+
+    fn config(&self, contention_allowance: f64) -> coda::Result<SimConfig> {
+        Ok(SimConfig {
+            objective: self.objective()?,
             horizon_s: self.horizon_s.unwrap_or(f64::INFINITY),
             contention_allowance,
-        }
+        })
     }
 
     /// The contention allowance for `workload`: given, or measured by a FIFO replay.
@@ -153,7 +161,7 @@ impl SimArgs {
             Allowance::Fixed(v) => Ok(v),
             Allowance::Auto => sim::contention_allowance(
                 perf,
-                self.config(1.0),
+                self.config(1.0)?,
                 workload.cluster.clone(),
                 workload.jobs.clone(),
             ),
@@ -163,7 +171,7 @@ impl SimArgs {
     fn policy_options(&self) -> coda::Result<PolicyOptions> {
         Ok(PolicyOptions {
             seed: self.seed,
-            objective: Objective::new(self.round_s, self.restart_s.min(self.round_s))?,
+            objective: self.objective()?,
             ilp: SolveSettings {
                 time_limit_s: self.ilp_time_limit,
                 node_limit: self.ilp_node_limit,
@@ -181,7 +189,7 @@ impl SimArgs {
             seed: self.seed,
             ..TraceOptions::default()
         };
-        sim::load(
+        workload::load(
             &self.trace,
             &self.datasets,
             self.cluster.as_deref(),
@@ -216,10 +224,10 @@ pub fn run_one(
     bar: &ProgressBar,
 ) -> coda::Result<Run> {
     let opts = args.policy_options()?;
-    let mut scheduler = baselines::by_name(policy, perf, &opts)?;
+    let mut scheduler = policies::by_name(policy, perf, &opts)?;
     let mut simulator = Simulator::new(
         perf,
-        args.config(allowance),
+        args.config(allowance)?,
         workload.cluster.clone(),
         workload.jobs.clone(),
     )?;

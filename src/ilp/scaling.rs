@@ -2,15 +2,14 @@
 
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde::Serialize;
 
 use super::{SolveSettings, SolveStatus, solve};
 use crate::error::{Error, Result};
-use crate::generate::{GenerateOptions, generate};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
+use crate::workload::generate::{GenerateOptions, generate};
 
 /// One measured solve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,76 +105,5 @@ pub fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
     let bytes = w
         .into_inner()
         .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
-    crate::model::write_atomic(path, &bytes)
-}
-
-/// Plots solve time against GPUs × jobs (log scale), one series per symmetry setting; points
-/// that hit the time limit are drawn hollow.
-pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
-    let err = |e: String| Error::io(path, std::io::Error::other(e));
-    let max_x = rows
-        .iter()
-        .map(|r| r.gpus as f64 * r.jobs as f64)
-        .fold(1.0, f64::max)
-        * 1.2;
-    let max_y = rows.iter().map(|r| r.solve_s).fold(0.1, f64::max) * 2.0;
-    let min_y = rows
-        .iter()
-        .map(|r| r.solve_s)
-        .fold(max_y, f64::min)
-        .max(1e-3)
-        / 2.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d((1.0..max_x).log_scale(), (min_y..max_y).log_scale())
-            .map_err(|e| err(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc("cluster GPUs × jobs")
-            .y_desc("solve time (s)")
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        for (sym, color, label) in [
-            (true, BLUE, "symmetry breaking on"),
-            (false, RED, "symmetry breaking off"),
-        ] {
-            let pts: Vec<&ScalingRow> =
-                rows.iter().filter(|r| r.symmetry_breaking == sym).collect();
-            if pts.is_empty() {
-                continue;
-            }
-            chart
-                .draw_series(pts.iter().map(|r| {
-                    let x = r.gpus as f64 * r.jobs as f64;
-                    let filled = r.status == SolveStatus::Optimal;
-                    Circle::new(
-                        (x, r.solve_s),
-                        5,
-                        if filled {
-                            color.filled()
-                        } else {
-                            color.stroke_width(2)
-                        },
-                    )
-                }))
-                .map_err(|e| err(e.to_string()))?
-                .label(label)
-                .legend(move |(x, y)| Circle::new((x, y), 5, color.filled()));
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
-        root.present().map_err(|e| err(e.to_string()))?;
-    }
-    crate::model::write_atomic(path, svg.as_bytes())
+    crate::util::write_atomic(path, &bytes)
 }

@@ -29,13 +29,15 @@
 //! them exactly; the PerfModel itself compounds them. [`Objective::perf_model_utility`] scores a
 //! schedule with the full PerfModel instead, and `coda solve` / `coda bench-solve` report both.
 
-use std::collections::HashMap;
+mod pricing;
 
 use serde::{Deserialize, Serialize};
 
+pub use pricing::{OptionFacts, RoundPricing};
+
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, Footprint, Job, Schedule};
-use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape, Speed};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, Job, Schedule};
+use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,6 +63,38 @@ pub struct OptionTerms {
     pub pcie_coef: f64,
     /// Utility lost per (server, job) NIC sharing pair.
     pub nic_coef: f64,
+}
+
+/// What co-located jobs contend for, as the objective prices it: one loss term each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Sharing {
+    /// Jobs with workers on the same server (Gavel's pair slowdowns).
+    Colocation,
+    /// Jobs with GPUs under the same PCIe switch.
+    Pcie,
+    /// Distributed jobs with tasks on the same server (its NIC).
+    Nic,
+}
+
+impl Sharing {
+    /// Every kind, in the order the formulation lays out its variables.
+    pub const ALL: [Sharing; 3] = [Sharing::Colocation, Sharing::Pcie, Sharing::Nic];
+
+    /// Position in [`Sharing::ALL`], for per-kind arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl OptionTerms {
+    /// Utility lost per unit of pressure of this kind.
+    pub fn coef(&self, kind: Sharing) -> f64 {
+        match kind {
+            Sharing::Colocation => self.coloc_coef,
+            Sharing::Pcie => self.pcie_coef,
+            Sharing::Nic => self.nic_coef,
+        }
+    }
 }
 
 /// One allocation a job may get: `(workers, ps, mode, GPU type)` with its coefficients.
@@ -123,34 +157,20 @@ impl Default for Objective {
     }
 }
 
-/// Facts about one assignment that the objective reads.
-struct Facts {
-    workers: u32,
-    ps: u32,
-    mode: Mode,
-    gpu_type: String,
-    local_pairs: f64,
-    worker_servers: Vec<usize>,
-    task_servers: Vec<usize>,
-    switches: Vec<(usize, u32)>,
-}
-
 impl Objective {
     /// Checks the settings.
     pub fn new(round_s: f64, restart_s: f64) -> Result<Self> {
         if !(round_s.is_finite() && round_s > 0.0) {
-            return Err(Error::invalid(
+            return Err(Error::setting(
                 "objective",
-                0,
                 "round_s",
                 round_s,
                 "must be > 0",
             ));
         }
         if !(restart_s.is_finite() && (0.0..=round_s).contains(&restart_s)) {
-            return Err(Error::invalid(
+            return Err(Error::setting(
                 "objective",
-                0,
                 "restart_s",
                 restart_s,
                 "must be in [0, round_s]",
@@ -159,7 +179,8 @@ impl Objective {
         Ok(Objective { round_s, restart_s })
     }
 
-    fn progress(&self, job: &Job, s: &Speed) -> f64 {
+    /// Fraction of its remaining work `job` finishes in one round at speed `s`.
+    pub(crate) fn progress(&self, job: &Job, s: &Speed) -> f64 {
         let left = job.remaining_iterations();
         (s.iterations_per_s * self.round_s).min(left) / left
     }
@@ -302,161 +323,33 @@ impl Objective {
         out
     }
 
-    fn facts(snapshot: &ClusterSnapshot, job: &Job, a: &Assignment, fp: Footprint) -> Facts {
-        let mode = if fp.task_servers.len() > 1 {
-            Mode::Multi
-        } else if job.arch == Architecture::AllReduce && fp.sockets.len() > 1 {
-            Mode::CrossSocket
-        } else {
-            Mode::Single
-        };
-        Facts {
-            workers: a.workers.len() as u32,
-            ps: a.ps.len() as u32,
-            mode,
-            gpu_type: snapshot.cluster.servers[a.workers[0].server]
-                .gpu_type
-                .clone(),
-            local_pairs: fp.local_pairs as f64,
-            worker_servers: fp.worker_servers,
-            task_servers: fp.task_servers,
-            switches: fp.switches,
-        }
-    }
-
-    /// `(workers, ps, mode, GPU type)` of an assignment: the option it takes.
-    pub fn option_of(
-        snapshot: &ClusterSnapshot,
-        job: &Job,
-        a: &Assignment,
-    ) -> (u32, u32, Mode, String) {
-        let f = Self::facts(
-            snapshot,
-            job,
-            a,
-            a.footprint(&snapshot.cluster.slot_table()),
-        );
-        (f.workers, f.ps, f.mode, f.gpu_type)
-    }
-
-    fn terms_of(&self, perf: &dyn PerfModel, job: &Job, f: &Facts) -> Result<OptionTerms> {
-        self.option_terms(perf, job, f.workers, f.ps, f.mode, &f.gpu_type)
-            .ok_or_else(|| Error::UnsupportedConfiguration {
-                model: job.model.clone(),
-                reason: format!(
-                    "job {}: {} workers, {} PS, {:?} on {} cannot be priced",
-                    job.id, f.workers, f.ps, f.mode, f.gpu_type
-                ),
-            })
-    }
-
-    /// Restart penalty `ρ_j` of a job (0 if it is not running now).
+    /// Restart penalty `ρ_j` of a job (0 if it is not running now). Pricing a whole round?
+    /// [`RoundPricing::restart_cost`] keeps it.
     pub fn restart_cost(
         &self,
         perf: &dyn PerfModel,
         snapshot: &ClusterSnapshot,
         job: &Job,
     ) -> Result<f64> {
-        let Some(cur) = &job.current else {
-            return Ok(0.0);
-        };
-        if cur.workers.is_empty() {
-            return Ok(0.0);
-        }
-        let f = Self::facts(
-            snapshot,
-            job,
-            cur,
-            cur.footprint(&snapshot.cluster.slot_table()),
-        );
-        let t = self.terms_of(perf, job, &f)?;
-        Ok(self.restart_s / self.round_s * (t.base + t.local_pair_slope * f.local_pairs))
+        let pricing = RoundPricing::new(perf, snapshot, *self);
+        let j = pricing
+            .job_index(job.id)
+            .ok_or_else(|| Error::InvalidInstance {
+                context: "objective".into(),
+                reason: format!("job {} is not in the snapshot", job.id),
+            })?;
+        pricing.restart_cost(j)
     }
 
-    /// The objective value of a valid schedule (an invalid one is an error).
+    /// The objective value of a valid schedule (an invalid one is an error). Scoring many
+    /// schedules of one snapshot? Build a [`RoundPricing`] once and call its `score`.
     pub fn score(
         &self,
         perf: &dyn PerfModel,
         snapshot: &ClusterSnapshot,
         schedule: &Schedule,
     ) -> Result<Score> {
-        let violations = schedule.validate(snapshot);
-        if let Some(v) = violations.first() {
-            return Err(Error::InvalidInstance {
-                context: "schedule".into(),
-                reason: format!("{} violation(s), first: {v}", violations.len()),
-            });
-        }
-        let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
-        // Who shares what is read from the one occupancy index the performance model uses; the
-        // objective only aggregates it first-order (sums over shared switches and servers).
-        let occ = Occupancy::of(snapshot, schedule);
-        let facts: Vec<Facts> = schedule
-            .assignments
-            .iter()
-            .enumerate()
-            .map(|(i, a)| Self::facts(snapshot, jobs[&a.job], a, occ.footprint(i).clone()))
-            .collect();
-        let mut out = Vec::new();
-        let mut total = 0.0;
-        for (i, (a, f)) in schedule.assignments.iter().zip(&facts).enumerate() {
-            let job = jobs[&a.job];
-            let t = self.terms_of(perf, job, f)?;
-            let mut pcol = 0.0;
-            for &s in &f.worker_servers {
-                let gpu = &snapshot.cluster.servers[s].gpu_type;
-                for &o in occ.workers_on(s).iter().filter(|&&o| o != i) {
-                    let other = &jobs[&schedule.assignments[o].job].model;
-                    pcol += perf.colocation_slowdown(&job.model, other, gpu) - 1.0;
-                }
-            }
-            let npcie: usize = f
-                .switches
-                .iter()
-                .map(|&(s, k)| occ.switch_on(s, k).len() - 1)
-                .sum();
-            let nnic: usize = if f.mode == Mode::Multi {
-                f.task_servers
-                    .iter()
-                    .map(|&s| occ.distributed_on(s).len() - 1)
-                    .sum()
-            } else {
-                0
-            };
-            let changed = job.current.as_ref().is_some_and(|c| !same_assignment(c, a));
-            let js = JobScore {
-                job: job.id,
-                isolated: t.base + t.local_pair_slope * f.local_pairs,
-                coloc_loss: t.coloc_coef * pcol,
-                pcie_loss: t.pcie_coef * npcie as f64,
-                nic_loss: t.nic_coef * nnic as f64,
-                restart_penalty: if changed {
-                    self.restart_cost(perf, snapshot, job)?
-                } else {
-                    0.0
-                },
-            };
-            total += js.isolated - js.coloc_loss - js.pcie_loss - js.nic_loss - js.restart_penalty;
-            out.push(js);
-        }
-        // Running jobs the schedule stops pay their restart too.
-        for job in &snapshot.jobs {
-            if job.current.is_some() && schedule.assignment(job.id).is_none() {
-                let r = self.restart_cost(perf, snapshot, job)?;
-                if r > 0.0 {
-                    total -= r;
-                    out.push(JobScore {
-                        job: job.id,
-                        isolated: 0.0,
-                        coloc_loss: 0.0,
-                        pcie_loss: 0.0,
-                        nic_loss: 0.0,
-                        restart_penalty: r,
-                    });
-                }
-            }
-        }
-        Ok(Score { total, jobs: out })
+        RoundPricing::new(perf, snapshot, *self).score(schedule)
     }
 }
 
@@ -482,13 +375,7 @@ impl Objective {
         schedule: &Schedule,
         score: &Score,
     ) -> Result<f64> {
-        let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
-        let jobs: HashMap<u64, &Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
-        let progress: f64 = crate::perf::speeds(perf, snapshot, schedule)?
-            .iter()
-            .map(|(id, s)| self.progress(jobs[id], s))
-            .sum();
-        Ok(progress - restart)
+        RoundPricing::new(perf, snapshot, *self).perf_model_utility(schedule, score)
     }
 }
 

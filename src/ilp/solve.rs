@@ -1,11 +1,5 @@
-//! Solving the round program: HiGHS through good_lp, with limits, seed and MIP start, and an
-//! honest report; plus a brute-force reference for tiny instances.
-//!
-//! Outcomes are data: a time-limited solve returns its best schedule with its bound and gap; an
-//! infeasible model is a [`SolveStatus`], not an error. Only bad input is an error.
-
-mod brute;
-pub mod scaling;
+//! Building the round program and solving it with HiGHS: limits, seed, MIP start, an honest
+//! report.
 
 use std::time::Instant;
 
@@ -13,12 +7,10 @@ use good_lp::SolverModel;
 use good_lp::solvers::highs::highs;
 use serde::{Deserialize, Serialize};
 
-pub use brute::{BruteForceLimits, brute_force};
-
+use super::formulation::{Formulation, FormulationOptions, ModelSize};
 use crate::error::{Error, Result};
-use crate::formulation::{Formulation, FormulationOptions, ModelSize};
 use crate::model::{ClusterSnapshot, Schedule};
-use crate::objective::Objective;
+use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 
 /// Solver settings, checked by [`SolveSettings::check`]; defaults written down here.
@@ -61,8 +53,7 @@ impl Default for SolveSettings {
 impl SolveSettings {
     /// Rejects settings no solve can use.
     pub fn check(&self) -> Result<()> {
-        let bad =
-            |f: &str, v: String, why: &str| Err(Error::invalid("solve settings", 0, f, v, why));
+        let bad = |f: &str, v: String, why: &str| Err(Error::setting("solve settings", f, v, why));
         if !(self.time_limit_s.is_finite() && self.time_limit_s > 0.0) {
             return bad("time_limit_s", self.time_limit_s.to_string(), "must be > 0");
         }
@@ -142,10 +133,11 @@ pub fn solve(
 ) -> Result<Solved> {
     settings.check()?;
     let t0 = Instant::now();
-    let form = Formulation::build(
-        snapshot,
-        perf,
-        objective,
+    // The round is priced once: the program's coefficients, the MIP start and the final score
+    // all read the same options and costs.
+    let pricing = RoundPricing::new(perf, snapshot, *objective);
+    let form = Formulation::from_pricing(
+        &pricing,
         FormulationOptions {
             symmetry_breaking: settings.symmetry_breaking,
         },
@@ -153,7 +145,7 @@ pub fn solve(
     let size = form.size();
     let (vars, obj, constraints, decoder) = form.into_parts();
     let start = match warm_start {
-        Some(s) => Some(decoder.encode(snapshot, perf, objective, s)?),
+        Some(s) => Some(decoder.encode(&pricing, s)?),
         None => None,
     };
     let run = if size.variables == 0 {
@@ -207,9 +199,9 @@ pub fn solve(
         .unwrap_or(objective_value);
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
     let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
-    let score = objective.score(perf, snapshot, &schedule)?;
+    let score = pricing.score(&schedule)?;
     let check = score.total;
-    let perf_model_utility = objective.perf_model_utility_of(perf, snapshot, &schedule, &score)?;
+    let perf_model_utility = pricing.perf_model_utility(&schedule, &score)?;
     let abs_gap = (bound - objective_value).max(0.0);
     let status = if status == SolveStatus::Optimal
         && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
@@ -278,8 +270,8 @@ fn run_highs(
         model.set_solution(Some(x), None, None, None);
     }
     let t1 = Instant::now();
-    let solved = model.try_solve().map_err(|e| Error::InvalidInstance {
-        context: "HiGHS".into(),
+    let solved = model.try_solve().map_err(|e| Error::Solver {
+        solver: "HiGHS".into(),
         reason: format!("{e:?}"),
     })?;
     let wall_time_s = t1.elapsed().as_secs_f64();
@@ -291,9 +283,9 @@ fn run_highs(
         H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
         H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
         other => {
-            return Err(Error::InvalidInstance {
-                context: "HiGHS".into(),
-                reason: format!("solver status {other:?}"),
+            return Err(Error::Solver {
+                solver: "HiGHS".into(),
+                reason: format!("status {other:?}"),
             });
         }
     };

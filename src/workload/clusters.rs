@@ -24,14 +24,14 @@
 //! a [`Cluster`]. A generic `G`-GPU server has 2 sockets × 2 PCIe switches when `G` is a
 //! multiple of 4 (2 sockets × 1 switch when even, else one of each) and the DGX-1's per-GPU
 //! resources (5 cores, 64 GiB, 50 Gb/s of NIC per GPU), so `Nx8` is exactly
-//! [`crate::trace::default_server`].
+//! [`crate::workload::trace::default_server`].
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::model::{Architecture, Cluster, Job, Server};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
-use crate::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use crate::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 
 /// Jobs and the cluster they are replayed on.
 #[derive(Debug, Clone)]
@@ -120,7 +120,11 @@ pub fn load(
 
 /// Builds a cluster from a spec (see the module docs).
 pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> Result<Cluster> {
-    let bad = |reason: &str| Error::invalid("command line", 0, "cluster", spec, reason);
+    let bad = |reason: &str| Error::UnknownName {
+        what: "cluster spec".into(),
+        name: spec.into(),
+        reason: reason.into(),
+    };
     if spec == "alibaba-nodes" {
         let all = trace::load_alibaba_nodes(&datasets.join("alibaba_2023_openb_gpu_nodes.csv"))?;
         let servers: Vec<Server> = all
@@ -194,7 +198,7 @@ pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> R
     let p = Path::new(spec);
     if p.exists() {
         let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
-        let cluster: Cluster = crate::model::parse_json(&text, &p.display().to_string())?;
+        let cluster: Cluster = crate::util::json::parse_json(&text, &p.display().to_string())?;
         if cluster.num_gpus() == 0 {
             return Err(Error::EmptyCluster {
                 context: p.display().to_string(),
@@ -229,7 +233,7 @@ fn priceable(perf: &dyn PerfModel, gpu_type: &str) -> bool {
 /// row cited to its vendor's specification in its `source` column.
 pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
     let path = datasets.join("servers.csv");
-    let f = crate::csvio::CsvFile::open(
+    let f = crate::util::csvio::CsvFile::open(
         &path,
         &[
             "name",

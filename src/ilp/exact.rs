@@ -1,22 +1,11 @@
-//! The one `Scheduler` trait every policy implements, and the exact scheduler.
-//!
-//! A scheduler proposes; [`crate::Schedule::validate`] decides whether the proposal can run.
-//! Heuristics may change how good a schedule is, never whether it is feasible.
+//! The exact scheduler: the round program solved by HiGHS behind the [`Scheduler`] trait.
 
+use super::{SolveReport, SolveSettings, solve};
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
-use crate::perf::{CalibratedPerf, PerfModel};
-use crate::solver::{self, SolveReport, SolveSettings};
-
-/// Snapshot in, schedule out.
-pub trait Scheduler {
-    /// A short name for reports (`ilp`, `fifo`, ...).
-    fn name(&self) -> &str;
-
-    /// The decision for one round.
-    fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule>;
-}
+use crate::perf::PerfModel;
+use crate::scheduler::Scheduler;
 
 /// The contention-aware integer program solved by HiGHS, optionally warm-started.
 pub struct ExactScheduler<'a> {
@@ -48,7 +37,7 @@ impl<'a> ExactScheduler<'a> {
         snapshot: &ClusterSnapshot,
         start: &Schedule,
     ) -> Result<Schedule> {
-        let s = solver::solve(
+        let s = solve(
             snapshot,
             self.perf,
             &self.objective,
@@ -66,19 +55,8 @@ impl Scheduler for ExactScheduler<'_> {
     }
 
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
-        let s = solver::solve(snapshot, self.perf, &self.objective, &self.settings, None)?;
+        let s = solve(snapshot, self.perf, &self.objective, &self.settings, None)?;
         self.last = Some(s.report);
         Ok(s.schedule)
     }
-}
-
-/// Schedules one round with the shipped performance model, the default objective and the
-/// default solver settings (60 s limit, optimality).
-pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
-    ExactScheduler::new(
-        CalibratedPerf::shipped(),
-        Objective::default(),
-        SolveSettings::default(),
-    )
-    .schedule(snapshot)
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
-use crate::objective::Objective;
+use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 
 /// Refuses instances whose enumeration would not finish.
@@ -118,21 +118,20 @@ pub fn brute_force(
     let mut best = (f64::NEG_INFINITY, Schedule::default());
     let mut scored = 0u64;
     let mut current = Schedule::default();
-    #[allow(clippy::too_many_arguments)] // a recursive helper carrying the search state
+    // Every schedule of the search is scored against one pricing of the round.
+    let pricing = RoundPricing::new(perf, snapshot, *objective);
     fn rec(
         k: usize,
         cands: &[Vec<Assignment>],
         current: &mut Schedule,
-        snapshot: &ClusterSnapshot,
-        perf: &dyn PerfModel,
-        objective: &Objective,
+        pricing: &RoundPricing<'_>,
         best: &mut (f64, Schedule),
         scored: &mut u64,
     ) {
         if k == cands.len() {
             // Invalid combinations (GPU given twice, capacity, mixed types) and unpriceable
             // shapes are not schedules: skipped, exactly as the integer program cannot take them.
-            if let Ok(s) = objective.score(perf, snapshot, current) {
+            if let Ok(s) = pricing.score(current) {
                 *scored += 1;
                 if s.total > best.0 + 1e-12 {
                     *best = (s.total, current.clone());
@@ -156,30 +155,12 @@ pub fn brute_force(
                 }
                 current.assignments.push(a.clone());
             }
-            rec(
-                k + 1,
-                cands,
-                current,
-                snapshot,
-                perf,
-                objective,
-                best,
-                scored,
-            );
+            rec(k + 1, cands, current, pricing, best, scored);
             if choice.is_some() {
                 current.assignments.pop();
             }
         }
     }
-    rec(
-        0,
-        &cands,
-        &mut current,
-        snapshot,
-        perf,
-        objective,
-        &mut best,
-        &mut scored,
-    );
+    rec(0, &cands, &mut current, &pricing, &mut best, &mut scored);
     Ok((best.0, best.1, scored))
 }

@@ -61,9 +61,8 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
         });
     }
     if opts.gpu_types.is_empty() {
-        return Err(Error::invalid(
+        return Err(Error::setting(
             "generate",
-            0,
             "gpu_types",
             "[]",
             "need at least one GPU type",

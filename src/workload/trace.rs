@@ -45,10 +45,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::csvio::CsvFile;
 use crate::error::{Error, Result};
 use crate::model::{Architecture, Cluster, Job, Request, Server, TaskDemand, TaskRange};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
+use crate::util::csvio::CsvFile;
 
 /// One row of a trace, before a model is assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -516,7 +516,7 @@ fn place_alone(
     cluster: Cluster,
     perf: &dyn PerfModel,
 ) -> Result<Option<f64>> {
-    use crate::baselines::{Packer, Placement};
+    use crate::policies::{Packer, Placement};
     let mut alone = job.clone();
     alone.arrival_s = 0.0;
     let snapshot = crate::ClusterSnapshot {
@@ -535,14 +535,6 @@ fn place_alone(
     Ok(crate::perf::speeds(perf, &snapshot, &schedule)?
         .first()
         .map(|(_, s)| s.iterations_per_s))
-}
-
-/// `gpus` GPUs packed on as few servers of `per_server` GPUs as possible: `[8, 8, 3]`.
-pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
-    let g = per_server.max(1);
-    (0..gpus.div_ceil(g))
-        .map(|k| (gpus - k * g).min(g))
-        .collect()
 }
 
 /// The server the Philly defaults assume, row `dgx-1-v100` of `datasets/servers.csv` (NVIDIA's

@@ -1,0 +1,135 @@
+//! `coda bench-solve`: Measure build and solve time against cluster size; write a CSV and an SVG plot.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use coda::ClusterSnapshot;
+
+use crate::perf_model;
+
+/// Arguments of `coda bench-solve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1x2,2x4,3x6,4x8,5x10,6x12,8x12,8x16"
+    )]
+    pub sizes: Vec<String>,
+    /// Seeds per size.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    pub seeds: Vec<u64>,
+    /// Solve these instance files instead of generating (a folder of *.json).
+    #[arg(long)]
+    pub instances: Option<PathBuf>,
+    /// Wall-clock limit per solve, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub time_limit: f64,
+    /// Also solve every instance without symmetry breaking.
+    #[arg(long)]
+    pub compare_symmetry: bool,
+    /// Save the generated instances here.
+    #[arg(long)]
+    pub save_instances: Option<PathBuf>,
+    /// Output folder (solve_scaling.csv, solve_scaling.svg).
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let Args {
+        sizes,
+        seeds,
+        instances,
+        time_limit,
+        compare_symmetry,
+        save_instances,
+        out,
+    } = args;
+    use coda::ilp::scaling;
+    let perf = perf_model(params)?;
+    std::fs::create_dir_all(&out).map_err(|e| coda::Error::Io {
+        path: out.clone(),
+        source: e,
+    })?;
+    let mut cases: Vec<(String, ClusterSnapshot)> = Vec::new();
+    if let Some(dir) = &instances {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| coda::Error::Io {
+                path: dir.clone(),
+                source: e,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f
+                .file_stem()
+                .map(|x| x.to_string_lossy().to_string())
+                .unwrap_or_default();
+            cases.push((name, ClusterSnapshot::from_json_file(&f)?));
+        }
+    } else {
+        for size in &sizes {
+            let bad = || {
+                coda::Error::invalid(
+                    "--sizes",
+                    0,
+                    "sizes",
+                    size,
+                    "expected SERVERSxJOBS, e.g. 8x16",
+                )
+            };
+            let (a, b) = size.split_once('x').ok_or_else(bad)?;
+            let servers: usize = a.parse().map_err(|_| bad())?;
+            let jobs: usize = b.parse().map_err(|_| bad())?;
+            for &seed in &seeds {
+                let snap = scaling::scaling_instance(servers, jobs, seed, &perf)?;
+                let name = format!("gen_s{servers:02}_j{jobs:02}_seed{seed}");
+                if let Some(dir) = &save_instances {
+                    std::fs::create_dir_all(dir).map_err(|e| coda::Error::Io {
+                        path: dir.clone(),
+                        source: e,
+                    })?;
+                    snap.to_json_file(dir.join(format!("{name}.json")))?;
+                }
+                cases.push((name, snap));
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (name, snap) in &cases {
+        for sym in if compare_symmetry {
+            vec![true, false]
+        } else {
+            vec![true]
+        } {
+            let settings = coda::SolveSettings {
+                time_limit_s: time_limit,
+                symmetry_breaking: sym,
+                ..Default::default()
+            };
+            let r = scaling::measure(name, snap, &perf, &settings)?;
+            eprintln!(
+                "{name}: {} servers, {} GPUs, {} jobs, sym {sym}: {:?} in {:.2} s (build {:.4} s), gap {:.2e}",
+                r.servers, r.gpus, r.jobs, r.status, r.solve_s, r.build_s, r.gap
+            );
+            rows.push(r);
+        }
+    }
+    scaling::write_csv(&rows, &out.join("solve_scaling.csv"))?;
+    crate::plots::plot_svg(
+        &rows,
+        &out.join("solve_scaling.svg"),
+        "coda ILP (HiGHS, 1 thread): solve time vs size",
+    )?;
+    out!(
+        "wrote {} and {}",
+        out.join("solve_scaling.csv").display(),
+        out.join("solve_scaling.svg").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

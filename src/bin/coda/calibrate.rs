@@ -1,0 +1,157 @@
+//! `coda calibrate`: Fit the performance model to datasets/ and write the parameter file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use coda::perf::{self, Estimates, FitQuality, PerfParams};
+
+/// Arguments of `coda calibrate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Folder with the measured tables.
+    #[arg(long, default_value = "datasets")]
+    pub datasets: PathBuf,
+    /// Where to write the parameters.
+    #[arg(long, default_value = "models/perf_params.json")]
+    pub out: PathBuf,
+    /// Also write the fit-quality table as CSV here.
+    #[arg(long)]
+    pub quality_csv: Option<PathBuf>,
+    /// Also write the placement check (measured vs predicted spread ÷ one-server step time,
+    /// every source) as CSV here, and print its summary.
+    #[arg(long)]
+    pub placement_csv: Option<PathBuf>,
+    /// Print the fit-quality table as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let Args {
+        datasets,
+        out,
+        quality_csv,
+        placement_csv,
+        json,
+    } = args;
+    let t = Instant::now();
+    let params = perf::calibrate(&datasets, Estimates::default())?;
+    let text = serde_json::to_string_pretty(&params).expect("params serialize") + "\n";
+    coda::write_atomic(&out, text.as_bytes())?;
+    if let Some(q) = quality_csv {
+        coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
+    }
+    if let Some(p) = placement_csv {
+        let rows = perf::placement_check(&datasets, &params)?;
+        coda::write_atomic(&p, placement_csv_text(&rows).as_bytes())?;
+        if !json {
+            out!("{}", perf::placement_summary(&rows));
+        }
+    }
+    if json {
+        out!(
+            "{}",
+            serde_json::to_string(&params.fit_quality).expect("serialize")
+        );
+    } else {
+        print_quality(&params);
+        out!(
+            "wrote {} in {:.2} s",
+            out.display(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn placement_csv_text(rows: &[perf::PlacementCheck]) -> String {
+    let mut s =
+        String::from("source,gpu,model,gpus,servers,local_batch,measured_ratio,predicted_ratio\n");
+    for r in rows {
+        s += &format!(
+            "{},{},{},{},{},{},{:.4},{:.4}\n",
+            r.source,
+            r.gpu,
+            r.model,
+            r.gpus,
+            r.servers,
+            r.local_batch,
+            r.measured_ratio,
+            r.predicted_ratio
+        );
+    }
+    s
+}
+
+fn quality_csv_text(q: &[FitQuality]) -> String {
+    let mut s = String::from("model,gpu,split,rows,mape,median_ape,train_mape\n");
+    for r in q {
+        let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
+        s += &format!(
+            "{},{},{},{},{},{},{}\n",
+            r.model,
+            r.gpu,
+            r.split,
+            r.rows,
+            f(r.mape),
+            f(r.median_ape),
+            f(r.train_mape)
+        );
+    }
+    s
+}
+
+fn print_quality(p: &PerfParams) {
+    out!(
+        "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
+        "model",
+        "gpu",
+        "split",
+        "rows",
+        "MAPE",
+        "medAPE",
+        "train"
+    );
+    for r in &p.fit_quality {
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+        out!(
+            "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
+            r.model,
+            r.gpu,
+            r.split,
+            r.rows,
+            f(r.mape),
+            f(r.median_ape),
+            f(r.train_mape)
+        );
+    }
+    out!(
+        "compute ∝ (memory bandwidth)^-{:.3} (fitted across GPU types)",
+        p.compute_bandwidth_exponent
+    );
+    // Row-weighted summary per family and split.
+    let family = |m: &str| {
+        if p.ps_models.contains_key(m) {
+            "PS (dl2)"
+        } else if m.starts_with("gavel-") {
+            "all-reduce (gavel)"
+        } else {
+            "all-reduce (pollux/sia)"
+        }
+    };
+    let mut acc: std::collections::BTreeMap<(&str, &str), (f64, usize)> = Default::default();
+    for r in &p.fit_quality {
+        let Some(mape) = r.mape else { continue };
+        let e = acc.entry((family(&r.model), r.split.as_str())).or_default();
+        e.0 += mape * r.rows as f64;
+        e.1 += r.rows;
+    }
+    for ((fam, split), (sum, n)) in acc {
+        out!(
+            "summary: {fam:<24} {split:<8} held-out MAPE {:>6.1}% over {n} rows",
+            100.0 * sum / n as f64
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! `coda solve`: Solve one round exactly (integer program, HiGHS) and write the schedule.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use coda::{ClusterSnapshot, Schedule};
+
+use crate::perf_model;
+
+/// Arguments of `coda solve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Instance (ClusterSnapshot JSON).
+    #[arg(long)]
+    pub instance: PathBuf,
+    /// Wall-clock limit, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub time_limit: f64,
+    /// Relative gap at which to stop.
+    #[arg(long, default_value_t = 1e-6)]
+    pub gap: f64,
+    /// Branch-and-bound node limit (a repeatable work limit).
+    #[arg(long)]
+    pub node_limit: Option<u64>,
+    /// Solver threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Solver seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u32,
+    /// MIP start from this schedule.
+    #[arg(long)]
+    pub warm_start: Option<PathBuf>,
+    /// Do not order interchangeable servers.
+    #[arg(long)]
+    pub no_symmetry_breaking: bool,
+    /// Round length T of the objective, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub round_s: f64,
+    /// Restart cost of the objective, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub restart_s: f64,
+    /// Write the model as MPS here.
+    #[arg(long)]
+    pub export_mps: Option<PathBuf>,
+    /// Only write the MPS file; do not solve.
+    #[arg(long, requires = "export_mps")]
+    pub export_only: bool,
+    /// Write the schedule here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the solver log.
+    #[arg(long)]
+    pub verbose: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let Args {
+        instance,
+        time_limit,
+        gap,
+        node_limit,
+        threads,
+        seed,
+        warm_start,
+        no_symmetry_breaking,
+        round_s,
+        restart_s,
+        export_mps,
+        export_only,
+        out,
+        verbose,
+        json,
+    } = args;
+    let perf = perf_model(params)?;
+    let snap = ClusterSnapshot::from_json_file(&instance)?;
+    let objective = coda::Objective::new(round_s, restart_s)?;
+    if let Some(p) = &export_mps {
+        let mut buf = Vec::new();
+        let size =
+            coda::ilp::export_mps(&snap, &perf, &objective, !no_symmetry_breaking, &mut buf)?;
+        coda::write_atomic(p, &buf)?;
+        if !json {
+            out!(
+                "wrote {} ({} variables, {} integer, {} constraints)",
+                p.display(),
+                size.variables,
+                size.integer_variables,
+                size.constraints
+            );
+        }
+        if export_only {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let start = warm_start
+        .as_ref()
+        .map(Schedule::from_json_file)
+        .transpose()?;
+    let settings = coda::SolveSettings {
+        time_limit_s: time_limit,
+        mip_rel_gap: gap,
+        mip_abs_gap: 1e-6,
+        node_limit,
+        threads,
+        seed,
+        symmetry_breaking: !no_symmetry_breaking,
+        verbose,
+    };
+    let solved = coda::ilp::solve(&snap, &perf, &objective, &settings, start.as_ref())?;
+    if let Some(p) = &out {
+        solved.schedule.to_json_file(p)?;
+    }
+    let r = &solved.report;
+    if json {
+        let mut v = serde_json::to_value(r).expect("serialize");
+        v["running_jobs"] = serde_json::json!(solved.schedule.assignments.len());
+        v["gpus_used"] = serde_json::json!(solved.schedule.gpus_used());
+        out!("{v}");
+    } else {
+        out!("status      {:?}", r.status);
+        out!(
+            "objective   {:.6} (re-scored: {:.6})",
+            r.objective,
+            r.objective_check
+        );
+        out!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
+        out!(
+            "perfmodel   {:.6} (same schedule, contention compounded by the PerfModel)",
+            r.perf_model_utility
+        );
+        out!(
+            "model       {} variables ({} integer), {} constraints; built in {:.3} s",
+            r.size.variables,
+            r.size.integer_variables,
+            r.size.constraints,
+            r.build_time_s
+        );
+        let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
+        let warm = if r.warm_started { ", warm-started" } else { "" };
+        out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
+        out!(
+            "schedule    {} jobs running on {} GPUs",
+            solved.schedule.assignments.len(),
+            solved.schedule.gpus_used()
+        );
+        if let Some(p) = &out {
+            out!("wrote {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,318 @@
+//! Between solver values and schedules: [`Decoder::decode`] turns a solution into a
+//! [`Schedule`]; [`Decoder::encode`] turns a valid schedule into a value per column (a MIP start,
+//! or a point at which to check the rows).
+
+use std::collections::HashMap;
+
+use good_lp::Variable;
+
+use super::formulation::{Formulation, JobVars, ShareDef, VarInfo};
+use crate::error::{Error, Result};
+use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, Topology, WorkerTask};
+use crate::objective::{RoundPricing, Sharing, same_assignment};
+
+/// Maps solver values back to a [`Schedule`], and a schedule to solver values (MIP start).
+pub struct Decoder {
+    jobs: Vec<JobVars>,
+    topology: Topology,
+    info: Vec<VarInfo>,
+    constant: f64,
+    index_of: HashMap<Variable, usize>,
+    shares: Vec<ShareDef>,
+}
+
+/// What decoding and encoding read of a built program.
+struct Columns<'a> {
+    jobs: &'a [JobVars],
+    topology: &'a Topology,
+    columns: usize,
+    index_of: &'a HashMap<Variable, usize>,
+    shares: &'a [ShareDef],
+}
+
+impl Decoder {
+    pub(crate) fn new(
+        jobs: Vec<JobVars>,
+        topology: Topology,
+        info: Vec<VarInfo>,
+        constant: f64,
+        index_of: HashMap<Variable, usize>,
+        shares: Vec<ShareDef>,
+    ) -> Self {
+        Decoder {
+            jobs,
+            topology,
+            info,
+            constant,
+            index_of,
+            shares,
+        }
+    }
+
+    fn columns(&self) -> Columns<'_> {
+        Columns {
+            jobs: &self.jobs,
+            topology: &self.topology,
+            columns: self.info.len(),
+            index_of: &self.index_of,
+            shares: &self.shares,
+        }
+    }
+
+    /// Number of columns.
+    pub fn num_variables(&self) -> usize {
+        self.info.len()
+    }
+
+    /// Column index of a variable.
+    pub fn index(&self, v: Variable) -> usize {
+        self.index_of[&v]
+    }
+
+    /// Constant added to the solver objective.
+    pub fn objective_constant(&self) -> f64 {
+        self.constant
+    }
+
+    /// The schedule encoded by a solution (`value(v)` gives each variable's value).
+    pub fn decode(&self, snapshot: &ClusterSnapshot, value: &dyn Fn(Variable) -> f64) -> Schedule {
+        self.columns().decode(snapshot, value)
+    }
+
+    /// Values of every variable for a valid schedule (a MIP start). Errors if the schedule is
+    /// invalid or uses an option the model does not contain.
+    pub fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
+        self.columns().encode(pricing, schedule)
+    }
+}
+
+impl Formulation {
+    /// [`Decoder::encode`] before the program is handed to a solver (to check rows at a point,
+    /// with [`Formulation::violated_groups`]).
+    pub fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
+        let (jobs, topology, info, index_of, shares) = self.parts();
+        Columns {
+            jobs,
+            topology,
+            columns: info.len(),
+            index_of,
+            shares,
+        }
+        .encode(pricing, schedule)
+    }
+}
+
+impl Columns<'_> {
+    fn decode(&self, snapshot: &ClusterSnapshot, value: &dyn Fn(Variable) -> f64) -> Schedule {
+        let r = |v: Variable| value(v).round();
+        let switches = self.topology.switches();
+        let mut taken: Vec<Vec<bool>> = switches
+            .iter()
+            .map(|sw| vec![false; sw.gpus.len()])
+            .collect();
+        let mut out: Vec<Assignment> = Vec::new();
+        // Kept jobs first: they get exactly their current GPUs.
+        let mut order: Vec<usize> = (0..self.jobs.len()).collect();
+        order.sort_by_key(|&i| self.jobs[i].keep.map(|k| r(k) < 0.5).unwrap_or(true));
+        for i in order {
+            let jv = &self.jobs[i];
+            let job = &snapshot.jobs[jv.job];
+            if !jv.y.iter().any(|&y| r(y) > 0.5) {
+                continue;
+            }
+            if jv.keep.is_some_and(|k| r(k) > 0.5) {
+                let cur = job
+                    .current
+                    .clone()
+                    .expect("keep exists only for running jobs");
+                for w in &cur.workers {
+                    for &g in &w.gpus {
+                        if let Some((b, pos)) = self.topology.switch_of(w.server, g) {
+                            taken[b.0][pos] = true;
+                        }
+                    }
+                }
+                out.push(cur);
+                continue;
+            }
+            let gpw = job.demand.gpus_per_worker as usize;
+            let mut servers: Vec<usize> = Vec::new();
+            let mut by_server: HashMap<usize, Vec<u32>> = HashMap::new();
+            for (&b, &(gv, _)) in &jv.g {
+                let n = r(gv) as usize;
+                let sw = self.topology.switch(b);
+                let mut got = 0;
+                for (pos, &gpu) in sw.gpus.iter().enumerate() {
+                    if got == n {
+                        break;
+                    }
+                    if !taken[b.0][pos] {
+                        taken[b.0][pos] = true;
+                        by_server.entry(sw.server).or_default().push(gpu);
+                        got += 1;
+                    }
+                }
+                if !servers.contains(&sw.server) && n > 0 {
+                    servers.push(sw.server);
+                }
+            }
+            servers.sort_unstable();
+            let mut workers = Vec::new();
+            for s in servers {
+                for chunk in by_server[&s].chunks(gpw.max(1)) {
+                    workers.push(WorkerTask {
+                        server: s,
+                        gpus: chunk.to_vec(),
+                    });
+                }
+            }
+            let mut ps = Vec::new();
+            for (s, q) in jv.q.iter().enumerate() {
+                if let Some(qv) = q {
+                    for _ in 0..(r(*qv) as usize) {
+                        ps.push(PsTask { server: s });
+                    }
+                }
+            }
+            out.push(Assignment {
+                job: job.id,
+                workers,
+                ps,
+            });
+        }
+        out.sort_by_key(|a| a.job);
+        Schedule { assignments: out }
+    }
+
+    fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
+        let snapshot = pricing.snapshot();
+        let mut x = vec![0.0; self.columns];
+        let idx = |v: Variable| -> usize { self.index_of[&v] };
+        // Scoring first rejects invalid schedules and unpriceable shapes with a clear error.
+        pricing.score(schedule)?;
+        let mut chosen: Vec<Option<usize>> = vec![None; self.jobs.len()];
+        for (i, jv) in self.jobs.iter().enumerate() {
+            let job = &snapshot.jobs[jv.job];
+            let Some(a) = schedule.assignment(job.id) else {
+                continue;
+            };
+            let f = pricing.option_of(jv.job, a);
+            let k = jv
+                .options
+                .iter()
+                .position(|o| {
+                    o.workers == f.workers
+                        && o.ps == f.ps
+                        && o.mode == f.mode
+                        && o.gpu_type == f.gpu_type
+                })
+                .ok_or_else(|| Error::InvalidInstance {
+                    context: "MIP start".into(),
+                    reason: format!(
+                        "job {}: {:?} is not an option of the model",
+                        job.id,
+                        (f.workers, f.ps, f.mode, &f.gpu_type)
+                    ),
+                })?;
+            chosen[i] = Some(k);
+            x[idx(jv.y[k])] = 1.0;
+            let mut per_server: HashMap<usize, f64> = HashMap::new();
+            let mut per_switch: HashMap<crate::model::SwitchId, f64> = HashMap::new();
+            for w in &a.workers {
+                *per_server.entry(w.server).or_default() += 1.0;
+                for &g in &w.gpus {
+                    let (b, _) = self
+                        .topology
+                        .switch_of(w.server, g)
+                        .expect("valid schedule");
+                    *per_switch.entry(b).or_default() += 1.0;
+                }
+            }
+            let mut ps_on: HashMap<usize, f64> = HashMap::new();
+            for p in &a.ps {
+                *ps_on.entry(p.server).or_default() += 1.0;
+            }
+            for (s, &n) in &per_server {
+                x[idx(jv.m[*s].expect("option's type"))] = n;
+                x[idx(jv.v[*s].expect("option's type"))] = 1.0;
+            }
+            for (b, &n) in &per_switch {
+                let (gv, uv) = jv.g[b];
+                x[idx(gv)] = n;
+                x[idx(uv)] = 1.0;
+            }
+            for s in 0..jv.q.len() {
+                if let (Some(qv), Some(av)) = (jv.q[s], jv.a[s]) {
+                    let q = ps_on.get(&s).copied().unwrap_or(0.0);
+                    x[idx(qv)] = q;
+                    let on = q > 0.0 || per_server.contains_key(&s);
+                    x[idx(av)] = f64::from(u8::from(on));
+                }
+            }
+            let slots = self.topology.slots();
+            for (&(s, so), &tv) in &jv.t {
+                let on = a.workers.iter().any(|w| {
+                    w.server == s
+                        && w.gpus
+                            .iter()
+                            .any(|&g| slots[s].get(g as usize).is_some_and(|sl| sl.socket == so))
+                });
+                x[idx(tv)] = f64::from(u8::from(on));
+            }
+            for (&s, &z) in &jv.zeta {
+                let n =
+                    jv.t.iter()
+                        .filter(|((ss, _), tv)| *ss == s && x[idx(**tv)] > 0.5)
+                        .count();
+                x[idx(z)] = f64::from(u8::from(n >= 2));
+            }
+            let mut l = 0.0;
+            for (&s, pairs) in &jv.bits {
+                let q = ps_on.get(&s).copied().unwrap_or(0.0) as u32;
+                let m = per_server.get(&s).copied().unwrap_or(0.0);
+                for (k, &(beta, pi)) in pairs.iter().enumerate() {
+                    let bit = f64::from((q >> k) & 1);
+                    x[idx(beta)] = bit;
+                    x[idx(pi)] = bit * m;
+                    l += bit * m * f64::from(1u32 << k);
+                }
+            }
+            if let Some(lv) = jv.local_pairs {
+                x[idx(lv)] = l;
+                if let Some(Some(lk)) = jv.local_pairs_by_option.get(k) {
+                    x[idx(*lk)] = l;
+                }
+            }
+            if let (Some(kv), Some(cur)) = (jv.keep, &job.current) {
+                x[idx(kv)] = f64::from(u8::from(same_assignment(cur, a)));
+            }
+        }
+        // Sharing variables at their tight values, in creation order (μ before the NIC ω that
+        // read it), then losses.
+        for d in self.shares {
+            let gate: f64 = d
+                .gates
+                .iter()
+                .map(|g| g.iter().map(|&v| x[idx(v)]).sum::<f64>())
+                .product();
+            let sum: f64 = if d.terms.is_empty() {
+                1.0
+            } else {
+                d.terms.iter().map(|&(c, v)| c * x[idx(v)]).sum()
+            };
+            x[idx(d.var)] = gate * sum;
+        }
+        for (i, jv) in self.jobs.iter().enumerate() {
+            let Some(k) = chosen[i] else { continue };
+            let o = &jv.options[k];
+            for kind in Sharing::ALL {
+                let p: f64 = jv.pressure[kind.index()]
+                    .iter()
+                    .map(|&(c, v)| c * x[idx(v)])
+                    .sum();
+                x[idx(jv.loss[kind.index()])] = (o.terms.coef(kind) * p).max(0.0);
+            }
+        }
+        Ok(x)
+    }
+}

@@ -1,0 +1,64 @@
+//! Group 11 of `formulations/README.md`: each sharing loss is the chosen option's coefficient
+//! times the job's pressure of that kind, exactly, by one big-M row per option.
+
+use good_lp::Variable;
+
+use super::{Ctx, Group, JobVars, Model, lin};
+use crate::objective::Sharing;
+
+/// Group 11: `l_j ≥ coef_k · P_j − coef_k · Pmax_j · (1 − y_jk)` for every option `k`, plus the valid
+/// `l_j ≥ (min_k coef_k) · P_j`.
+pub(super) fn losses(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
+    let servers = &ctx.snapshot.cluster.servers;
+    let switches = ctx.topology.switches();
+    let n_jobs = jobs.iter().filter(|jv| !jv.options.is_empty()).count();
+    let max_gpus = servers.iter().map(|s| s.num_gpus()).max().unwrap_or(0) as f64;
+    let max_cap = switches.iter().map(|sw| sw.gpus.len()).max().unwrap_or(0) as f64;
+    for jv in jobs {
+        let job = ctx.job(jv);
+        let w_max = f64::from(job.workers.max);
+        let p_max = f64::from(job.ps.max);
+        let gpw = f64::from(job.demand.gpus_per_worker);
+        let others = (n_jobs as f64 - 1.0).max(0.0);
+        for kind in Sharing::ALL {
+            let p = &jv.pressure[kind.index()];
+            if p.is_empty() {
+                continue;
+            }
+            // Big-M: the most pressure the job can meet with any of its options. Each co-runner
+            // or sharer holds at least one GPU (or, for NIC, one task) there.
+            let all: f64 = p.iter().map(|(c, _)| c).sum();
+            let max_c = p.iter().map(|(c, _)| *c).fold(0.0, f64::max);
+            let structural = match kind {
+                Sharing::Colocation => {
+                    w_max.min(servers.len() as f64) * others.min(max_gpus - 1.0) * max_c
+                }
+                Sharing::Pcie => {
+                    (w_max * gpw).min(switches.len() as f64) * others.min(max_cap - 1.0)
+                }
+                Sharing::Nic => (w_max + p_max).min(servers.len() as f64) * others,
+            };
+            let pmax = all.min(structural.max(0.0));
+            let coefs: Vec<f64> = jv.options.iter().map(|o| o.terms.coef(kind)).collect();
+            let loss = jv.loss[kind.index()];
+            for (k, &coef) in coefs.iter().enumerate() {
+                if coef <= 0.0 {
+                    continue;
+                }
+                // Binding only for the chosen option.
+                let mut e: Vec<(f64, Variable)> = vec![(1.0, loss)];
+                e.extend(p.iter().map(|&(c, x)| (-coef * c, x)));
+                e.push((-coef * pmax, jv.y[k]));
+                model.push(Group::Losses, lin(&e).geq(-coef * pmax));
+            }
+            // Valid for every option (pressure is 0 when the job waits): strengthens the
+            // relaxation, where the big-M rows above are slack.
+            let min_coef = coefs.iter().copied().fold(f64::INFINITY, f64::min);
+            if min_coef > 0.0 && min_coef.is_finite() {
+                let mut e: Vec<(f64, Variable)> = vec![(1.0, loss)];
+                e.extend(p.iter().map(|&(c, x)| (-min_coef * c, x)));
+                model.push(Group::Losses, lin(&e).geq(0.0));
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! One round priced once: what the objective knows about a snapshot, computed a single time and
+//! read by everyone who needs it — the integer program's coefficients, the MIP-start encoder,
+//! [`Objective::score`], and (later) a learned policy's features and rewards.
+//!
+//! A [`RoundPricing`] holds, per job, its options and their terms (priced on first use), its
+//! restart cost, the pair co-location table of the snapshot's models on each GPU type, the
+//! cluster's [`Topology`] and an O(1) index from job id to job. Nothing here computes a speed
+//! the [`PerfModel`] does not give; it only remembers what it gave.
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
+use super::{JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment};
+use crate::error::{Error, Result};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, Footprint, Job, Schedule, Topology};
+use crate::perf::{Occupancy, PerfModel};
+
+/// What the objective reads of one assignment: the option it takes and how it sits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionFacts {
+    /// Workers.
+    pub workers: u32,
+    /// Parameter servers.
+    pub ps: u32,
+    /// Placement mode.
+    pub mode: Mode,
+    /// GPU type of its (first) worker.
+    pub gpu_type: String,
+    /// Worker–PS pairs on the same server.
+    pub local_pairs: f64,
+    /// Where its tasks sit.
+    pub footprint: Footprint,
+}
+
+/// The snapshot priced once for one objective and performance model (see the module docs).
+pub struct RoundPricing<'a> {
+    perf: &'a dyn PerfModel,
+    snapshot: &'a ClusterSnapshot,
+    objective: Objective,
+    topology: Topology,
+    index: HashMap<u64, usize>,
+    options: Vec<OnceCell<Vec<JobOption>>>,
+    restart: Vec<OnceCell<f64>>,
+    /// Per job, the index of its model in `models`.
+    model_of: Vec<usize>,
+    /// Per server, the index of its GPU type in `gpu_types`.
+    type_of: Vec<usize>,
+    gpu_types: Vec<String>,
+    /// `slowdown − 1` of a model next to another on a GPU type, `[victim][other][type]`,
+    /// flattened; filled on first use (NaN = not yet asked).
+    coloc: Vec<std::cell::Cell<f64>>,
+    models: Vec<String>,
+}
+
+impl<'a> RoundPricing<'a> {
+    /// Prices `snapshot` for `objective` with `perf`. Cheap: options, restart costs and pair
+    /// slowdowns are computed on first use and then kept.
+    pub fn new(
+        perf: &'a dyn PerfModel,
+        snapshot: &'a ClusterSnapshot,
+        objective: Objective,
+    ) -> Self {
+        let n = snapshot.jobs.len();
+        let mut models: Vec<String> = Vec::new();
+        let model_of = snapshot
+            .jobs
+            .iter()
+            .map(|j| intern(&mut models, &j.model))
+            .collect();
+        let mut gpu_types: Vec<String> = Vec::new();
+        let type_of = snapshot
+            .cluster
+            .servers
+            .iter()
+            .map(|s| intern(&mut gpu_types, &s.gpu_type))
+            .collect();
+        let cells = models.len() * models.len() * gpu_types.len();
+        RoundPricing {
+            perf,
+            snapshot,
+            objective,
+            topology: Topology::of(&snapshot.cluster),
+            index: snapshot
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (j.id, i))
+                .collect(),
+            options: (0..n).map(|_| OnceCell::new()).collect(),
+            restart: (0..n).map(|_| OnceCell::new()).collect(),
+            model_of,
+            type_of,
+            gpu_types,
+            coloc: (0..cells).map(|_| std::cell::Cell::new(f64::NAN)).collect(),
+            models,
+        }
+    }
+
+    /// The snapshot priced.
+    pub fn snapshot(&self) -> &'a ClusterSnapshot {
+        self.snapshot
+    }
+
+    /// The performance model it was priced with.
+    pub fn perf(&self) -> &'a dyn PerfModel {
+        self.perf
+    }
+
+    /// The objective it was priced for.
+    pub fn objective(&self) -> &Objective {
+        &self.objective
+    }
+
+    /// The cluster's topology (GPU → switch → socket).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Index in `snapshot.jobs` of the job with this id, in O(1).
+    pub fn job_index(&self, id: u64) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
+    /// Every option of job `j` (index in the snapshot), in [`Objective::job_options`] order.
+    pub fn options(&self, j: usize) -> &[JobOption] {
+        self.options[j].get_or_init(|| {
+            self.objective
+                .job_options(self.perf, self.snapshot, &self.snapshot.jobs[j])
+        })
+    }
+
+    /// The GPU types job `j` has an option on, sorted.
+    pub fn usable_types(&self, j: usize) -> Vec<&str> {
+        let mut t: Vec<&str> = self
+            .options(j)
+            .iter()
+            .map(|o| o.gpu_type.as_str())
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// `slowdown − 1` of job `victim` next to job `other` on server `server`'s GPU type (both
+    /// indices in the snapshot).
+    pub fn colocation_excess(&self, victim: usize, other: usize, server: usize) -> f64 {
+        let (m, t) = (self.models.len(), self.gpu_types.len());
+        let (a, b, g) = (
+            self.model_of[victim],
+            self.model_of[other],
+            self.type_of[server],
+        );
+        let cell = &self.coloc[(a * m + b) * t + g];
+        if cell.get().is_nan() {
+            cell.set(
+                self.perf
+                    .colocation_slowdown(&self.models[a], &self.models[b], &self.gpu_types[g])
+                    - 1.0,
+            );
+        }
+        cell.get()
+    }
+
+    /// Restart penalty `ρ_j` of job `j` (0 if it is not running now).
+    pub fn restart_cost(&self, j: usize) -> Result<f64> {
+        if let Some(&r) = self.restart[j].get() {
+            return Ok(r);
+        }
+        let job = &self.snapshot.jobs[j];
+        let r = match &job.current {
+            Some(cur) if !cur.workers.is_empty() => {
+                let f = self.facts(j, cur, cur.footprint(self.topology.slots()));
+                let t = self.terms_of(j, &f)?;
+                self.objective.restart_s / self.objective.round_s
+                    * (t.base + t.local_pair_slope * f.local_pairs)
+            }
+            _ => 0.0,
+        };
+        Ok(*self.restart[j].get_or_init(|| r))
+    }
+
+    /// The option assignment `a` of job `j` takes, and how it sits.
+    pub fn option_of(&self, j: usize, a: &Assignment) -> OptionFacts {
+        self.facts(j, a, a.footprint(self.topology.slots()))
+    }
+
+    fn facts(&self, j: usize, a: &Assignment, fp: Footprint) -> OptionFacts {
+        let job = &self.snapshot.jobs[j];
+        let mode = if fp.task_servers.len() > 1 {
+            Mode::Multi
+        } else if job.arch == Architecture::AllReduce && fp.sockets.len() > 1 {
+            Mode::CrossSocket
+        } else {
+            Mode::Single
+        };
+        OptionFacts {
+            workers: a.workers.len() as u32,
+            ps: a.ps.len() as u32,
+            mode,
+            gpu_type: self.snapshot.cluster.servers[a.workers[0].server]
+                .gpu_type
+                .clone(),
+            local_pairs: fp.local_pairs as f64,
+            footprint: fp,
+        }
+    }
+
+    /// The terms of the option `f` describes: read from the job's options (priced directly if
+    /// the option list does not hold it).
+    fn terms_of(&self, j: usize, f: &OptionFacts) -> Result<OptionTerms> {
+        let job = &self.snapshot.jobs[j];
+        let listed = self.options(j).iter().find(|o| {
+            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
+        });
+        match listed {
+            Some(o) => Ok(o.terms),
+            None => self
+                .objective
+                .option_terms(self.perf, job, f.workers, f.ps, f.mode, &f.gpu_type)
+                .ok_or_else(|| unpriceable(job, f)),
+        }
+    }
+
+    /// The objective value of a valid schedule (an invalid one is an error): the formula of the
+    /// [module docs](super).
+    pub fn score(&self, schedule: &Schedule) -> Result<Score> {
+        let violations = schedule.validate(self.snapshot);
+        if let Some(v) = violations.first() {
+            return Err(Error::InvalidInstance {
+                context: "schedule".into(),
+                reason: format!("{} violation(s), first: {v}", violations.len()),
+            });
+        }
+        let idx = |id: u64| self.index[&id];
+        // Who shares what is read from the one occupancy index the performance model uses; the
+        // objective only aggregates it first-order (sums over shared switches and servers).
+        let occ = Occupancy::of(self.snapshot, schedule);
+        let mut out = Vec::new();
+        let mut total = 0.0;
+        for (i, a) in schedule.assignments.iter().enumerate() {
+            let j = idx(a.job);
+            let job = &self.snapshot.jobs[j];
+            let f = self.facts(j, a, occ.footprint(i).clone());
+            let t = self.terms_of(j, &f)?;
+            let mut pcol = 0.0;
+            for &s in &f.footprint.worker_servers {
+                for &o in occ.workers_on(s).iter().filter(|&&o| o != i) {
+                    pcol += self.colocation_excess(j, idx(schedule.assignments[o].job), s);
+                }
+            }
+            let npcie: usize = f
+                .footprint
+                .switches
+                .iter()
+                .map(|&(s, k)| occ.switch_on(s, k).len() - 1)
+                .sum();
+            let nnic: usize = if f.mode == Mode::Multi {
+                f.footprint
+                    .task_servers
+                    .iter()
+                    .map(|&s| occ.distributed_on(s).len() - 1)
+                    .sum()
+            } else {
+                0
+            };
+            let changed = job.current.as_ref().is_some_and(|c| !same_assignment(c, a));
+            let js = JobScore {
+                job: job.id,
+                isolated: t.base + t.local_pair_slope * f.local_pairs,
+                coloc_loss: t.coloc_coef * pcol,
+                pcie_loss: t.pcie_coef * npcie as f64,
+                nic_loss: t.nic_coef * nnic as f64,
+                restart_penalty: if changed { self.restart_cost(j)? } else { 0.0 },
+            };
+            total += js.isolated - js.coloc_loss - js.pcie_loss - js.nic_loss - js.restart_penalty;
+            out.push(js);
+        }
+        // Running jobs the schedule stops pay their restart too.
+        for (j, job) in self.snapshot.jobs.iter().enumerate() {
+            if job.current.is_some() && schedule.assignment(job.id).is_none() {
+                let r = self.restart_cost(j)?;
+                if r > 0.0 {
+                    total -= r;
+                    out.push(JobScore {
+                        job: job.id,
+                        isolated: 0.0,
+                        coloc_loss: 0.0,
+                        pcie_loss: 0.0,
+                        nic_loss: 0.0,
+                        restart_penalty: r,
+                    });
+                }
+            }
+        }
+        Ok(Score { total, jobs: out })
+    }
+
+    /// The round utility of a schedule already scored, with the PerfModel's compounded
+    /// in-context speeds instead of the first-order terms (see
+    /// [`Objective::perf_model_utility`]).
+    pub fn perf_model_utility(&self, schedule: &Schedule, score: &Score) -> Result<f64> {
+        let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
+        let progress: f64 = crate::perf::speeds(self.perf, self.snapshot, schedule)?
+            .iter()
+            .map(|(id, s)| {
+                self.objective
+                    .progress(&self.snapshot.jobs[self.index[id]], s)
+            })
+            .sum();
+        Ok(progress - restart)
+    }
+}
+
+/// Index of `name` in `list`, appending it if new.
+fn intern(list: &mut Vec<String>, name: &str) -> usize {
+    match list.iter().position(|x| x == name) {
+        Some(i) => i,
+        None => {
+            list.push(name.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+fn unpriceable(job: &Job, f: &OptionFacts) -> Error {
+    Error::UnsupportedConfiguration {
+        model: job.model.clone(),
+        reason: format!(
+            "job {}: {} workers, {} PS, {:?} on {} cannot be priced",
+            job.id, f.workers, f.ps, f.mode, f.gpu_type
+        ),
+    }
+}

@@ -1,0 +1,12 @@
+//! What the simulator replays and the solver benchmarks on: public traces turned into jobs
+//! ([`trace`]), cluster specs and the shipped workloads ([`load`], [`cluster_from_spec`]), and
+//! seeded random instances ([`generate()`]).
+
+mod clusters;
+pub mod generate;
+pub mod trace;
+
+pub use clusters::{
+    SHIPPED_TRACES, Workload, cluster_from_spec, load, reference_server, server_specs,
+};
+pub use generate::{GenerateOptions, current_schedule, generate};

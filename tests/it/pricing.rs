@@ -1,0 +1,246 @@
+//! The round priced once against the objective's formula computed from scratch, and the
+//! simulator as an environment against the simulator driven by a scheduler.
+
+use coda::objective::Mode;
+use coda::sim::{SimConfig, Simulator};
+use coda::{
+    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, GenerateOptions, Objective,
+    PerfModel, RoundPricing, Schedule, Scheduler, Server, generate,
+};
+use proptest::prelude::*;
+
+use crate::common::{philly, random_valid_schedule};
+
+fn perf() -> &'static CalibratedPerf {
+    CalibratedPerf::shipped()
+}
+
+/// The objective of the `coda::objective` module docs, computed literally: per job its option's
+/// terms from `Objective::option_terms`, and the sharing counts by looking at every other
+/// assignment (no occupancy index, no pricing cache).
+/// `None` where an assignment takes an option the performance model cannot price.
+fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) -> Option<f64> {
+    let p = perf();
+    let slots = snap.cluster.slot_table();
+    let job = |id: u64| snap.jobs.iter().find(|j| j.id == id).unwrap();
+    let servers_of = |a: &Assignment| a.servers();
+    let facts = |a: &Assignment| {
+        let j = job(a.job);
+        let sockets: std::collections::BTreeSet<(usize, u32)> = a
+            .workers
+            .iter()
+            .flat_map(|w| {
+                w.gpus
+                    .iter()
+                    .map(|&g| (w.server, slots[w.server][g as usize].socket))
+            })
+            .collect();
+        let mode = if servers_of(a).len() > 1 {
+            Mode::Multi
+        } else if j.arch == Architecture::AllReduce && sockets.len() > 1 {
+            Mode::CrossSocket
+        } else {
+            Mode::Single
+        };
+        let gpu = &snap.cluster.servers[a.workers[0].server].gpu_type;
+        let t = obj.option_terms(p, j, a.workers.len() as u32, a.ps.len() as u32, mode, gpu)?;
+        let local: usize = a
+            .workers
+            .iter()
+            .map(|w| a.ps.iter().filter(|q| q.server == w.server).count())
+            .sum();
+        Some((mode, t, local as f64))
+    };
+    let restart = |j: &coda::Job| {
+        let cur = j.current.as_ref().unwrap();
+        let (_, t, l) = facts(cur)?;
+        Some(obj.restart_s / obj.round_s * (t.base + t.local_pair_slope * l))
+    };
+    let mut total = 0.0;
+    for (i, a) in sched.assignments.iter().enumerate() {
+        let j = job(a.job);
+        let (mode, t, local) = facts(a)?;
+        let others = sched
+            .assignments
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != i);
+        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        worker_servers.dedup();
+        worker_servers.sort_unstable();
+        worker_servers.dedup();
+        let mut pcol = 0.0;
+        for &s in &worker_servers {
+            for (_, o) in others.clone() {
+                if o.workers.iter().any(|w| w.server == s) {
+                    let gpu = &snap.cluster.servers[s].gpu_type;
+                    pcol += p.colocation_slowdown(&j.model, &job(o.job).model, gpu) - 1.0;
+                }
+            }
+        }
+        let switches = |x: &Assignment| {
+            let mut v: Vec<(usize, u32)> = x
+                .workers
+                .iter()
+                .flat_map(|w| {
+                    w.gpus
+                        .iter()
+                        .map(|&g| (w.server, slots[w.server][g as usize].switch))
+                })
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let npcie: usize = switches(a)
+            .iter()
+            .map(|b| {
+                others
+                    .clone()
+                    .filter(|(_, o)| switches(o).contains(b))
+                    .count()
+            })
+            .sum();
+        let nnic: usize = if mode == Mode::Multi {
+            servers_of(a)
+                .iter()
+                .map(|s| {
+                    others
+                        .clone()
+                        .filter(|(_, o)| servers_of(o).len() > 1 && servers_of(o).contains(s))
+                        .count()
+                })
+                .sum()
+        } else {
+            0
+        };
+        total += t.base + t.local_pair_slope * local
+            - t.coloc_coef * pcol
+            - t.pcie_coef * npcie as f64
+            - t.nic_coef * nnic as f64;
+        if let Some(cur) = &j.current
+            && !coda::objective::same_assignment(cur, a)
+        {
+            total -= restart(j)?;
+        }
+    }
+    for j in &snap.jobs {
+        if j.current.is_some() && sched.assignment(j.id).is_none() {
+            total -= restart(j)?;
+        }
+    }
+    Some(total)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000) {
+        let snap = generate(
+            &GenerateOptions { servers, jobs, seed, max_workers: 4, running_fraction: 0.5, ..Default::default() },
+            perf(),
+        ).unwrap();
+        let obj = Objective::default();
+        let pricing = RoundPricing::new(perf(), &snap, obj);
+        for k in 0..4 {
+            let sched = random_valid_schedule(&snap, seed ^ (k * 7919));
+            let want = reference_score(&obj, &snap, &sched);
+            let got = pricing.score(&sched).ok().map(|s| s.total);
+            prop_assert_eq!(got.is_some(), want.is_some());
+            if let (Some(got), Some(want)) = (got, want) {
+                prop_assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "{got} vs {want}");
+                // The one-shot path reads the same pricing.
+                prop_assert_eq!(obj.score(perf(), &snap, &sched).unwrap().total, got);
+            }
+        }
+    }
+}
+
+/// Fills free GPUs first-come: every waiting job at its smallest size where it fits.
+struct FirstFit;
+impl Scheduler for FirstFit {
+    fn name(&self) -> &str {
+        "first-fit"
+    }
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> coda::Result<Schedule> {
+        coda::policies::by_name("fifo", perf(), &Default::default())?.schedule(snap)
+    }
+}
+
+fn cluster(n: usize) -> Cluster {
+    Cluster::homogeneous(
+        n,
+        &Server::uniform("n", "v100", 2, 2, 2, 40.0, 512.0, 400.0),
+    )
+}
+
+#[test]
+fn the_environment_loop_is_the_simulator_run() {
+    let jobs = philly(40);
+    let mut by_run =
+        Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    by_run.run(&mut FirstFit).unwrap();
+    let mut by_step =
+        Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    while by_step.step(&mut FirstFit).unwrap() {}
+    let mut env = Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    let mut policy = FirstFit;
+    let mut outcomes = Vec::new();
+    while let Some(snap) = env.next_round().unwrap() {
+        let s = policy.schedule(snap).unwrap();
+        outcomes.push(env.apply(&s).unwrap());
+    }
+    // Same events, same decisions: the same records, bit for bit.
+    assert_eq!(by_run.records(), by_step.records());
+    assert_eq!(by_run.records(), env.records());
+    assert_eq!(by_run.utilization(), env.utilization());
+    assert!(outcomes.last().unwrap().done);
+    // The outcomes add up to the run: every job's work, completions, restarts, GPU-seconds.
+    let done: f64 = outcomes
+        .iter()
+        .flat_map(|o| &o.progress)
+        .map(|p| p.fraction)
+        .sum();
+    assert!((done - jobs.len() as f64).abs() < 1e-6, "{done}");
+    let completed: usize = outcomes.iter().map(|o| o.completed.len()).sum();
+    assert_eq!(completed, jobs.len());
+    let restarts: usize = outcomes.iter().map(|o| o.restarted.len()).sum();
+    let recorded: u32 = env.records().iter().map(|r| r.restarts).sum();
+    assert_eq!(restarts, recorded as usize);
+    let held: f64 = outcomes.iter().map(|o| o.gpu_seconds).sum();
+    let recorded: f64 = env.records().iter().map(|r| r.gpu_seconds).sum();
+    assert!(
+        (held - recorded).abs() <= 1e-6 * recorded,
+        "{held} vs {recorded}"
+    );
+    for w in outcomes.windows(2) {
+        assert!(w[0].end_s <= w[1].start_s + 1e-9);
+    }
+}
+
+#[test]
+fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
+    let jobs = philly(5);
+    let mut env = Simulator::new(perf(), SimConfig::default(), cluster(1), jobs).unwrap();
+    let snap = env.next_round().unwrap().unwrap().clone();
+    let j = &snap.jobs[0];
+    let bad = Schedule {
+        assignments: vec![Assignment {
+            job: j.id,
+            workers: vec![coda::WorkerTask {
+                server: 7,
+                gpus: vec![0],
+            }],
+            ps: vec![],
+        }],
+    };
+    assert!(env.apply(&bad).is_err());
+    // The same round is still there, and a valid action goes through.
+    assert_eq!(env.next_round().unwrap().unwrap(), &snap);
+    assert!(env.apply(&Schedule::default()).is_ok());
+    // Applying twice without a new round is refused.
+    assert!(matches!(
+        env.apply(&Schedule::default()),
+        Err(coda::Error::InvalidSetting { .. })
+    ));
+}
