@@ -48,11 +48,11 @@ impl Scheduler for WindowedIlp<'_> {
         let mut keep: Vec<usize> = running.copied().collect();
         keep.extend(waiting.take(self.max_jobs.saturating_sub(n_running)));
         keep.sort_unstable();
-        let sub = ClusterSnapshot {
-            time_s: snap.time_s,
-            cluster: snap.cluster.clone(),
-            jobs: keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
-        };
+        let sub = ClusterSnapshot::from_parts(
+            snap.time_s,
+            snap.cluster.clone(),
+            keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
+        );
         self.exact.schedule(&sub)
     }
 }

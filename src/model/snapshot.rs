@@ -1,7 +1,8 @@
 //! `ClusterSnapshot`: the single input of every scheduler, and its JSON instance files.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,20 +19,42 @@ pub struct ClusterSnapshot {
     pub time_s: f64,
     /// The machines.
     pub cluster: Cluster,
-    /// The jobs to decide for.
+    /// The jobs to decide for. (Changed in place? Call [`ClusterSnapshot::reindex`].)
     pub jobs: Vec<Job>,
+    /// Job id → index in `jobs`, built on first lookup.
+    #[serde(skip)]
+    index: JobIndex,
+}
+
+/// Job id → index in `jobs`, built on first use and kept with the snapshot. Every lookup checks
+/// the slot it finds still holds that id and falls back to a search otherwise, so an index left
+/// stale by an in-place change of `jobs` is slow, never wrong.
+#[derive(Debug, Clone, Default)]
+struct JobIndex(OnceLock<HashMap<u64, usize>>);
+
+impl PartialEq for JobIndex {
+    /// A cache: two snapshots with the same jobs are equal whatever their index holds.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ClusterSnapshot {
     /// Builds a snapshot and checks it (see [`ClusterSnapshot::check`]).
     pub fn new(time_s: f64, cluster: Cluster, jobs: Vec<Job>) -> Result<Self> {
-        let s = ClusterSnapshot {
+        let s = Self::from_parts(time_s, cluster, jobs);
+        s.check("<input>")?;
+        Ok(s)
+    }
+
+    /// A snapshot of parts already known to be consistent (no check).
+    pub(crate) fn from_parts(time_s: f64, cluster: Cluster, jobs: Vec<Job>) -> Self {
+        ClusterSnapshot {
             time_s,
             cluster,
             jobs,
-        };
-        s.check("<input>")?;
-        Ok(s)
+            index: JobIndex::default(),
+        }
     }
 
     /// Reads and checks an instance file. Type errors carry the line, column and JSON path of the
@@ -216,6 +239,28 @@ impl ClusterSnapshot {
 
     /// The job with this id.
     pub fn job(&self, id: u64) -> Option<&Job> {
-        self.jobs.iter().find(|j| j.id == id)
+        self.job_index(id).map(|i| &self.jobs[i])
+    }
+
+    /// Index in `jobs` of the job with this id, in O(1) (see [`ClusterSnapshot::reindex`]).
+    pub fn job_index(&self, id: u64) -> Option<usize> {
+        let index = self.index.0.get_or_init(|| {
+            self.jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (j.id, i))
+                .collect()
+        });
+        match index.get(&id) {
+            Some(&i) if self.jobs.get(i).is_some_and(|j| j.id == id) => Some(i),
+            // Absent, or stale (jobs changed in place since the index was built): search, so
+            // the answer is right either way; only an unknown id pays for it.
+            _ => self.jobs.iter().position(|j| j.id == id),
+        }
+    }
+
+    /// Forgets the id index after `jobs` was changed in place (the next lookup rebuilds it).
+    pub fn reindex(&mut self) {
+        self.index = JobIndex::default();
     }
 }

@@ -210,7 +210,6 @@ impl Schedule {
     pub fn validate(&self, snapshot: &ClusterSnapshot) -> Vec<Violation> {
         let cluster = &snapshot.cluster;
         let mut out = Vec::new();
-        let jobs: HashMap<u64, &super::Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
         let mut seen: HashMap<u64, ()> = HashMap::with_capacity(self.assignments.len());
         // GPU owner per server, allocated lazily: most servers of a large cluster are untouched
         // by most schedules' violations, but all are touched by a full schedule, so a flat table
@@ -224,7 +223,7 @@ impl Schedule {
         let mut mem = vec![0.0f64; cluster.servers.len()];
 
         for a in &self.assignments {
-            let Some(job) = jobs.get(&a.job) else {
+            let Some(job) = snapshot.job(a.job) else {
                 out.push(Violation::UnknownJob { job: a.job });
                 continue;
             };

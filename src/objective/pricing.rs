@@ -8,7 +8,6 @@
 //! the [`PerfModel`] does not give; it only remembers what it gave.
 
 use std::cell::OnceCell;
-use std::collections::HashMap;
 
 use super::{JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment};
 use crate::error::{Error, Result};
@@ -38,7 +37,6 @@ pub struct RoundPricing<'a> {
     snapshot: &'a ClusterSnapshot,
     objective: Objective,
     topology: Topology,
-    index: HashMap<u64, usize>,
     options: Vec<OnceCell<Vec<JobOption>>>,
     restart: Vec<OnceCell<f64>>,
     /// Per job, the index of its model in `models`.
@@ -80,12 +78,6 @@ impl<'a> RoundPricing<'a> {
             snapshot,
             objective,
             topology: Topology::of(&snapshot.cluster),
-            index: snapshot
-                .jobs
-                .iter()
-                .enumerate()
-                .map(|(i, j)| (j.id, i))
-                .collect(),
             options: (0..n).map(|_| OnceCell::new()).collect(),
             restart: (0..n).map(|_| OnceCell::new()).collect(),
             model_of,
@@ -116,9 +108,9 @@ impl<'a> RoundPricing<'a> {
         &self.topology
     }
 
-    /// Index in `snapshot.jobs` of the job with this id, in O(1).
+    /// Index in `snapshot.jobs` of the job with this id, in O(1) (the snapshot's own index).
     pub fn job_index(&self, id: u64) -> Option<usize> {
-        self.index.get(&id).copied()
+        self.snapshot.job_index(id)
     }
 
     /// Every option of job `j` (index in the snapshot), in [`Objective::job_options`] order.
@@ -231,7 +223,11 @@ impl<'a> RoundPricing<'a> {
                 reason: format!("{} violation(s), first: {v}", violations.len()),
             });
         }
-        let idx = |id: u64| self.index[&id];
+        let idx = |id: u64| {
+            self.snapshot
+                .job_index(id)
+                .expect("a valid schedule names known jobs")
+        };
         // Who shares what is read from the one occupancy index the performance model uses; the
         // objective only aggregates it first-order (sums over shared switches and servers).
         let occ = Occupancy::of(self.snapshot, schedule);
@@ -304,7 +300,7 @@ impl<'a> RoundPricing<'a> {
             .iter()
             .map(|(id, s)| {
                 self.objective
-                    .progress(&self.snapshot.jobs[self.index[id]], s)
+                    .progress(self.snapshot.job(*id).expect("speeds of known jobs"), s)
             })
             .sum();
         Ok(progress - restart)

@@ -2,8 +2,6 @@
 //! the contention it meets. [`Occupancy`] is the only place that reads co-location out of a
 //! schedule.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::{JobQuery, PerfModel, Speed};
@@ -115,14 +113,9 @@ impl Occupancy {
     /// Every assignment of `schedule`, in order (index `i` = assignment `i`), with the model of
     /// its job when the snapshot has it.
     pub fn of(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Self {
-        let model_of: HashMap<u64, &str> = snapshot
-            .jobs
-            .iter()
-            .map(|j| (j.id, j.model.as_str()))
-            .collect();
         let mut occ = Occupancy::new(&snapshot.cluster);
         for a in &schedule.assignments {
-            occ.add(a, model_of.get(&a.job).copied());
+            occ.add(a, snapshot.job(a.job).map(|j| j.model.as_str()));
         }
         occ
     }
@@ -161,10 +154,8 @@ impl Occupancy {
         snapshot: &ClusterSnapshot,
         assignments: &[Assignment],
     ) {
-        let jobs: HashMap<u64, &crate::model::Job> =
-            snapshot.jobs.iter().map(|j| (j.id, j)).collect();
         for (i, a) in assignments.iter().enumerate().take(self.footprints.len()) {
-            if let Some(job) = jobs.get(&a.job) {
+            if let Some(job) = snapshot.job(a.job) {
                 self.price_nic_competition_of(perf, &snapshot.cluster, i, job, a);
             }
         }
@@ -362,12 +353,11 @@ pub fn speeds(
     snapshot: &ClusterSnapshot,
     schedule: &Schedule,
 ) -> Result<Vec<(u64, Speed)>> {
-    let jobs: HashMap<u64, &crate::model::Job> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
     placement_shapes(perf, snapshot, schedule)
         .into_iter()
         .zip(&schedule.assignments)
         .map(|((id, shape), a)| {
-            let job = jobs.get(&id).ok_or_else(|| Error::InvalidInstance {
+            let job = snapshot.job(id).ok_or_else(|| Error::InvalidInstance {
                 context: "schedule".into(),
                 reason: format!("job {id} is not in the snapshot"),
             })?;

@@ -192,14 +192,9 @@ impl<'a> Packer<'a> {
         if self.tracking {
             return;
         }
-        let model_of: std::collections::HashMap<u64, &str> = self
-            .snapshot
-            .jobs
-            .iter()
-            .map(|j| (j.id, j.model.as_str()))
-            .collect();
         for a in &self.assignments {
-            self.occupancy.add(a, model_of.get(&a.job).copied());
+            let model = self.snapshot.job(a.job).map(|j| j.model.as_str());
+            self.occupancy.add(a, model);
         }
         self.occupancy
             .price_nic_competition(self.perf, self.snapshot, &self.assignments);

@@ -262,11 +262,7 @@ impl<'a> Simulator<'a> {
             stranded: (0, 0.0),
             perf,
             config,
-            priced: ClusterSnapshot {
-                time_s: 0.0,
-                cluster,
-                jobs: Vec::new(),
-            },
+            priced: ClusterSnapshot::from_parts(0.0, cluster, Vec::new()),
             index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             jobs,
             state,
@@ -376,6 +372,7 @@ impl<'a> Simulator<'a> {
                 .filter(|(_, st)| st.assignment.is_some())
                 .map(|(j, _)| j.clone()),
         );
+        self.priced.reindex();
         let speeds = perf::speeds(self.perf, &self.priced, &schedule)?;
         for s in &mut self.state {
             s.speed = 0.0;
@@ -426,11 +423,7 @@ impl<'a> Simulator<'a> {
                 j
             })
             .collect();
-        ClusterSnapshot {
-            time_s: self.now,
-            cluster: self.priced.cluster.clone(),
-            jobs,
-        }
+        ClusterSnapshot::from_parts(self.now, self.priced.cluster.clone(), jobs)
     }
 
     /// Applies a round's decision at the current time: validates it against the snapshot the

@@ -519,11 +519,7 @@ fn place_alone(
     use crate::policies::{Packer, Placement};
     let mut alone = job.clone();
     alone.arrival_s = 0.0;
-    let snapshot = crate::ClusterSnapshot {
-        time_s: 0.0,
-        cluster,
-        jobs: vec![alone.clone()],
-    };
+    let snapshot = crate::ClusterSnapshot::from_parts(0.0, cluster, vec![alone.clone()]);
     let mut packer = Packer::new(&snapshot, perf);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     if !packer.place(&alone, w, p, Placement::Consolidated, &mut rng) {
