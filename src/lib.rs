@@ -52,8 +52,8 @@ pub use error::{Error, Result};
 pub use ilp::ExactScheduler;
 pub use ilp::{SolveReport, SolveSettings, SolveStatus, Solved};
 pub use model::{
-    Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Request, Schedule, Server,
-    TaskDemand, TaskRange, Violation, WorkerTask,
+    Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, PsTask, Request, Schedule,
+    Server, TaskDemand, TaskRange, Violation, WorkerTask,
 };
 pub use objective::{Objective, RoundPricing, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};

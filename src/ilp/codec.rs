@@ -13,12 +13,12 @@ use crate::objective::{RoundPricing, Sharing, same_assignment};
 
 /// Maps solver values back to a [`Schedule`], and a schedule to solver values (MIP start).
 pub struct Decoder {
-    jobs: Vec<JobVars>,
-    topology: Topology,
-    info: Vec<VarInfo>,
-    constant: f64,
-    index_of: HashMap<Variable, usize>,
-    shares: Vec<ShareDef>,
+    pub(crate) jobs: Vec<JobVars>,
+    pub(crate) topology: Topology,
+    pub(crate) info: Vec<VarInfo>,
+    pub(crate) constant: f64,
+    pub(crate) index_of: HashMap<Variable, usize>,
+    pub(crate) shares: Vec<ShareDef>,
 }
 
 /// What decoding and encoding read of a built program.
@@ -31,24 +31,6 @@ struct Columns<'a> {
 }
 
 impl Decoder {
-    pub(crate) fn new(
-        jobs: Vec<JobVars>,
-        topology: Topology,
-        info: Vec<VarInfo>,
-        constant: f64,
-        index_of: HashMap<Variable, usize>,
-        shares: Vec<ShareDef>,
-    ) -> Self {
-        Decoder {
-            jobs,
-            topology,
-            info,
-            constant,
-            index_of,
-            shares,
-        }
-    }
-
     fn columns(&self) -> Columns<'_> {
         Columns {
             jobs: &self.jobs,

@@ -3,7 +3,7 @@
 
 use super::ExactScheduler;
 use crate::error::Result;
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::scheduler::Scheduler;
 
 /// coda's integer program over the running jobs and the earliest waiting ones up to a job budget
@@ -14,7 +14,7 @@ pub struct WindowedIlp<'a> {
     exact: ExactScheduler<'a>,
     max_jobs: usize,
     /// Sorted ids of the jobs of the last solved snapshot.
-    last_jobs: Vec<u64>,
+    last_jobs: Vec<JobId>,
 }
 impl<'a> WindowedIlp<'a> {
     /// Solves with `exact` for the running jobs plus the earliest waiting ones, up to
@@ -33,7 +33,7 @@ impl Scheduler for WindowedIlp<'_> {
         "ilp"
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
-        let mut ids: Vec<u64> = snap.jobs.iter().map(|j| j.id).collect();
+        let mut ids: Vec<JobId> = snap.jobs.iter().map(|j| j.id).collect();
         ids.sort_unstable();
         if ids == self.last_jobs {
             return Ok(Schedule {

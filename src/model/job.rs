@@ -4,6 +4,27 @@ use serde::{Deserialize, Serialize};
 
 use super::schedule::Assignment;
 
+/// A job's identity: unique within a snapshot and stable across rounds (the trace's job).
+/// Not its position in [`crate::ClusterSnapshot::jobs`] — a plain `usize` that changes from
+/// round to round as jobs arrive and finish. Written in JSON as the bare number.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct JobId(pub u64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<u64> for JobId {
+    fn from(id: u64) -> Self {
+        JobId(id)
+    }
+}
+
 /// How a job synchronises its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Architecture {
@@ -66,7 +87,7 @@ pub struct Request {
 #[serde(deny_unknown_fields, try_from = "JobFields")]
 pub struct Job {
     /// Unique id within a snapshot.
-    pub id: u64,
+    pub id: JobId,
     /// Arrival time, seconds since the start of the trace.
     pub arrival_s: f64,
     /// Model name; must be known to the performance model (`coda perf --list`).
@@ -213,7 +234,7 @@ impl Job {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JobFields {
-    id: u64,
+    id: JobId,
     arrival_s: f64,
     model: String,
     arch: Architecture,

@@ -10,7 +10,7 @@ mod topology;
 mod validate;
 
 pub use cluster::{Cluster, GpuSlot, Server};
-pub use job::{Architecture, Job, Request, TaskDemand, TaskRange};
+pub use job::{Architecture, Job, JobId, Request, TaskDemand, TaskRange};
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};
 pub use snapshot::ClusterSnapshot;
 pub use topology::{PcieSwitch, SwitchId, Topology};

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cluster::GpuSlot;
+use super::job::JobId;
 
 /// One worker task: a server and the GPUs it uses there. Socket and PCIe switch follow from the
 /// GPU indices and the server's topology.
@@ -28,7 +29,7 @@ pub struct PsTask {
 #[serde(deny_unknown_fields)]
 pub struct Assignment {
     /// The job.
-    pub job: u64,
+    pub job: JobId,
     /// Worker tasks; their number is the allocation's worker count.
     pub workers: Vec<WorkerTask>,
     /// PS tasks; empty for all-reduce jobs.
@@ -146,7 +147,7 @@ impl Schedule {
     }
 
     /// The assignment of a job, if it runs.
-    pub fn assignment(&self, job: u64) -> Option<&Assignment> {
+    pub fn assignment(&self, job: JobId) -> Option<&Assignment> {
         self.assignments.iter().find(|a| a.job == job)
     }
 

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cluster, Job};
+use super::{Cluster, Job, JobId};
 use crate::error::{Error, Result};
 use crate::util::json::{parse_json, write_json_atomic};
 
@@ -30,7 +30,7 @@ pub struct ClusterSnapshot {
 /// the slot it finds still holds that id and falls back to a search otherwise, so an index left
 /// stale by an in-place change of `jobs` is slow, never wrong.
 #[derive(Debug, Clone, Default)]
-struct JobIndex(OnceLock<HashMap<u64, usize>>);
+struct JobIndex(OnceLock<HashMap<JobId, usize>>);
 
 impl PartialEq for JobIndex {
     /// A cache: two snapshots with the same jobs are equal whatever their index holds.
@@ -238,12 +238,12 @@ impl ClusterSnapshot {
     }
 
     /// The job with this id.
-    pub fn job(&self, id: u64) -> Option<&Job> {
+    pub fn job(&self, id: JobId) -> Option<&Job> {
         self.job_index(id).map(|i| &self.jobs[i])
     }
 
     /// Index in `jobs` of the job with this id, in O(1) (see [`ClusterSnapshot::reindex`]).
-    pub fn job_index(&self, id: u64) -> Option<usize> {
+    pub fn job_index(&self, id: JobId) -> Option<usize> {
         let index = self.index.0.get_or_init(|| {
             self.jobs
                 .iter()

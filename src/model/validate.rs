@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::job::JobId;
 use super::schedule::Schedule;
 use super::snapshot::ClusterSnapshot;
 
@@ -16,24 +17,24 @@ pub enum Violation {
     /// The schedule names a job the snapshot does not have.
     UnknownJob {
         /// The job id.
-        job: u64,
+        job: JobId,
     },
     /// A job appears in two assignments.
     DuplicateJob {
         /// The job id.
-        job: u64,
+        job: JobId,
     },
     /// A task is placed on a server index outside the cluster.
     UnknownServer {
         /// The job.
-        job: u64,
+        job: JobId,
         /// The server index.
         server: usize,
     },
     /// A worker names a GPU index the server does not have.
     UnknownGpu {
         /// The job.
-        job: u64,
+        job: JobId,
         /// The server.
         server: usize,
         /// The GPU index.
@@ -46,14 +47,14 @@ pub enum Violation {
         /// The GPU.
         gpu: u32,
         /// The job that holds it first.
-        first_job: u64,
+        first_job: JobId,
         /// The job that is given it again.
-        second_job: u64,
+        second_job: JobId,
     },
     /// A worker does not have exactly the job's GPUs-per-worker.
     WrongGpusPerWorker {
         /// The job.
-        job: u64,
+        job: JobId,
         /// Worker index in the assignment.
         worker: usize,
         /// GPUs the job needs per worker.
@@ -64,7 +65,7 @@ pub enum Violation {
     /// The number of workers is outside the job's range.
     WorkersOutOfRange {
         /// The job.
-        job: u64,
+        job: JobId,
         /// Workers given.
         workers: u32,
         /// Allowed minimum.
@@ -75,7 +76,7 @@ pub enum Violation {
     /// The number of parameter servers is outside the job's range.
     PsOutOfRange {
         /// The job.
-        job: u64,
+        job: JobId,
         /// PS given.
         ps: u32,
         /// Allowed minimum.
@@ -86,7 +87,7 @@ pub enum Violation {
     /// A task sits on a server whose GPU type the job cannot use.
     IncompatibleGpuType {
         /// The job.
-        job: u64,
+        job: JobId,
         /// The server.
         server: usize,
         /// The server's GPU type.
@@ -96,7 +97,7 @@ pub enum Violation {
     /// the slowest type's pace; coda keeps each job on one type).
     MixedGpuTypes {
         /// The job.
-        job: u64,
+        job: JobId,
         /// The GPU types used, sorted.
         gpu_types: Vec<String>,
     },
@@ -210,11 +211,11 @@ impl Schedule {
     pub fn validate(&self, snapshot: &ClusterSnapshot) -> Vec<Violation> {
         let cluster = &snapshot.cluster;
         let mut out = Vec::new();
-        let mut seen: HashMap<u64, ()> = HashMap::with_capacity(self.assignments.len());
+        let mut seen: HashMap<JobId, ()> = HashMap::with_capacity(self.assignments.len());
         // GPU owner per server, allocated lazily: most servers of a large cluster are untouched
         // by most schedules' violations, but all are touched by a full schedule, so a flat table
         // indexed by server is the cheapest.
-        let mut owner: Vec<Vec<Option<u64>>> = cluster
+        let mut owner: Vec<Vec<Option<JobId>>> = cluster
             .servers
             .iter()
             .map(|s| vec![None; s.num_gpus() as usize])

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use pricing::{OptionFacts, RoundPricing};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, Job, Schedule};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, Job, JobId, Schedule};
 use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
@@ -116,7 +116,7 @@ pub struct JobOption {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobScore {
     /// The job.
-    pub job: u64,
+    pub job: JobId,
     /// Base progress plus PS locality gain.
     pub isolated: f64,
     /// Co-location loss.

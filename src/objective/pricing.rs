@@ -11,7 +11,9 @@ use std::cell::OnceCell;
 
 use super::{JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment};
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, Footprint, Job, Schedule, Topology};
+use crate::model::{
+    Architecture, Assignment, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
+};
 use crate::perf::{Occupancy, PerfModel};
 
 /// What the objective reads of one assignment: the option it takes and how it sits.
@@ -109,7 +111,7 @@ impl<'a> RoundPricing<'a> {
     }
 
     /// Index in `snapshot.jobs` of the job with this id, in O(1) (the snapshot's own index).
-    pub fn job_index(&self, id: u64) -> Option<usize> {
+    pub fn job_index(&self, id: JobId) -> Option<usize> {
         self.snapshot.job_index(id)
     }
 
@@ -223,7 +225,7 @@ impl<'a> RoundPricing<'a> {
                 reason: format!("{} violation(s), first: {v}", violations.len()),
             });
         }
-        let idx = |id: u64| {
+        let idx = |id: JobId| {
             self.snapshot
                 .job_index(id)
                 .expect("a valid schedule names known jobs")

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{JobQuery, PerfModel, Speed};
 use crate::error::{Error, Result};
-use crate::model::{Assignment, Cluster, ClusterSnapshot, Footprint, GpuSlot, Schedule};
+use crate::model::{Assignment, Cluster, ClusterSnapshot, Footprint, GpuSlot, JobId, Schedule};
 
 /// A job's placement reduced to what changes its speed, including its neighbours.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -301,7 +301,7 @@ pub fn placement_shapes(
     perf: &dyn PerfModel,
     snapshot: &ClusterSnapshot,
     schedule: &Schedule,
-) -> Vec<(u64, PlacementShape)> {
+) -> Vec<(JobId, PlacementShape)> {
     let mut occ = Occupancy::of(snapshot, schedule);
     occ.price_nic_competition(perf, snapshot, &schedule.assignments);
     schedule
@@ -352,7 +352,7 @@ pub fn speeds(
     perf: &dyn PerfModel,
     snapshot: &ClusterSnapshot,
     schedule: &Schedule,
-) -> Result<Vec<(u64, Speed)>> {
+) -> Result<Vec<(JobId, Speed)>> {
     placement_shapes(perf, snapshot, schedule)
         .into_iter()
         .zip(&schedule.assignments)

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::Placement;
 use super::sizing::*;
 use crate::error::Result;
-use crate::model::{Architecture, ClusterSnapshot, Job, Schedule};
+use crate::model::{Architecture, ClusterSnapshot, Job, JobId, Schedule};
 use crate::scheduler::Scheduler;
 use crate::util::total::TotalF64;
 
@@ -59,7 +59,7 @@ pub(super) struct Tiresias<'a> {
     pub(super) promote_knob: f64,
     /// Per job: attained GPU-seconds, executed seconds and pending seconds since its last
     /// promotion.
-    pub(super) attained: HashMap<u64, TiresiasCounters>,
+    pub(super) attained: HashMap<JobId, TiresiasCounters>,
     pub(super) last_time: Option<f64>,
 }
 
@@ -77,7 +77,7 @@ impl Scheduler for Tiresias<'_> {
         // Service since the last round, read from the placements the jobs held meanwhile.
         let dt = self.last_time.map_or(0.0, |t| (snap.time_s - t).max(0.0));
         self.last_time = Some(snap.time_s);
-        let live: std::collections::HashSet<u64> = snap.jobs.iter().map(|j| j.id).collect();
+        let live: std::collections::HashSet<JobId> = snap.jobs.iter().map(|j| j.id).collect();
         self.attained.retain(|id, _| live.contains(id));
         for j in &snap.jobs {
             let gpus = j
@@ -98,7 +98,7 @@ impl Scheduler for Tiresias<'_> {
                 }
             }
         }
-        let queue = |id: u64| {
+        let queue = |id: JobId| {
             let a = self.attained.get(&id).map_or(0.0, |c| c.gpu_s);
             self.thresholds.iter().filter(|&&t| a >= t).count()
         };

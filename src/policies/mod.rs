@@ -5,15 +5,15 @@
 //!
 //! | name | follows | allocation | placement | preempts |
 //! |---|---|---|---|---|
-//! | `fifo` | Blox's FIFO | requested, arrival order, skip what does not fit | consolidated | no |
-//! | `srtf` | shortest remaining time first | requested, by remaining time | consolidated | yes |
-//! | `drf` | Ghodsi et al., NSDI'11 | progressive filling of GPUs/CPU/memory by dominant share | consolidated | yes |
-//! | `tiresias` | Gu et al., NSDI'19 (2D-LAS) | requested, by discretised attained GPU-time; running before pending within a queue; starvation promotion | consolidated | yes |
-//! | `optimus` | Peng et al., EuroSys'18 | greedy marginal gain in remaining time per dominant share | consolidated | yes |
-//! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested, smallest GPU-time first | balanced contention vs spread | no |
-//! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1), 10 % restart penalty | consolidated, one multi-server job per server | yes |
-//! | `random` | — | requested, arrival order | random servers and GPUs | no |
-//! | `ilp` | coda's integer program | exact per round on a window of jobs | exact | yes |
+//! | `fifo` | Blox's FIFO | requested size, arrival order; a job that does not fit is skipped | consolidated | no |
+//! | `srtf` | shortest remaining time first | requested size, by remaining time alone | consolidated | yes |
+//! | `drf` | Ghodsi et al., NSDI'11 | progressive filling by dominant share (GPU, CPU, memory) | consolidated | yes |
+//! | `tiresias` | Gu et al., NSDI'19 | requested size; 2D-LAS queues on attained GPU-seconds (1 and 10 GPU-hours); within a queue running jobs before pending ones, then arrival; starvation promotion (`PromoteKnob` 4) | consolidated | yes |
+//! | `optimus` | Peng et al., EuroSys'18 | minimum for all, then each task where it cuts remaining time most per dominant share | fewest servers, PS spread over them | yes |
+//! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested size, smallest GPU-time first | balanced: k least-loaded servers, k chosen by the in-context price | no |
+//! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
+//! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
+//! | `ilp` | coda's program | exact, on the running jobs + earliest waiting ones (`--ilp-max-jobs`), re-solved when the job set changes | exact | yes |
 //!
 //! Differences from the papers, said once here:
 //! * Sizes are decided against cluster-wide totals (GPUs, cores, memory), and a size the packer

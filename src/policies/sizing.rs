@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Packer, Placement};
-use crate::model::{Architecture, ClusterSnapshot, Job, Schedule};
+use crate::model::{Architecture, ClusterSnapshot, Job, JobId, Schedule};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 use crate::util::total::TotalF64;
 
@@ -26,9 +26,9 @@ pub(super) struct Decision {
 pub(super) struct Base<'a> {
     pub(super) perf: &'a dyn PerfModel,
     /// Isolated, packed speed by (job, workers, ps); jobs never change, so entries stay valid.
-    pub(super) speeds: HashMap<(u64, u32, u32), f64>,
+    pub(super) speeds: HashMap<(JobId, u32, u32), f64>,
     /// A job's reference GPU type and that type's largest server, by job id.
-    pub(super) reference: HashMap<u64, (String, u32)>,
+    pub(super) reference: HashMap<JobId, (String, u32)>,
     pub(super) rng: ChaCha8Rng,
     /// Pollux's placement rule: at most one multi-server job per server.
     pub(super) one_distributed_per_server: bool,

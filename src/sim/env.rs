@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use super::{Next, Simulator};
 use crate::error::{Error, Result};
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{ClusterSnapshot, JobId, Schedule};
 
 /// Work one job did between a decision and the next round.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobProgress {
     /// The job.
-    pub job: u64,
+    pub job: JobId,
     /// Iterations done in the interval.
     pub iterations: f64,
     /// The same, as a fraction of the job's total work.
@@ -33,9 +33,9 @@ pub struct RoundOutcome {
     /// included, with zeros).
     pub progress: Vec<JobProgress>,
     /// Jobs that finished in the interval, with their finish times.
-    pub completed: Vec<(u64, f64)>,
+    pub completed: Vec<(JobId, f64)>,
     /// Jobs whose change (move, resize, resume after preemption) cost a restart.
-    pub restarted: Vec<u64>,
+    pub restarted: Vec<JobId>,
     /// GPU-seconds held in the interval, restarts included.
     pub gpu_seconds: f64,
     /// Useful GPU-seconds in the interval (held, weighted by in-context ÷ alone speed).

@@ -139,7 +139,7 @@ mod tests {
 
     fn rec(id: u64, arrival: f64, start: Option<f64>, finish: Option<f64>) -> JobRecord {
         JobRecord {
-            id,
+            id: crate::model::JobId(id),
             arrival_s: arrival,
             first_start_s: start,
             finish_s: finish,

@@ -15,8 +15,12 @@
 //! not scheduled is preempted and keeps its progress, and pays the same restart when it resumes.
 //! A job's first start is free: trace durations include it.
 //!
-//! The simulator owns no policy and prints nothing; [`crate::Scheduler`] decides, observers and
-//! reports read [`Simulator::records`] and [`Simulator::utilization`].
+//! The simulator owns no policy and prints nothing. Whoever decides owns the loop: a caller
+//! steps it as an environment ([`Simulator::next_round`] → decide → [`Simulator::apply`], which
+//! reports a [`RoundOutcome`]), or hands a [`crate::Scheduler`] to [`Simulator::run`] /
+//! [`Simulator::step`], which are that loop. Observers and reports read [`Simulator::records`]
+//! and [`Simulator::utilization`]. Files: this one is the event core, `env` the environment,
+//! `metrics` and `report` what a run leaves behind.
 
 mod env;
 mod metrics;
@@ -33,7 +37,7 @@ use std::collections::BinaryHeap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, Schedule};
+use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, JobId, Schedule};
 use crate::objective::{Objective, same_assignment};
 use crate::perf::{self, PerfModel};
 use crate::scheduler::Scheduler;
@@ -103,7 +107,7 @@ pub fn contention_allowance(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobRecord {
     /// The job.
-    pub id: u64,
+    pub id: JobId,
     /// Arrival, seconds.
     pub arrival_s: f64,
     /// First time it was given GPUs.
@@ -172,7 +176,7 @@ pub struct Simulator<'a> {
     priced: ClusterSnapshot,
     jobs: Vec<Job>,
     /// Position of each job id in `jobs` (looked up on every reprice).
-    index_of: std::collections::HashMap<u64, usize>,
+    index_of: std::collections::HashMap<JobId, usize>,
     state: Vec<State>,
     records: Vec<JobRecord>,
     events: BinaryHeap<Reverse<(Time, u8, u64, Event)>>,
@@ -435,7 +439,7 @@ impl<'a> Simulator<'a> {
         snapshot: &ClusterSnapshot,
         schedule: &Schedule,
         who: &str,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<Vec<JobId>> {
         let violations = schedule.validate(snapshot);
         if let Some(v) = violations.first() {
             return Err(Error::InvalidInstance {
@@ -635,6 +639,12 @@ impl<'a> Simulator<'a> {
     /// none left before the horizon. (The same events as [`Simulator::next_round`] and
     /// [`Simulator::apply`], one at a time.)
     pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
+        // A round handed out by `next_round` and not applied is decided first, not skipped.
+        if let Some(snapshot) = self.pending.take() {
+            let schedule = scheduler.schedule(&snapshot)?;
+            self.decide(&snapshot, &schedule, scheduler.name())?;
+            return Ok(true);
+        }
         match self.next_event()? {
             Next::End => Ok(false),
             Next::Event => Ok(true),

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Schedule, Server, TaskDemand,
-    TaskRange, WorkerTask,
+    Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, PsTask, Schedule, Server,
+    TaskDemand, TaskRange, WorkerTask,
 };
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 
@@ -120,7 +120,7 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
         let total = duration * speed.iterations_per_s;
         let running = rng.random::<f64>() < opts.running_fraction;
         jobs.push(Job {
-            id,
+            id: JobId(id),
             arrival_s: (rng.random::<f64>() * 3600.0).floor(),
             model,
             arch,

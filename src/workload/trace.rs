@@ -46,7 +46,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Cluster, Job, Request, Server, TaskDemand, TaskRange};
+use crate::model::{Architecture, Cluster, Job, JobId, Request, Server, TaskDemand, TaskRange};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 use crate::util::csvio::CsvFile;
 
@@ -448,7 +448,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
             Architecture::ParameterServer => (TaskRange::new(1, wmax), TaskRange::new(1, max_p)),
         };
         let mut job = Job {
-            id,
+            id: JobId(id),
             arrival_s: row.arrival_s,
             model,
             arch,

@@ -205,11 +205,11 @@ fn tiresias_demotes_attained_service() {
     let mut jobs = philly(200);
     jobs.retain(|j| j.requested_or_min() == (1, 0));
     let mut long = jobs[0].clone();
-    long.id = 1;
+    long.id = coda::JobId(1);
     long.arrival_s = 0.0;
     long.total_iterations *= 1e3;
     let mut short = jobs[1].clone();
-    short.id = 2;
+    short.id = coda::JobId(2);
     short.arrival_s = 10.0 * 3600.0; // after the long one crossed 1 GPU-hour
     let one_gpu = coda::Server::uniform("one", "v100", 1, 1, 1, 3.0, 62.5, 25.0);
     let run = |policy: &str| {
@@ -228,10 +228,10 @@ fn tiresias_demotes_attained_service() {
     let t = run("tiresias");
     let f = run("fifo");
     let short_jct = |r: &[sim::JobRecord]| {
-        let s = r.iter().find(|x| x.id == 2).unwrap();
+        let s = r.iter().find(|x| x.id == coda::JobId(2)).unwrap();
         s.finish_s.unwrap() - s.arrival_s
     };
-    assert!(t.iter().find(|x| x.id == 1).unwrap().restarts >= 1);
+    assert!(t.iter().find(|x| x.id == coda::JobId(1)).unwrap().restarts >= 1);
     assert!(short_jct(&t) < short_jct(&f) / 2.0, "{t:?} vs {f:?}");
 }
 

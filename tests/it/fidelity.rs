@@ -98,7 +98,7 @@ fn waiting_includes_waits_after_preemption() {
 
 fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
     Job {
-        id,
+        id: coda::JobId(id),
         arrival_s: id as f64,
         model: model.into(),
         arch,
@@ -202,12 +202,12 @@ fn nic_competition_follows_the_phase_alignment() {
     let sched = coda::Schedule {
         assignments: vec![
             Assignment {
-                job: 0,
+                job: coda::JobId(0),
                 workers: vec![w(0, 0), w(1, 0)],
                 ps: vec![],
             },
             Assignment {
-                job: 1,
+                job: coda::JobId(1),
                 workers: vec![w(0, 4), w(1, 4)],
                 ps: vec![],
             },
@@ -230,7 +230,7 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
     let mut running = job(1, "cifar10", Architecture::AllReduce, 8, 1.0);
     running.arrival_s = 10.0;
     running.current = Some(Assignment {
-        job: 1,
+        job: coda::JobId(1),
         workers: (0..8)
             .map(|g| WorkerTask {
                 server: 0,
@@ -242,7 +242,7 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
     let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
     let mut t = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
     let s = t.schedule(&snap).unwrap();
-    assert!(s.assignment(1).is_some() && s.assignment(0).is_none());
+    assert!(s.assignment(coda::JobId(1)).is_some() && s.assignment(coda::JobId(0)).is_none());
 }
 
 /// Tiresias' starvation promotion changes who runs: with the knob off a long job that fell to a

@@ -42,7 +42,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             TaskRange::new(0, 0)
         };
         js.push(Job {
-            id,
+            id: coda::JobId(id),
             arrival_s: 0.0,
             model: model.into(),
             arch,
@@ -190,7 +190,7 @@ fn invalid_warm_start_is_a_typed_error() {
     .unwrap();
     let bad = Schedule {
         assignments: vec![Assignment {
-            job: 999,
+            job: coda::JobId(999),
             workers: vec![],
             ps: vec![],
         }],

@@ -22,7 +22,7 @@ fn perf() -> &'static CalibratedPerf {
 fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) -> Option<f64> {
     let p = perf();
     let slots = snap.cluster.slot_table();
-    let job = |id: u64| snap.jobs.iter().find(|j| j.id == id).unwrap();
+    let job = |id: coda::JobId| snap.jobs.iter().find(|j| j.id == id).unwrap();
     let servers_of = |a: &Assignment| a.servers();
     let facts = |a: &Assignment| {
         let j = job(a.job);

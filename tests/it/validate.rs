@@ -36,7 +36,7 @@ fn mutate(
     let server = a0.workers[0].server;
     match kind {
         0 => {
-            let ghost = s.jobs.iter().map(|j| j.id).max().unwrap() + 1;
+            let ghost = coda::JobId(s.jobs.iter().map(|j| j.id.0).max().unwrap() + 1);
             sched
                 .assignments
                 .push(coda::Assignment { job: ghost, ..a0 });
@@ -156,7 +156,7 @@ fn all_violations_are_reported_not_just_the_first() {
     let n = s.cluster.servers.len();
     let ghost = 1_000;
     sched.assignments.push(coda::Assignment {
-        job: ghost,
+        job: coda::JobId(ghost),
         workers: vec![],
         ps: vec![],
     });
@@ -169,7 +169,12 @@ fn all_violations_are_reported_not_just_the_first() {
         "{v:?}"
     );
     assert!(
-        has(&v, |x| matches!(x, Violation::UnknownJob { job: 1_000 })),
+        has(&v, |x| matches!(
+            x,
+            Violation::UnknownJob {
+                job: coda::JobId(1_000)
+            }
+        )),
         "{v:?}"
     );
     assert!(n < 99);

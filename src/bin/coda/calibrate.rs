@@ -85,20 +85,25 @@ fn placement_csv_text(rows: &[perf::PlacementCheck]) -> String {
     s
 }
 
+/// One fit-quality row as cells, its three errors written by `err`.
+fn quality_cells(r: &FitQuality, err: &dyn Fn(Option<f64>) -> String) -> [String; 7] {
+    [
+        r.model.clone(),
+        r.gpu.clone(),
+        r.split.to_string(),
+        r.rows.to_string(),
+        err(r.mape),
+        err(r.median_ape),
+        err(r.train_mape),
+    ]
+}
+
 fn quality_csv_text(q: &[FitQuality]) -> String {
     let mut s = String::from("model,gpu,split,rows,mape,median_ape,train_mape\n");
     for r in q {
         let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
-        s += &format!(
-            "{},{},{},{},{},{},{}\n",
-            r.model,
-            r.gpu,
-            r.split,
-            r.rows,
-            f(r.mape),
-            f(r.median_ape),
-            f(r.train_mape)
-        );
+        s += &quality_cells(r, &f).join(",");
+        s.push('\n');
     }
     s
 }
@@ -116,16 +121,8 @@ fn print_quality(p: &PerfParams) {
     );
     for r in &p.fit_quality {
         let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
-        out!(
-            "{:<28} {:<10} {:<8} {:>5} {:>9} {:>9} {:>9}",
-            r.model,
-            r.gpu,
-            r.split,
-            r.rows,
-            f(r.mape),
-            f(r.median_ape),
-            f(r.train_mape)
-        );
+        let [model, gpu, split, rows, mape, median, train] = quality_cells(r, &f);
+        out!("{model:<28} {gpu:<10} {split:<8} {rows:>5} {mape:>9} {median:>9} {train:>9}");
     }
     out!(
         "compute ∝ (memory bandwidth)^-{:.3} (fitted across GPU types)",

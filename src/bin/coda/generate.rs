@@ -35,23 +35,15 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
-    let Args {
-        servers,
-        jobs,
-        seed,
-        gpu_types,
-        running_fraction,
-        max_workers,
-        out,
-    } = args;
     let perf = perf_model(params)?;
+    let out = args.out;
     let opts = GenerateOptions {
-        servers,
-        jobs,
-        seed,
-        gpu_types,
-        running_fraction,
-        max_workers,
+        servers: args.servers,
+        jobs: args.jobs,
+        seed: args.seed,
+        gpu_types: args.gpu_types,
+        running_fraction: args.running_fraction,
+        max_workers: args.max_workers,
         ..Default::default()
     };
     let snap = coda::generate(&opts, &perf)?;

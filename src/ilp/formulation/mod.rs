@@ -407,14 +407,14 @@ impl Formulation {
             shares,
             ..
         } = self.model;
-        let dec = Decoder::new(
-            self.jobs,
-            self.topology,
+        let dec = Decoder {
+            jobs: self.jobs,
+            topology: self.topology,
             info,
-            self.objective_constant,
+            constant: self.objective_constant,
             index_of,
             shares,
-        );
+        };
         (vars, self.objective, constraints, dec)
     }
 

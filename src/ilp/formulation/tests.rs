@@ -31,7 +31,7 @@ fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
         Architecture::AllReduce
     };
     Job {
-        id,
+        id: crate::model::JobId(id),
         arrival_s: 0.0,
         model: model.into(),
         arch,
@@ -62,7 +62,7 @@ fn w(server: usize, gpu: u32) -> WorkerTask {
 
 fn assign(job: u64, workers: Vec<WorkerTask>, ps: Vec<usize>) -> Assignment {
     Assignment {
-        job,
+        job: crate::model::JobId(job),
         workers,
         ps: ps.into_iter().map(|server| PsTask { server }).collect(),
     }
