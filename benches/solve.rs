@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use coda::ilp::formulation::{Formulation, FormulationOptions};
-use coda::ilp::{self, SolveSettings, scaling};
+use coda::ilp::{self, SolveSettings};
 use coda::{CalibratedPerf, Objective};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
@@ -13,7 +13,7 @@ fn build(c: &mut Criterion) {
     let perf = CalibratedPerf::shipped();
     let mut g = c.benchmark_group("build");
     for (servers, jobs) in [(2, 4), (4, 8), (8, 16), (16, 32)] {
-        let snap = scaling::scaling_instance(servers, jobs, 1, perf).unwrap();
+        let snap = coda::workload::scaling_instance(servers, jobs, 1, perf).unwrap();
         g.bench_with_input(
             BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")),
             &snap,
@@ -40,7 +40,7 @@ fn solve(c: &mut Criterion) {
     let mut g = c.benchmark_group("build_and_solve");
     g.sample_size(10);
     for (servers, jobs) in [(1, 2), (2, 4), (3, 6)] {
-        let snap = scaling::scaling_instance(servers, jobs, 1, perf).unwrap();
+        let snap = coda::workload::scaling_instance(servers, jobs, 1, perf).unwrap();
         g.bench_with_input(
             BenchmarkId::from_parameter(format!("{servers}x8gpu_{jobs}jobs")),
             &snap,

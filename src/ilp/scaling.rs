@@ -1,4 +1,5 @@
-//! Solve time against cluster size (`coda bench-solve`): one row per instance, a CSV, and a plot.
+//! Solve time against cluster size (`coda bench-solve`): one row per instance and a CSV (the
+//! instances come from [`crate::workload::scaling_instance`]; the command line draws the plot).
 
 use std::path::Path;
 
@@ -9,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::workload::generate::{GenerateOptions, generate};
 
 /// One measured solve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -75,24 +75,6 @@ pub fn measure(
         gap: r.gap,
         nodes: r.nodes,
     })
-}
-
-/// The generated instance of a `(servers, jobs, seed)` size point (8-GPU V100 servers).
-pub fn scaling_instance(
-    servers: usize,
-    jobs: usize,
-    seed: u64,
-    perf: &dyn PerfModel,
-) -> Result<ClusterSnapshot> {
-    generate(
-        &GenerateOptions {
-            servers,
-            jobs,
-            seed,
-            ..Default::default()
-        },
-        perf,
-    )
 }
 
 /// Writes rows as CSV (atomically).

@@ -219,3 +219,21 @@ pub fn current_schedule(snapshot: &ClusterSnapshot) -> Schedule {
             .collect(),
     }
 }
+
+/// The generated instance of a `(servers, jobs, seed)` size point (8-GPU V100 servers).
+pub fn scaling_instance(
+    servers: usize,
+    jobs: usize,
+    seed: u64,
+    perf: &dyn PerfModel,
+) -> Result<ClusterSnapshot> {
+    generate(
+        &GenerateOptions {
+            servers,
+            jobs,
+            seed,
+            ..Default::default()
+        },
+        perf,
+    )
+}

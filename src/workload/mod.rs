@@ -9,4 +9,4 @@ pub mod trace;
 pub use clusters::{
     SHIPPED_TRACES, Workload, cluster_from_spec, load, reference_server, server_specs,
 };
-pub use generate::{GenerateOptions, current_schedule, generate};
+pub use generate::{GenerateOptions, current_schedule, generate, scaling_instance};

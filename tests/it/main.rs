@@ -7,6 +7,7 @@ mod errors;
 mod fidelity;
 mod generate;
 mod ilp;
+mod layout;
 mod perf;
 mod pricing;
 mod sim;

@@ -87,7 +87,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             let servers: usize = a.parse().map_err(|_| bad())?;
             let jobs: usize = b.parse().map_err(|_| bad())?;
             for &seed in &seeds {
-                let snap = scaling::scaling_instance(servers, jobs, seed, &perf)?;
+                let snap = coda::workload::scaling_instance(servers, jobs, seed, &perf)?;
                 let name = format!("gen_s{servers:02}_j{jobs:02}_seed{seed}");
                 if let Some(dir) = &save_instances {
                     std::fs::create_dir_all(dir).map_err(|e| coda::Error::Io {
