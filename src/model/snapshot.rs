@@ -224,6 +224,22 @@ impl ClusterSnapshot {
                 d.cpu_per_ps, d.mem_per_ps_gib
             )));
         }
+        // Its smallest allocation as a whole (workers and PS together) against the cluster's
+        // cores and memory: each task may fit a server alone and the job still never run.
+        let (w, p) = (f64::from(job.workers.min), f64::from(job.ps.min));
+        let cores: f64 = self.cluster.servers.iter().map(|s| s.cpu_cores).sum();
+        let mem: f64 = self.cluster.servers.iter().map(|s| s.memory_gib).sum();
+        let (need_cores, need_mem) = (
+            w * d.cpu_per_worker + p * d.cpu_per_ps,
+            w * d.mem_per_worker_gib + p * d.mem_per_ps_gib,
+        );
+        if need_cores > cores + 1e-9 || need_mem > mem + 1e-9 {
+            return Err(too_large(format!(
+                "its smallest allocation ({} workers, {} PS) needs {need_cores} cores and \
+                 {need_mem} GiB; the cluster has {cores} and {mem}",
+                job.workers.min, job.ps.min
+            )));
+        }
         Ok(())
     }
 

@@ -103,6 +103,17 @@ pub fn contention_allowance(
     })
 }
 
+/// Why a run ended with jobs left although no horizon cut it: at `time_s` nothing ran, nothing
+/// was left to arrive, and the round's decision placed none of the `waiting` jobs on the empty
+/// cluster — every later round would see the same, so the run stops instead of ticking forever.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stall {
+    /// When the run stopped, seconds.
+    pub time_s: f64,
+    /// The jobs left waiting, none of which the policy could place on the empty cluster.
+    pub waiting: Vec<JobId>,
+}
+
 /// What happened to one job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobRecord {
@@ -187,6 +198,10 @@ pub struct Simulator<'a> {
     tick_pending: bool,
     /// The round handed out by `next_round` and not yet applied.
     pending: Option<ClusterSnapshot>,
+    /// Arrival events not processed yet.
+    arrivals_left: usize,
+    /// Set when the run stopped because no job could ever progress again.
+    stall: Option<Stall>,
     processed: u64,
     /// Arrival of the last job: the end of the busy period.
     last_arrival: f64,
@@ -278,12 +293,15 @@ impl<'a> Simulator<'a> {
             utilization: vec![(0.0, 0)],
             tick_pending: false,
             pending: None,
+            arrivals_left: 0,
+            stall: None,
             processed: 0,
         };
         for i in 0..sim.jobs.len() {
             let t = sim.jobs[i].arrival_s;
             sim.push(t, Event::Arrival(i));
         }
+        sim.arrivals_left = sim.jobs.len();
         Ok(sim)
     }
 
@@ -316,6 +334,11 @@ impl<'a> Simulator<'a> {
     /// `(time, GPUs held)` at every change.
     pub fn utilization(&self) -> &[(f64, u64)] {
         &self.utilization
+    }
+
+    /// Why the run stopped with jobs left, if it stalled (see [`Stall`]).
+    pub fn stall(&self) -> Option<&Stall> {
+        self.stall.as_ref()
     }
 
     /// Whether every job has finished.
@@ -488,6 +511,20 @@ impl<'a> Simulator<'a> {
         }
         self.count_stranded();
         let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
+        if waiting && self.arrivals_left == 0 && self.state.iter().all(|s| s.assignment.is_none()) {
+            // The cluster is empty, nothing will arrive, and the policy placed no waiting job:
+            // no later round can see anything different, so the run ends here and says why.
+            self.stall = Some(Stall {
+                time_s: self.now,
+                waiting: (0..self.state.len())
+                    .filter(|&i| self.state[i].arrived && !self.state[i].finished)
+                    .map(|i| self.jobs[i].id)
+                    .collect(),
+            });
+            self.events.clear();
+            self.after_change()?;
+            return Ok(restarted);
+        }
         if waiting {
             self.tick_pending = true;
             self.push(self.now + self.config.objective.round_s, Event::Tick);
@@ -602,6 +639,7 @@ impl<'a> Simulator<'a> {
         match event {
             Event::Arrival(i) => {
                 self.state[i].arrived = true;
+                self.arrivals_left -= 1;
                 if !self.tick_pending {
                     // The first arrival after an idle spell starts the round clock.
                     self.tick_pending = true;

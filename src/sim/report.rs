@@ -35,6 +35,9 @@ pub struct RunSummary {
     pub wall_s: f64,
     /// Events per wall-clock second.
     pub events_per_s: f64,
+    /// Set when the run stopped because no waiting job could ever be placed ([`super::Stall`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<super::Stall>,
 }
 
 /// Several runs of the same workload.
@@ -72,6 +75,21 @@ impl Comparison {
                 m.jobs_unfinished_total,
                 r.wall_s
             );
+        }
+        for r in &self.runs {
+            if let Some(st) = &r.stall {
+                let shown: Vec<String> = st.waiting.iter().take(5).map(|j| j.to_string()).collect();
+                let _ = writeln!(
+                    s,
+                    "\n`{}` stalled at t = {:.0} s: {} job(s) waiting (jobs {}{}) and none could be \
+                     placed on the empty cluster with nothing left to arrive; the run stopped there.",
+                    r.policy,
+                    st.time_s,
+                    st.waiting.len(),
+                    shown.join(", "),
+                    if st.waiting.len() > 5 { ", ..." } else { "" }
+                );
+            }
         }
         s
     }

@@ -214,3 +214,69 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
     let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs).unwrap();
     assert!(sim.run(&mut Bad).is_err());
 }
+
+/// Never places anything.
+struct Never;
+impl Scheduler for Never {
+    fn name(&self) -> &str {
+        "never"
+    }
+    fn schedule(&mut self, _: &ClusterSnapshot) -> coda::Result<Schedule> {
+        Ok(Schedule::default())
+    }
+}
+
+#[test]
+fn a_run_no_job_can_progress_in_stops_and_says_why() {
+    let perf = CalibratedPerf::shipped();
+    let jobs = philly_jobs(6);
+    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone()).unwrap();
+    sim.run(&mut Never).unwrap();
+    let stall = sim.stall().expect("the run stalled");
+    assert_eq!(stall.waiting.len(), jobs.len());
+    assert!(!sim.done());
+    assert!(sim.records().iter().all(|r| r.finish_s.is_none()));
+    // It stopped at the first round after the last arrival, not at some later tick.
+    let last = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+    assert!(stall.time_s >= last && stall.time_s < last + 300.0 + 1e-6);
+
+    // FIFO runs every job it can; one whose requested size exceeds the cluster is left waiting,
+    // and the run ends once the cluster is empty instead of ticking forever.
+    let mut jobs = philly_jobs(6);
+    jobs[2].workers.max = 16;
+    jobs[2].requested = Some(coda::Request { workers: 16, ps: 0 });
+    let mut fifo = coda::policies::by_name("fifo", perf, &Default::default()).unwrap();
+    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone()).unwrap();
+    sim.run(fifo.as_mut()).unwrap();
+    let stall = sim.stall().expect("the too-large request stalls FIFO");
+    assert_eq!(stall.waiting, vec![jobs[2].id]);
+    let finished = sim
+        .records()
+        .iter()
+        .filter(|r| r.finish_s.is_some())
+        .count();
+    assert_eq!(finished, jobs.len() - 1);
+}
+
+#[test]
+fn a_job_whose_smallest_allocation_exceeds_the_cluster_is_rejected_up_front() {
+    let perf = CalibratedPerf::shipped();
+    // One server with 3 cores; a PS job whose worker needs 2 and whose PS needs 3: each task fits
+    // alone, the job never can.
+    let mut server = trace::default_server();
+    server.cpu_cores = 3.0;
+    let cluster = coda::Cluster::homogeneous(1, &server);
+    let mut job = philly_jobs(1).remove(0);
+    job.model = "resnet-50".into();
+    job.arch = coda::Architecture::ParameterServer;
+    job.workers = coda::TaskRange::new(1, 1);
+    job.ps = coda::TaskRange::new(1, 1);
+    job.requested = None;
+    job.demand.cpu_per_worker = 2.0;
+    job.demand.cpu_per_ps = 3.0;
+    let Err(err) = Simulator::new(perf, SimConfig::default(), cluster, vec![job]) else {
+        panic!("an impossible job was accepted");
+    };
+    assert!(matches!(err, coda::Error::JobTooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("5 cores"), "{err}");
+}

@@ -256,6 +256,7 @@ pub fn run_one(
             events,
             wall_s: wall,
             events_per_s: events as f64 / wall.max(1e-9),
+            stall: simulator.stall().cloned(),
         },
         records: simulator.records().to_vec(),
         utilization: simulator.utilization().to_vec(),
