@@ -84,6 +84,9 @@ pub enum SolveStatus {
     NodeLimit,
     /// The model has no solution.
     Infeasible,
+    /// A limit (time, nodes) stopped the solver before it found any feasible schedule: nothing
+    /// is known about the round, and the empty schedule returned is not a decision.
+    NoSolution,
 }
 
 /// What a solve did and found.
@@ -132,6 +135,9 @@ pub fn solve(
     warm_start: Option<&Schedule>,
 ) -> Result<Solved> {
     settings.check()?;
+    // A snapshot built in code gets the checks a JSON instance gets (finite work, unique ids,
+    // jobs that fit, consistent current placements) before any of it reaches the solver.
+    snapshot.check("snapshot")?;
     let t0 = Instant::now();
     // The round is priced once: the program's coefficients, the MIP start and the final score
     // all read the same options and costs.
@@ -163,9 +169,12 @@ pub fn solve(
     } else {
         run_highs(vars, obj, constraints, start.as_deref(), settings, t0)?
     };
-    if run.status == SolveStatus::Infeasible {
+    if matches!(
+        run.status,
+        SolveStatus::Infeasible | SolveStatus::NoSolution
+    ) {
         let report = SolveReport {
-            status: SolveStatus::Infeasible,
+            status: run.status,
             objective: f64::NAN,
             objective_check: f64::NAN,
             perf_model_utility: f64::NAN,
@@ -240,7 +249,8 @@ struct HighsRun {
 }
 
 /// Hands the program to HiGHS with the settings and an optional MIP start. An infeasible run
-/// (or one without a feasible solution) comes back with status `Infeasible` and no values.
+/// comes back with status `Infeasible`, one stopped by a limit before any feasible solution with
+/// `NoSolution`; both without values.
 fn run_highs(
     vars: good_lp::ProblemVariables,
     obj: good_lp::Expression,
@@ -293,7 +303,11 @@ fn run_highs(
     let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
     if status == SolveStatus::Infeasible || !feasible {
         return Ok(HighsRun {
-            status: SolveStatus::Infeasible,
+            status: if status == SolveStatus::Infeasible {
+                SolveStatus::Infeasible
+            } else {
+                SolveStatus::NoSolution
+            },
             values: Vec::new(),
             objective: f64::NAN,
             bound: None,

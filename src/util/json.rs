@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// Parses JSON with the path of the failing field in the error.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
         Error::Json {
@@ -19,7 +19,16 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str, origin: &st
             field,
             message: inner.to_string(),
         }
-    })
+    })?;
+    // Anything after the value (a second object, stray text) is an error, not silently dropped.
+    de.end().map_err(|e| Error::Json {
+        file: origin.to_string(),
+        line: e.line(),
+        column: e.column(),
+        field: "(after the value)".into(),
+        message: format!("{e}: a JSON file holds one value"),
+    })?;
+    Ok(value)
 }
 
 /// Writes `value` as pretty JSON next to `path` and renames it into place.

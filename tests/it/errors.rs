@@ -310,3 +310,20 @@ fn requested_allocation_outside_the_ranges_rejected() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn content_after_the_instance_is_an_error_with_its_line() {
+    let good = snapshot_json(SERVER, &job(1, "imagenet", 1, 1, "100"));
+    assert!(ClusterSnapshot::from_json_str(&good, "t.json").is_ok());
+    for extra in ["garbage", " {}", "\n\n[1]"] {
+        let text = format!("{good}{extra}");
+        let lines = text.lines().count();
+        match ClusterSnapshot::from_json_str(&text, "t.json") {
+            Err(Error::Json { line, message, .. }) => {
+                assert!(line >= good.lines().count() && line <= lines, "{line}");
+                assert!(message.contains("trailing"), "{message}");
+            }
+            other => panic!("{extra:?}: {other:?}"),
+        }
+    }
+}

@@ -316,3 +316,50 @@ fn mps_export_declares_every_column_and_row() {
     assert_eq!(bounds, size.variables);
     assert!(text.contains("OBJSENSE") && text.trim_end().ends_with("ENDATA"));
 }
+
+#[test]
+fn a_limit_hit_before_any_schedule_is_no_solution_not_infeasible() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 2,
+            jobs: 4,
+            seed: 1,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let settings = SolveSettings {
+        node_limit: Some(0),
+        ..Default::default()
+    };
+    let got = ilp::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
+    assert_eq!(got.report.status, SolveStatus::NoSolution);
+    assert!(got.schedule.assignments.is_empty());
+}
+
+#[test]
+fn a_snapshot_changed_in_code_is_checked_before_it_is_solved() {
+    let mut s = generate(
+        &GenerateOptions {
+            servers: 1,
+            jobs: 2,
+            seed: 1,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let mut dup = s.jobs[0].clone();
+    dup.current = None;
+    s.jobs.push(dup);
+    let err = coda::schedule(&s).unwrap_err();
+    assert!(err.to_string().contains("duplicate job id"), "{err}");
+    s.jobs.pop();
+    s.jobs[0].total_iterations = f64::NAN;
+    let err = coda::schedule(&s).unwrap_err();
+    assert!(
+        matches!(&err, coda::Error::InvalidField { field, .. } if field.contains("total_iterations")),
+        "{err}"
+    );
+}

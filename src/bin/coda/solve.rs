@@ -112,10 +112,16 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         verbose,
     };
     let solved = coda::ilp::solve(&snap, &perf, &objective, &settings, start.as_ref())?;
+    let r = &solved.report;
+    let decided = !matches!(
+        r.status,
+        coda::SolveStatus::NoSolution | coda::SolveStatus::Infeasible
+    );
+    // Only a decided schedule is written: an empty file would read as "everyone waits".
+    let out = out.filter(|_| decided);
     if let Some(p) = &out {
         solved.schedule.to_json_file(p)?;
     }
-    let r = &solved.report;
     if json {
         let mut v = serde_json::to_value(r).expect("serialize");
         v["running_jobs"] = serde_json::json!(solved.schedule.assignments.len());
@@ -151,6 +157,14 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         if let Some(p) = &out {
             out!("wrote {}", p.display());
         }
+    }
+    // No schedule was decided: say so with the exit status, not only in the report.
+    if !decided {
+        eprintln!(
+            "error: the solver stopped with status {:?}: no schedule was found within the limits",
+            r.status
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }
