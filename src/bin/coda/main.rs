@@ -95,6 +95,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// A thread count no larger than the cores this process may use (more only time-slice them);
+/// 0 stays 0 (the library's default, one per core).
+fn cap_threads(n: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    n.min(cores)
+}
+
 fn perf_model(params: &Option<PathBuf>) -> coda::Result<CalibratedPerf> {
     match params {
         Some(p) => CalibratedPerf::from_file(p),

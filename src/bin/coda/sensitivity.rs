@@ -136,7 +136,7 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
         ProgressBar::with_draw_target(Some(jobs.len() as u64), ProgressDrawTarget::stderr())
     };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
+        .num_threads(crate::cap_threads(threads.unwrap_or(0)))
         .build()
         .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
     let hidden = ProgressBar::hidden();

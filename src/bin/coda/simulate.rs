@@ -92,7 +92,8 @@ pub struct PolicyRuns {
         default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
     )]
     pub policies: Vec<String>,
-    /// Runs at a time (default: one per core); 1 gives single-core wall times.
+    /// Runs at a time (default: one per core; more than the cores is capped to them); 1 gives
+    /// single-core wall times.
     #[arg(long)]
     pub threads: Option<usize>,
 }
@@ -352,7 +353,7 @@ pub fn compare(
         .map(|_| mp.add(ProgressBar::new(0).with_style(bar_style())))
         .collect();
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
+        .num_threads(crate::cap_threads(threads.unwrap_or(0)))
         .build()
         .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
     let runs: Vec<coda::Result<Run>> = pool.install(|| {

@@ -22,7 +22,7 @@ pub struct Args {
     /// Branch-and-bound node limit (a repeatable work limit).
     #[arg(long)]
     pub node_limit: Option<u64>,
-    /// Solver threads.
+    /// Solver threads (capped at the cores available).
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
     /// Solver seed.
@@ -106,7 +106,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         mip_rel_gap: gap,
         mip_abs_gap: 1e-6,
         node_limit,
-        threads,
+        threads: crate::cap_threads(threads as usize) as u32,
         seed,
         symmetry_breaking: !no_symmetry_breaking,
         verbose,
