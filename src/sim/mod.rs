@@ -239,7 +239,8 @@ impl<'a> Simulator<'a> {
             j.current = None;
         }
         // Checks every job against the cluster once (sizes, models) before the run starts.
-        let check = ClusterSnapshot::new(0.0, cluster.clone(), jobs.clone())?;
+        let check = ClusterSnapshot::from_parts(0.0, cluster.clone(), jobs.clone());
+        check.check("simulator (the workload on this cluster)")?;
         for j in &check.jobs {
             perf.check_job(j, "simulator")?;
         }
