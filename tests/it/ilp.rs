@@ -222,11 +222,7 @@ fn work_limited_solve_returns_its_best_schedule_and_an_honest_gap() {
         perf(),
     )
     .unwrap();
-    let settings = SolveSettings {
-        node_limit: Some(1),
-        ..Default::default()
-    };
-    let got = ilp::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
+    let got = solve_with_node_limit(&s, 1);
     assert!(got.schedule.validate(&s).is_empty());
     assert!(got.report.best_bound >= got.report.objective - 1e-9);
     assert!(got.report.gap >= 0.0);
@@ -319,37 +315,15 @@ fn mps_export_declares_every_column_and_row() {
 
 #[test]
 fn a_limit_hit_before_any_schedule_is_no_solution_not_infeasible() {
-    let s = generate(
-        &GenerateOptions {
-            servers: 2,
-            jobs: 4,
-            seed: 1,
-            ..Default::default()
-        },
-        perf(),
-    )
-    .unwrap();
-    let settings = SolveSettings {
-        node_limit: Some(0),
-        ..Default::default()
-    };
-    let got = ilp::solve(&s, perf(), &Objective::default(), &settings, None).unwrap();
+    let s = generated(2, 4);
+    let got = solve_with_node_limit(&s, 0);
     assert_eq!(got.report.status, SolveStatus::NoSolution);
     assert!(got.schedule.assignments.is_empty());
 }
 
 #[test]
 fn a_snapshot_changed_in_code_is_checked_before_it_is_solved() {
-    let mut s = generate(
-        &GenerateOptions {
-            servers: 1,
-            jobs: 2,
-            seed: 1,
-            ..Default::default()
-        },
-        perf(),
-    )
-    .unwrap();
+    let mut s = generated(1, 2);
     let mut dup = s.jobs[0].clone();
     dup.current = None;
     s.jobs.push(dup);
@@ -362,4 +336,24 @@ fn a_snapshot_changed_in_code_is_checked_before_it_is_solved() {
         matches!(&err, coda::Error::InvalidField { field, .. } if field.contains("total_iterations")),
         "{err}"
     );
+}
+
+/// A generated instance of seed 1.
+fn generated(servers: usize, jobs: usize) -> ClusterSnapshot {
+    let opts = GenerateOptions {
+        servers,
+        jobs,
+        seed: 1,
+        ..Default::default()
+    };
+    generate(&opts, perf()).unwrap()
+}
+
+/// Solves with default settings and a node limit.
+fn solve_with_node_limit(s: &ClusterSnapshot, nodes: u64) -> coda::Solved {
+    let settings = SolveSettings {
+        node_limit: Some(nodes),
+        ..Default::default()
+    };
+    ilp::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
 }
