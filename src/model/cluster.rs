@@ -58,7 +58,12 @@ impl Server {
 
     /// Total GPUs on the server.
     pub fn num_gpus(&self) -> u32 {
-        self.topology.iter().flatten().sum()
+        // Saturating: an absurd topology reads as "too many", never wraps to a small count
+        // (`ClusterSnapshot::check` rejects it with its field).
+        self.topology
+            .iter()
+            .flatten()
+            .fold(0u32, |n, &g| n.saturating_add(g))
     }
 
     /// Socket and switch of every GPU, indexed by GPU index.

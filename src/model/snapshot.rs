@@ -10,6 +10,11 @@ use super::{Cluster, Job, JobId};
 use crate::error::{Error, Result};
 use crate::util::json::{parse_json, write_json_atomic};
 
+/// The most GPUs one server may hold. Real servers hold 8–16 (NVIDIA HGX: 8; the largest
+/// single-chassis systems 16); the bound is far above them and keeps per-GPU tables and `u32`
+/// GPU counts safe from absurd inputs.
+pub const MAX_GPUS_PER_SERVER: u32 = 4096;
+
 /// Everything a scheduler sees in one round: the cluster, the jobs that have arrived and not
 /// finished (running or waiting), and the time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +95,20 @@ impl ClusterSnapshot {
                 self.time_s,
                 "must be finite and >= 0",
             ));
+        }
+        // Sizes first, before anything sums or allocates by them: a topology's GPU count must
+        // stay far inside the integer types and tables built per GPU.
+        for (i, srv) in self.cluster.servers.iter().enumerate() {
+            let gpus: u64 = srv.topology.iter().flatten().map(|&g| u64::from(g)).sum();
+            if gpus > u64::from(MAX_GPUS_PER_SERVER) {
+                return Err(Error::invalid(
+                    origin,
+                    0,
+                    &format!("cluster.servers[{i}].topology"),
+                    gpus,
+                    format!("a server may hold at most {MAX_GPUS_PER_SERVER} GPUs"),
+                ));
+            }
         }
         if self.cluster.servers.is_empty() {
             return Err(Error::EmptyCluster {

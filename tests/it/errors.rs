@@ -327,3 +327,25 @@ fn content_after_the_instance_is_an_error_with_its_line() {
         }
     }
 }
+
+#[test]
+fn an_absurd_topology_is_rejected_with_its_field_not_an_abort() {
+    for topology in [
+        "[[4294967295]]",
+        "[[2000000000, 2000000000, 2000000000]]",
+        "[[4097]]",
+    ] {
+        let server = SERVER.replace("[[2, 2]]", topology);
+        let text = snapshot_json(&server, &job(1, "imagenet", 1, 1, "100"));
+        match ClusterSnapshot::from_json_str(&text, "t.json") {
+            Err(Error::InvalidField { field, .. }) => {
+                assert_eq!(field, "cluster.servers[0].topology", "{topology}")
+            }
+            other => panic!("{topology}: {other:?}"),
+        }
+    }
+    // The largest allowed server is accepted.
+    let server = SERVER.replace("[[2, 2]]", "[[2048, 2048]]");
+    let text = snapshot_json(&server, &job(1, "imagenet", 1, 1, "100"));
+    assert!(ClusterSnapshot::from_json_str(&text, "t.json").is_ok());
+}
