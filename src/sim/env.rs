@@ -71,31 +71,33 @@ impl Simulator<'_> {
         self.apply_as(schedule, "env")
     }
 
+    /// Decides the pending round with `schedule`. An invalid schedule changes nothing and
+    /// leaves the round pending (validation is the first thing `decide` does). Returns the round's
+    /// snapshot and the jobs whose change costs a restart.
+    pub(crate) fn decide_pending(
+        &mut self,
+        schedule: &Schedule,
+        who: &str,
+    ) -> Result<(ClusterSnapshot, Vec<JobId>)> {
+        let snapshot = self.pending.take().ok_or_else(no_pending_round)?;
+        match self.decide(&snapshot, schedule, who) {
+            Ok(restarted) => Ok((snapshot, restarted)),
+            Err(e) => {
+                self.pending = Some(snapshot);
+                Err(e)
+            }
+        }
+    }
+
     /// [`Simulator::apply`], naming the decider `who` in errors.
     pub(crate) fn apply_as(&mut self, schedule: &Schedule, who: &str) -> Result<RoundOutcome> {
-        let snapshot = self.pending.take().ok_or_else(|| {
-            Error::setting(
-                "simulator",
-                "apply",
-                "no pending round",
-                "call next_round first",
-            )
-        })?;
-        if !schedule.validate(&snapshot).is_empty() {
-            // `decide` reports the violations; the round stays pending so the caller can retry.
-            let err = self
-                .decide(&snapshot, schedule, who)
-                .map(|_| ())
-                .unwrap_err();
-            self.pending = Some(snapshot);
-            return Err(err);
-        }
+        let snapshot = self.pending.as_ref().ok_or_else(no_pending_round)?;
         let start_s = self.now;
         let jobs: Vec<usize> = snapshot.jobs.iter().map(|j| self.index_of[&j.id]).collect();
         let done_before: Vec<f64> = jobs.iter().map(|&i| self.state[i].done).collect();
         let held_before: f64 = self.records.iter().map(|r| r.gpu_seconds).sum();
         let useful_before: f64 = self.records.iter().map(|r| r.useful_gpu_seconds).sum();
-        let restarted = self.decide(&snapshot, schedule, who)?;
+        let (_, restarted) = self.decide_pending(schedule, who)?;
         // Run the round: every event before the next round is due.
         let mut over = false;
         while self.round_due().is_none() {
@@ -113,8 +115,7 @@ impl Simulator<'_> {
         let mut completed = Vec::new();
         for (k, &i) in jobs.iter().enumerate() {
             let st = &self.state[i];
-            let running = st.assignment.is_some() && !st.restarting && !st.finished;
-            let done = st.done + if running { st.speed * tail } else { 0.0 };
+            let done = st.done + st.accrue(tail).work;
             let total = self.jobs[i].total_iterations;
             let iterations = (done.min(total) - done_before[k]).max(0.0);
             progress.push(JobProgress {
@@ -127,16 +128,11 @@ impl Simulator<'_> {
                 completed.push((self.jobs[i].id, f));
             }
         }
-        let mut gpu_tail = 0.0;
-        let mut useful_tail = 0.0;
+        let (mut gpu_tail, mut useful_tail) = (0.0, 0.0);
         for st in &self.state {
-            if let Some(a) = &st.assignment {
-                let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
-                gpu_tail += gpus as f64 * tail;
-                if !st.restarting && st.alone_speed > 0.0 {
-                    useful_tail += gpus as f64 * tail * st.speed / st.alone_speed;
-                }
-            }
+            let acc = st.accrue(tail);
+            gpu_tail += acc.held;
+            useful_tail += acc.useful;
         }
         let held: f64 = self.records.iter().map(|r| r.gpu_seconds).sum();
         let useful: f64 = self.records.iter().map(|r| r.useful_gpu_seconds).sum();
@@ -151,4 +147,13 @@ impl Simulator<'_> {
             done: over || self.done(),
         })
     }
+}
+
+fn no_pending_round() -> Error {
+    Error::setting(
+        "simulator",
+        "apply",
+        "no pending round",
+        "call next_round first",
+    )
 }

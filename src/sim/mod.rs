@@ -177,6 +177,41 @@ struct State {
     restart_version: u64,
 }
 
+/// What a job accrues over an interval at its current speed: GPUs held, GPU-seconds held, work
+/// done and useful GPU-seconds (held, weighted by in-context ÷ alone speed; none while
+/// restarting). The one rule the simulator's clock and the environment's outcomes both read.
+struct Accrual {
+    gpus: f64,
+    held: f64,
+    work: f64,
+    useful: f64,
+}
+
+impl State {
+    fn accrue(&self, dt: f64) -> Accrual {
+        let Some(a) = &self.assignment else {
+            return Accrual {
+                gpus: 0.0,
+                held: 0.0,
+                work: 0.0,
+                useful: 0.0,
+            };
+        };
+        let gpus = a.workers.iter().map(|w| w.gpus.len()).sum::<usize>() as f64;
+        let progressing = !self.restarting;
+        Accrual {
+            gpus,
+            held: gpus * dt,
+            work: if progressing { self.speed * dt } else { 0.0 },
+            useful: if progressing && self.alone_speed > 0.0 {
+                gpus * dt * self.speed / self.alone_speed
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
 /// The simulator. Build with [`Simulator::new`], drive with [`Simulator::step`],
 /// [`Simulator::step_until`] or [`Simulator::run`].
 pub struct Simulator<'a> {
@@ -362,16 +397,12 @@ impl<'a> Simulator<'a> {
             let busy = (self.last_arrival.min(t) - self.last_advance).max(0.0);
             for (i, s) in self.state.iter_mut().enumerate() {
                 let r = &mut self.records[i];
-                if let Some(a) = &s.assignment {
-                    let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
-                    r.gpu_seconds += gpus as f64 * dt;
-                    r.busy_gpu_seconds += gpus as f64 * busy;
-                    if !s.restarting {
-                        s.done += s.speed * dt;
-                        if s.alone_speed > 0.0 {
-                            r.useful_gpu_seconds += gpus as f64 * dt * s.speed / s.alone_speed;
-                        }
-                    }
+                if s.assignment.is_some() {
+                    let acc = s.accrue(dt);
+                    r.gpu_seconds += acc.held;
+                    r.busy_gpu_seconds += acc.gpus * busy;
+                    s.done += acc.work;
+                    r.useful_gpu_seconds += acc.useful;
                 } else if s.arrived && !s.finished {
                     r.waiting_s += dt;
                 }
@@ -466,6 +497,7 @@ impl<'a> Simulator<'a> {
     ) -> Result<Vec<JobId>> {
         let violations = schedule.validate(snapshot);
         if let Some(v) = violations.first() {
+            // Nothing has changed yet: the caller may keep the round pending and retry.
             return Err(Error::InvalidInstance {
                 context: format!("round at t = {} s, policy `{who}`", self.now),
                 reason: format!("{} violation(s), first: {v}", violations.len()),
@@ -712,11 +744,12 @@ impl<'a> Simulator<'a> {
 
     /// Runs to the end (every job finished) or the horizon: the environment loop
     /// ([`Simulator::next_round`], the scheduler decides, [`Simulator::apply`]) with `scheduler`
-    /// as the agent.
+    /// as the agent, less the per-round outcome nobody reads.
     pub fn run(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
         while let Some(snapshot) = self.next_round()? {
             let schedule = scheduler.schedule(snapshot)?;
-            self.apply_as(&schedule, scheduler.name())?;
+            // The outcome of each round is the caller's business; a plain run skips it.
+            self.decide_pending(&schedule, scheduler.name())?;
         }
         Ok(())
     }
