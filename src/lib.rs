@@ -58,7 +58,7 @@ pub use model::{
 pub use objective::{Objective, RoundPricing, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
 pub use scheduler::Scheduler;
-pub use util::write_atomic;
+pub use util::{check_writable, write_atomic};
 pub use workload::{GenerateOptions, current_schedule, generate};
 
 /// Schedules one round with the shipped performance model, the default objective and the

@@ -14,4 +14,18 @@ pub trait Scheduler {
 
     /// The decision for one round.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule>;
+
+    /// Whether, in a round where no job waits (every job of the snapshot already holds GPUs),
+    /// this policy keeps every assignment as it is — so that a simulator may skip such rounds
+    /// ([`crate::sim::SimConfig::skip_idle_rounds`]). False by default: only a policy that never
+    /// moves, grows or shrinks a running job unless another job waits may say true.
+    fn keeps_when_none_wait(&self) -> bool {
+        false
+    }
+
+    /// What the policy has to report about the rounds it decided (fallbacks taken, rounds a
+    /// limit stopped), for run summaries; none by default.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -1,6 +1,6 @@
 //! The exact scheduler: the round program solved by HiGHS behind the [`Scheduler`] trait.
 
-use super::{SolveReport, SolveSettings, solve};
+use super::{SolveReport, SolveSettings, SolveStatus, solve};
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
@@ -13,6 +13,8 @@ pub struct ExactScheduler<'a> {
     objective: Objective,
     settings: SolveSettings,
     last: Option<SolveReport>,
+    /// Rounds solved, and rounds a limit stopped before any schedule.
+    rounds: (u64, u64),
 }
 
 impl<'a> ExactScheduler<'a> {
@@ -23,6 +25,7 @@ impl<'a> ExactScheduler<'a> {
             objective,
             settings,
             last: None,
+            rounds: (0, 0),
         }
     }
 
@@ -54,9 +57,40 @@ impl Scheduler for ExactScheduler<'_> {
         "ilp"
     }
 
+    /// The solver's schedule; when a limit stopped it before any schedule
+    /// ([`SolveStatus::NoSolution`]) — no decision — the running jobs keep their placements (a
+    /// valid schedule by the snapshot's own check), and [`Scheduler::notes`] counts the round.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
         let s = solve(snapshot, self.perf, &self.objective, &self.settings, None)?;
+        self.rounds.0 += 1;
+        let schedule = if s.report.status == SolveStatus::NoSolution {
+            self.rounds.1 += 1;
+            Schedule {
+                assignments: snapshot
+                    .jobs
+                    .iter()
+                    .filter_map(|j| j.current.clone())
+                    .collect(),
+            }
+        } else {
+            s.schedule
+        };
         self.last = Some(s.report);
-        Ok(s.schedule)
+        Ok(schedule)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let (all, none) = self.rounds;
+        if none == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{none} of {all} round(s) stopped at the solver's limit (time {} s, nodes {}) before \
+             any schedule; the running jobs kept their placements and no waiting job started",
+            self.settings.time_limit_s,
+            self.settings
+                .node_limit
+                .map_or("none".to_string(), |n| n.to_string())
+        )]
     }
 }

@@ -54,8 +54,13 @@ impl SolveSettings {
     /// Rejects settings no solve can use.
     pub fn check(&self) -> Result<()> {
         let bad = |f: &str, v: String, why: &str| Err(Error::setting("solve settings", f, v, why));
-        if !(self.time_limit_s.is_finite() && self.time_limit_s > 0.0) {
-            return bad("time_limit_s", self.time_limit_s.to_string(), "must be > 0");
+        // Infinity is allowed: no limit (HiGHS' own default).
+        if self.time_limit_s.is_nan() || self.time_limit_s <= 0.0 {
+            return bad(
+                "time_limit_s",
+                self.time_limit_s.to_string(),
+                "must be > 0 (or infinite: no limit)",
+            );
         }
         if !(self.mip_rel_gap.is_finite() && self.mip_rel_gap >= 0.0) {
             return bad("mip_rel_gap", self.mip_rel_gap.to_string(), "must be >= 0");
@@ -70,13 +75,17 @@ impl SolveSettings {
     }
 }
 
+/// The relative and absolute gap under which a solve is called optimal.
+const PROVEN_GAP: f64 = 1e-6;
+
 /// How a solve ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SolveStatus {
     /// Proven optimal (within `mip_rel_gap` of 1e-6 or better).
     Optimal,
-    /// Stopped at the gap limit with a feasible schedule.
+    /// Stopped with a feasible schedule within the requested gap, which is looser than the
+    /// 1e-6 of [`SolveStatus::Optimal`].
     GapLimit,
     /// Stopped at the time limit with a feasible schedule.
     TimeLimit,
@@ -212,9 +221,12 @@ pub fn solve(
     let check = score.total;
     let perf_model_utility = pricing.perf_model_utility(&schedule, &score)?;
     let abs_gap = (bound - objective_value).max(0.0);
+    // HiGHS says "optimal" when the gap is within the requested tolerances, however loose:
+    // only a gap within the default ones (1e-6) is called optimal here, a looser stop is a
+    // gap-limit stop (`--gap 1` accepts any feasible schedule).
     let status = if status == SolveStatus::Optimal
-        && gap > settings.mip_rel_gap.max(1e-6) * 1.0001
-        && abs_gap > settings.mip_abs_gap * 1.0001
+        && gap > PROVEN_GAP * 1.0001
+        && abs_gap > PROVEN_GAP * 1.0001
     {
         SolveStatus::GapLimit
     } else {
@@ -352,6 +364,7 @@ pub fn export_mps(
     symmetry_breaking: bool,
     out: &mut dyn std::io::Write,
 ) -> Result<ModelSize> {
+    snapshot.check("<input>")?;
     let form = Formulation::build(
         snapshot,
         perf,

@@ -55,4 +55,8 @@ impl Scheduler for WindowedIlp<'_> {
         );
         self.exact.schedule(&sub)
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.exact.notes()
+    }
 }

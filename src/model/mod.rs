@@ -12,6 +12,6 @@ mod validate;
 pub use cluster::{Cluster, GpuSlot, Server};
 pub use job::{Architecture, Job, JobId, Request, TaskDemand, TaskRange};
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};
-pub use snapshot::{ClusterSnapshot, MAX_GPUS_PER_SERVER};
+pub use snapshot::{ClusterSnapshot, MAX_GPUS_PER_SERVER, MAX_SERVERS};
 pub use topology::{PcieSwitch, SwitchId, Topology};
 pub use validate::Violation;

@@ -8,12 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{Cluster, Job, JobId};
 use crate::error::{Error, Result};
-use crate::util::json::{parse_json, write_json_atomic};
+use crate::util::json::{parse_json, with_line, write_json_atomic};
 
 /// The most GPUs one server may hold. Real servers hold 8–16 (NVIDIA HGX: 8; the largest
 /// single-chassis systems 16); the bound is far above them and keeps per-GPU tables and `u32`
 /// GPU counts safe from absurd inputs.
 pub const MAX_GPUS_PER_SERVER: u32 = 4096;
+
+/// The most servers one cluster may hold: four times the largest GPU clusters described in
+/// public traces, and a bound that keeps server indexes and per-server tables small.
+pub const MAX_SERVERS: usize = 1_000_000;
 
 /// Everything a scheduler sees in one round: the cluster, the jobs that have arrived and not
 /// finished (running or waiting), and the time.
@@ -44,6 +48,18 @@ impl PartialEq for JobIndex {
     }
 }
 
+/// What [`ClusterSnapshot::check`] learned about the cluster, per kind of task demand.
+#[derive(Default)]
+struct FitCache {
+    /// (GPUs, cores, memory per worker, allowed types) → (some server hosts one, most workers
+    /// the servers of one GPU type hold).
+    workers: HashMap<(u32, u64, u64, Vec<String>), (bool, u64)>,
+    /// (cores, memory per PS) → some server hosts one.
+    ps: HashMap<(u64, u64), bool>,
+    /// The cluster's cores and memory.
+    totals: Option<(f64, f64)>,
+}
+
 impl ClusterSnapshot {
     /// Builds a snapshot and checks it (see [`ClusterSnapshot::check`]).
     pub fn new(time_s: f64, cluster: Cluster, jobs: Vec<Job>) -> Result<Self> {
@@ -70,10 +86,25 @@ impl ClusterSnapshot {
         Self::from_json_str(&text, &path.display().to_string())
     }
 
+    /// [`ClusterSnapshot::from_json_file`] plus a check of the caller's, given the snapshot and
+    /// the file's name (such as [`crate::PerfModel::check_snapshot`]: GPU types and models the
+    /// performance model knows); its field errors point at the file's line too.
+    pub fn from_json_file_with(
+        path: impl AsRef<Path>,
+        extra: impl FnOnce(&Self, &str) -> Result<()>,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let origin = path.display().to_string();
+        let s = Self::from_json_str(&text, &origin)?;
+        extra(&s, &origin).map_err(|e| with_line(e, &text))?;
+        Ok(s)
+    }
+
     /// Parses and checks an instance given as text; `origin` names it in errors.
     pub fn from_json_str(text: &str, origin: &str) -> Result<Self> {
         let s: ClusterSnapshot = parse_json(text, origin)?;
-        s.check(origin)?;
+        s.check(origin).map_err(|e| with_line(e, text))?;
         Ok(s)
     }
 
@@ -98,6 +129,15 @@ impl ClusterSnapshot {
         }
         // Sizes first, before anything sums or allocates by them: a topology's GPU count must
         // stay far inside the integer types and tables built per GPU.
+        if self.cluster.servers.len() > MAX_SERVERS {
+            return Err(Error::invalid(
+                origin,
+                0,
+                "cluster.servers",
+                self.cluster.servers.len(),
+                format!("a cluster may hold at most {MAX_SERVERS} servers"),
+            ));
+        }
         for (i, srv) in self.cluster.servers.iter().enumerate() {
             let gpus: u64 = srv.topology.iter().flatten().map(|&g| u64::from(g)).sum();
             if gpus > u64::from(MAX_GPUS_PER_SERVER) {
@@ -153,6 +193,7 @@ impl ClusterSnapshot {
             }
         }
         let mut ids = HashSet::with_capacity(self.jobs.len());
+        let mut fits = FitCache::default();
         for (k, job) in self.jobs.iter().enumerate() {
             if !ids.insert(job.id) {
                 return Err(Error::InvalidInstance {
@@ -163,7 +204,7 @@ impl ClusterSnapshot {
             job.check().map_err(|(field, value, reason)| {
                 Error::invalid(origin, 0, &format!("jobs[{k}].{field}"), value, reason)
             })?;
-            self.check_fits(job, origin)?;
+            self.check_fits(job, origin, &mut fits)?;
             if let Some(cur) = &job.current {
                 if cur.job != job.id {
                     return Err(Error::InvalidInstance {
@@ -199,63 +240,128 @@ impl ClusterSnapshot {
         Ok(())
     }
 
-    fn check_fits(&self, job: &Job, origin: &str) -> Result<()> {
+    /// The jobs the cluster can never run, each with why: its smallest allocation, or the
+    /// allocation it requested (what fixed-size policies give it), needs more GPUs of an
+    /// allowed type, cores or memory than the cluster has. Unlike [`ClusterSnapshot::check`],
+    /// which stops at the first, this lists every one (in `jobs` order), so that a caller can
+    /// reject them all at once or leave them out and report them.
+    pub fn unplaceable(&self) -> Vec<(JobId, String)> {
+        let mut cache = FitCache::default();
+        let mut out = Vec::new();
+        for job in &self.jobs {
+            let why = match self.check_fits(job, "", &mut cache) {
+                Err(Error::JobTooLarge { reason, .. }) => Some(reason),
+                _ => job.requested.and_then(|r| {
+                    let mut at = job.clone();
+                    at.workers.min = r.workers.max(1);
+                    at.ps.min = r.ps;
+                    match self.check_fits(&at, "", &mut cache) {
+                        Err(Error::JobTooLarge { reason, .. }) => Some(format!(
+                            "it requests {} workers and {} PS: {reason}",
+                            r.workers, r.ps
+                        )),
+                        _ => None,
+                    }
+                }),
+            };
+            if let Some(why) = why {
+                out.push((job.id, why));
+            }
+        }
+        out
+    }
+
+    fn check_fits(&self, job: &Job, origin: &str, cache: &mut FitCache) -> Result<()> {
         let d = &job.demand;
         let too_large = |reason: String| Error::JobTooLarge {
             context: origin.into(),
             job: job.id,
             reason,
         };
-        let hosts_worker = |s: &super::Server| {
-            job.allows_gpu(&s.gpu_type)
-                && s.num_gpus() >= d.gpus_per_worker
-                && s.cpu_cores >= d.cpu_per_worker
-                && s.memory_gib >= d.mem_per_worker_gib
-        };
-        if !self.cluster.servers.iter().any(hosts_worker) {
+        // What the cluster offers one kind of worker depends on the demand and the allowed GPU
+        // types only; jobs share a few of them, so each is summed over the servers once (the
+        // check stays linear in jobs + servers on large instances).
+        let key = (
+            d.gpus_per_worker,
+            d.cpu_per_worker.to_bits(),
+            d.mem_per_worker_gib.to_bits(),
+            job.gpu_types.clone(),
+        );
+        let servers = &self.cluster.servers;
+        let (hosts, slots) = *cache.workers.entry(key).or_insert_with(|| {
+            let hosts_worker = |s: &super::Server| {
+                job.allows_gpu(&s.gpu_type)
+                    && s.num_gpus() >= d.gpus_per_worker
+                    && s.cpu_cores >= d.cpu_per_worker
+                    && s.memory_gib >= d.mem_per_worker_gib
+            };
+            // Workers one server holds: by its GPUs, cores and memory (a hair of tolerance
+            // on the divisions, as the packers subtract). All of a job's workers use one GPU
+            // type, so the slots are summed per type and the best type counts.
+            let fit = |have: f64, need: f64| {
+                if need > 0.0 {
+                    ((have / need) + 1e-9)
+                        .floor()
+                        .min(f64::from(MAX_GPUS_PER_SERVER)) as u64
+                } else {
+                    u64::from(MAX_GPUS_PER_SERVER)
+                }
+            };
+            let mut any = false;
+            let mut by_type: HashMap<&str, u64> = HashMap::new();
+            for s in servers.iter().filter(|s| hosts_worker(s)) {
+                any = true;
+                let slots = u64::from(s.num_gpus() / d.gpus_per_worker)
+                    .min(fit(s.cpu_cores, d.cpu_per_worker))
+                    .min(fit(s.memory_gib, d.mem_per_worker_gib));
+                *by_type.entry(s.gpu_type.as_str()).or_default() += slots;
+            }
+            (any, by_type.into_values().max().unwrap_or(0))
+        });
+        if !hosts {
             return Err(too_large(format!(
                 "no server of an allowed GPU type has {} GPUs, {} cores and {} GiB for one worker",
                 d.gpus_per_worker, d.cpu_per_worker, d.mem_per_worker_gib
             )));
         }
-        let gpus_allowed: u64 = self
-            .cluster
-            .servers
-            .iter()
-            .filter(|s| hosts_worker(s))
-            .map(|s| u64::from(s.num_gpus() / d.gpus_per_worker * d.gpus_per_worker))
-            .sum();
-        let need = u64::from(job.workers.min) * u64::from(d.gpus_per_worker);
-        if need > gpus_allowed {
+        if u64::from(job.workers.min) > slots {
             return Err(too_large(format!(
-                "its smallest allocation needs {need} GPUs; the cluster has {gpus_allowed} usable"
+                "{} workers (each {} GPUs, {} cores, {} GiB) do not fit: the servers of one GPU \
+                 type hold at most {slots}",
+                job.workers.min, d.gpus_per_worker, d.cpu_per_worker, d.mem_per_worker_gib
             )));
         }
-        if job.ps.min > 0
-            && !self
-                .cluster
-                .servers
-                .iter()
-                .any(|s| s.cpu_cores >= d.cpu_per_ps && s.memory_gib >= d.mem_per_ps_gib)
-        {
-            return Err(too_large(format!(
-                "no server has {} cores and {} GiB for one parameter server",
-                d.cpu_per_ps, d.mem_per_ps_gib
-            )));
+        if job.ps.min > 0 {
+            let key = (d.cpu_per_ps.to_bits(), d.mem_per_ps_gib.to_bits());
+            let hosts_ps = *cache.ps.entry(key).or_insert_with(|| {
+                servers
+                    .iter()
+                    .any(|s| s.cpu_cores >= d.cpu_per_ps && s.memory_gib >= d.mem_per_ps_gib)
+            });
+            if !hosts_ps {
+                return Err(too_large(format!(
+                    "no server has {} cores and {} GiB for one parameter server",
+                    d.cpu_per_ps, d.mem_per_ps_gib
+                )));
+            }
         }
         // Its smallest allocation as a whole (workers and PS together) against the cluster's
         // cores and memory: each task may fit a server alone and the job still never run.
         let (w, p) = (f64::from(job.workers.min), f64::from(job.ps.min));
-        let cores: f64 = self.cluster.servers.iter().map(|s| s.cpu_cores).sum();
-        let mem: f64 = self.cluster.servers.iter().map(|s| s.memory_gib).sum();
+        let (cores, mem) = *cache.totals.get_or_insert_with(|| {
+            (
+                servers.iter().map(|s| s.cpu_cores).sum(),
+                servers.iter().map(|s| s.memory_gib).sum(),
+            )
+        });
         let (need_cores, need_mem) = (
             w * d.cpu_per_worker + p * d.cpu_per_ps,
             w * d.mem_per_worker_gib + p * d.mem_per_ps_gib,
         );
         if need_cores > cores + 1e-9 || need_mem > mem + 1e-9 {
             return Err(too_large(format!(
-                "its smallest allocation ({} workers, {} PS) needs {need_cores} cores and \
-                 {need_mem} GiB; the cluster has {cores} and {mem}",
+                "{} workers and {} PS need {need_cores} cores and {need_mem} GiB; the cluster \
+                 has {cores} and {mem}",
                 job.workers.min, job.ps.min
             )));
         }

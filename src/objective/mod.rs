@@ -36,7 +36,9 @@ use serde::{Deserialize, Serialize};
 pub use pricing::{OptionFacts, RoundPricing};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Assignment, ClusterSnapshot, Job, JobId, Schedule};
+use crate::model::{
+    Architecture, Assignment, ClusterSnapshot, Job, JobId, MAX_GPUS_PER_SERVER, Schedule,
+};
 use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
@@ -299,10 +301,12 @@ impl Objective {
             Architecture::ParameterServer => &[Mode::Single, Mode::Multi],
         };
         let multi_server = snapshot.cluster.servers.len() > 1;
+        let (w_hi, p_hi) = enumerable(perf, snapshot, job);
         let mut out = Vec::new();
         for &t in &types {
-            for w in job.workers.min..=job.workers.max {
-                for p in job.ps.min..=job.ps.max {
+            let w_hi = w_hi(t);
+            for w in job.workers.min..=w_hi {
+                for p in job.ps.min..=p_hi {
                     for &mode in modes {
                         if mode == Mode::Multi && !multi_server {
                             continue;
@@ -349,6 +353,7 @@ impl Objective {
         snapshot: &ClusterSnapshot,
         schedule: &Schedule,
     ) -> Result<Score> {
+        snapshot.check("<input>")?;
         RoundPricing::new(perf, snapshot, *self).score(schedule)
     }
 }
@@ -397,4 +402,48 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
         (w, p)
     };
     norm(a) == norm(b)
+}
+
+/// The largest worker count (per GPU type) and PS count worth enumerating for `job`: its own
+/// maxima clipped to what the cluster can hold (workers: the GPUs of that type in whole
+/// workers; PS: the servers' cores and memory in whole PS tasks) and to the range the
+/// performance model prices. Ranges in an instance may be far larger (`workers.max =
+/// 4294967295`); the options, and so the program's size, stay bounded by the cluster.
+fn enumerable<'a>(
+    perf: &dyn PerfModel,
+    snapshot: &'a ClusterSnapshot,
+    job: &'a Job,
+) -> (impl Fn(&str) -> u32 + 'a, u32) {
+    let (measured_w, measured_p) = perf.max_tasks(&job.model).unwrap_or((u32::MAX, u32::MAX));
+    let d = job.demand;
+    let servers = &snapshot.cluster.servers;
+    let w_hi = move |t: &str| {
+        let slots: u64 = servers
+            .iter()
+            .filter(|s| s.gpu_type == t)
+            .map(|s| u64::from(s.num_gpus() / d.gpus_per_worker.max(1)))
+            .sum();
+        let slots = u32::try_from(slots).unwrap_or(u32::MAX);
+        job.workers.max.min(slots).min(measured_w)
+    };
+    // PS tasks a server can hold; a demand of zero cores and memory is bounded by the most
+    // tasks any server may hold (one per GPU slot of the largest server allowed).
+    let per_server = |s: &crate::model::Server| -> u64 {
+        let by = |have: f64, need: f64| {
+            if need > 0.0 {
+                (have / need).floor().min(f64::from(MAX_GPUS_PER_SERVER)) as u64
+            } else {
+                u64::from(MAX_GPUS_PER_SERVER)
+            }
+        };
+        by(s.cpu_cores, d.cpu_per_ps).min(by(s.memory_gib, d.mem_per_ps_gib))
+    };
+    let ps_slots: u64 = servers.iter().map(per_server).sum();
+    let p_hi = job
+        .ps
+        .max
+        .min(u32::try_from(ps_slots).unwrap_or(u32::MAX))
+        .min(measured_p)
+        .max(job.ps.min);
+    (w_hi, p_hi)
 }

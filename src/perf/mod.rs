@@ -44,7 +44,7 @@ pub use params::{
 };
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Job};
+use crate::model::{Architecture, ClusterSnapshot, Job};
 
 /// What the model needs to know about a job, independent of where it runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,6 +117,54 @@ pub trait PerfModel: Send + Sync {
         comm_share.clamp(0.0, 1.0)
     }
 
+    /// Whether every model can be priced on GPUs of `gpu_type` (default: any type).
+    fn knows_gpu(&self, _gpu_type: &str) -> bool {
+        true
+    }
+
+    /// The GPU types [`PerfModel::knows_gpu`] accepts, for error messages (empty: any).
+    fn gpu_types(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Checks that a whole snapshot can be priced: every server's GPU type and every type a
+    /// job allows is known, and every job's model (see [`PerfModel::check_job`]). Errors name
+    /// the field (`cluster.servers[3].gpu_type`), with `origin` as the file.
+    fn check_snapshot(&self, snapshot: &ClusterSnapshot, origin: &str) -> Result<()> {
+        let unknown = |field: String, g: &str| {
+            Error::invalid(
+                origin,
+                0,
+                &field,
+                g,
+                format!(
+                    "unknown GPU type (known: {}; names are case-sensitive)",
+                    self.gpu_types().join(", ")
+                ),
+            )
+        };
+        for (i, s) in snapshot.cluster.servers.iter().enumerate() {
+            if !self.knows_gpu(&s.gpu_type) {
+                return Err(unknown(
+                    format!("cluster.servers[{i}].gpu_type"),
+                    &s.gpu_type,
+                ));
+            }
+        }
+        for (k, j) in snapshot.jobs.iter().enumerate() {
+            if let Some((t, g)) = j
+                .gpu_types
+                .iter()
+                .enumerate()
+                .find(|(_, g)| !self.knows_gpu(g))
+            {
+                return Err(unknown(format!("jobs[{k}].gpu_types[{t}]"), g));
+            }
+            self.check_job(j, origin)?;
+        }
+        Ok(())
+    }
+
     /// Checks that a job can be priced at all (known model, matching architecture).
     fn check_job(&self, job: &Job, context: &str) -> Result<()> {
         match self.architecture(&job.model) {
@@ -137,7 +185,39 @@ pub trait PerfModel: Send + Sync {
                     job.id, job.arch
                 ),
             }),
-            Some(_) => Ok(()),
+            Some(_) => {
+                // Its smallest and its requested allocation must be within what the model
+                // prices: a job no allocation of which can be priced can never run.
+                let Some((w_max, p_max)) = self.max_tasks(&job.model) else {
+                    return Ok(());
+                };
+                let (min, asked) = (
+                    (job.workers.min, job.ps.min),
+                    job.requested.map(|r| (r.workers, r.ps)),
+                );
+                for (what, (w, p)) in [("smallest", Some(min)), ("requested", asked)]
+                    .into_iter()
+                    .filter_map(|(what, a)| a.map(|a| (what, a)))
+                {
+                    let (size, unit) = match job.arch {
+                        Architecture::AllReduce => {
+                            (u64::from(w) * u64::from(job.demand.gpus_per_worker), "GPUs")
+                        }
+                        Architecture::ParameterServer => (u64::from(w), "workers"),
+                    };
+                    if size > u64::from(w_max) || (p > p_max && p > 0) {
+                        return Err(Error::UnsupportedConfiguration {
+                            model: job.model.clone(),
+                            reason: format!(
+                                "{context}: job {}: its {what} allocation ({size} {unit}, {p} PS) \
+                                 is beyond the measured range ({w_max} {unit}, {p_max} PS)",
+                                job.id
+                            ),
+                        });
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -158,7 +238,11 @@ impl CalibratedPerf {
         let bad = |name: &str, v: f64, range: &str| Error::InvalidField {
             file: "perf params".into(),
             line: 0,
-            field: format!("estimates.{name}"),
+            field: if name.contains('.') {
+                name.to_string()
+            } else {
+                format!("estimates.{name}")
+            },
             value: v.to_string(),
             reason: format!("must be in {range}"),
         };
@@ -189,6 +273,9 @@ impl CalibratedPerf {
                 "[0, 1]",
             ));
         }
+        params
+            .check()
+            .map_err(|(field, v, range)| bad(&field, v, range))?;
         Ok(CalibratedPerf { params })
     }
 
@@ -206,10 +293,21 @@ impl CalibratedPerf {
     /// Loads a parameter file written by `coda calibrate`.
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::new(crate::util::json::parse_json(
-            &text,
-            &path.display().to_string(),
-        )?)
+        let origin = path.display().to_string();
+        let params = crate::util::json::parse_json(&text, &origin)?;
+        Self::new(params).map_err(|e| match e {
+            // Checks run on the parsed value: name the file and point at the field's line.
+            Error::InvalidField {
+                field,
+                value,
+                reason,
+                ..
+            } => crate::util::json::with_line(
+                Error::invalid(&origin, 0, &field, value, reason),
+                &text,
+            ),
+            other => other,
+        })
     }
 
     /// The parameters.
@@ -287,6 +385,36 @@ impl CalibratedPerf {
 }
 
 impl PerfModel for CalibratedPerf {
+    /// PS models price any GPU type; an all-reduce model needs its own fit for the type or the
+    /// type's memory bandwidth (to extrapolate), so a type is known when every all-reduce model
+    /// has one of them.
+    fn knows_gpu(&self, gpu_type: &str) -> bool {
+        self.params
+            .estimates
+            .gpu_mem_bandwidth
+            .get(gpu_type)
+            .is_some()
+            || self
+                .params
+                .ar_models
+                .values()
+                .all(|m| m.per_gpu.contains_key(gpu_type))
+    }
+
+    fn gpu_types(&self) -> Vec<String> {
+        let mut all: Vec<String> = GpuMemBandwidth::NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for m in self.params.ar_models.values() {
+            all.extend(m.per_gpu.keys().cloned());
+        }
+        all.sort();
+        all.dedup();
+        all.retain(|g| self.knows_gpu(g));
+        all
+    }
+
     fn architecture(&self, model: &str) -> Option<Architecture> {
         if self.params.ps_models.contains_key(model) {
             Some(Architecture::ParameterServer)

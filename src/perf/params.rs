@@ -178,6 +178,10 @@ pub struct GpuMemBandwidth {
 }
 
 impl GpuMemBandwidth {
+    /// The GPU type names of the table.
+    pub const NAMES: [&'static str; 7] =
+        ["k80", "p100", "t4", "v100", "a100", "rtx6000", "rtx2080ti"];
+
     /// The peak for a GPU type name, if listed.
     pub fn get(&self, gpu: &str) -> Option<f64> {
         Some(match gpu {
@@ -256,4 +260,102 @@ pub struct PerfParams {
     pub estimates: Estimates,
     /// Held-out fit quality of every fitted model.
     pub fit_quality: Vec<FitQuality>,
+}
+
+/// A parameter out of its range: `(JSON path, value, required range)`.
+pub(crate) type BadParam = (String, f64, &'static str);
+
+impl PerfParams {
+    /// Checks every fitted number a speed is computed from, so that a hand-edited or corrupted
+    /// file fails at load, naming the field, instead of pricing jobs at infinite or negative
+    /// speed later: all finite and >= 0; batches, bandwidths and a PS model's step time > 0;
+    /// co-location throughputs in (0, 1]. (The named estimates are checked by
+    /// [`super::CalibratedPerf::new`].)
+    pub(crate) fn check(&self) -> std::result::Result<(), BadParam> {
+        const NN: &str = "[0, inf)";
+        const POS: &str = "(0, inf)";
+        let nn = |p: String, v: f64| (v.is_finite() && v >= 0.0).then_some(()).ok_or((p, v, NN));
+        let pos = |p: String, v: f64| (v.is_finite() && v > 0.0).then_some(()).ok_or((p, v, POS));
+        for (m, ps) in &self.ps_models {
+            let at = |f: &str| format!("ps_models.{m}.{f}");
+            for (i, &t) in ps.theta.iter().enumerate() {
+                nn(at(&format!("theta[{i}]")), t)?;
+            }
+            // Every term of the step time is >= 0; their sum must not vanish at any (w, p).
+            pos(at("theta"), ps.theta.iter().sum())?;
+            pos(at("batch"), ps.batch)?;
+            pos(at("max_workers"), f64::from(ps.max_workers))?;
+            pos(at("max_ps"), f64::from(ps.max_ps))?;
+            nn(at("local_comp_time_s"), ps.local_comp_time_s)?;
+            nn(at("model_size_mb"), ps.model_size_mb)?;
+            pos(at("inter_server_bw_mbps"), ps.inter_server_bw_mbps)?;
+            pos(at("intra_server_bw_mbps"), ps.intra_server_bw_mbps)?;
+        }
+        for (m, ar) in &self.ar_models {
+            let at = |f: &str| format!("ar_models.{m}.{f}");
+            nn(at("default_local_batch"), ar.default_local_batch)?;
+            pos(at("max_gpus_measured"), f64::from(ar.max_gpus_measured))?;
+            let fits = ar
+                .per_gpu
+                .iter()
+                .map(|(g, p)| (format!("per_gpu.{g}"), p))
+                .chain([("unmeasured_gpu".to_string(), &ar.unmeasured_gpu)]);
+            for (name, p) in fits {
+                let f = |x: &str| at(&format!("{name}.{x}"));
+                // A step always computes something: a zero base would give infinite speed at
+                // batch 0.
+                pos(f("compute_base_s"), p.compute_base_s)?;
+                nn(f("compute_per_sample_s"), p.compute_per_sample_s)?;
+                nn(f("local_base_s"), p.local_base_s)?;
+                nn(f("local_per_gpu_s"), p.local_per_gpu_s)?;
+                nn(f("net_base_s"), p.net_base_s)?;
+                nn(f("net_per_gpu_s"), p.net_per_gpu_s)?;
+            }
+        }
+        nn(
+            "compute_bandwidth_exponent".into(),
+            self.compute_bandwidth_exponent,
+        )?;
+        let share = |p: String, v: f64| (v > 0.0 && v <= 1.0).then_some(()).ok_or((p, v, "(0, 1]"));
+        let i = &self.interference;
+        for (g, rows) in &i.pairs {
+            for (a, row) in rows {
+                for (b, &v) in row {
+                    share(format!("interference.pairs.{g}.{a}.{b}"), v)?;
+                }
+            }
+        }
+        for (name, table) in [("row_median", &i.row_median), ("col_median", &i.col_median)] {
+            for (g, row) in table {
+                for (a, &v) in row {
+                    share(format!("interference.{name}.{g}.{a}"), v)?;
+                }
+            }
+        }
+        for (g, &v) in &i.all_median {
+            share(format!("interference.all_median.{g}"), v)?;
+        }
+        for (m, d) in &self.task_demands {
+            nn(format!("task_demands.{m}.cpu_per_worker"), d.cpu_per_worker)?;
+            if let Some(v) = d.mem_per_worker_gib {
+                nn(format!("task_demands.{m}.mem_per_worker_gib"), v)?;
+            }
+            if let Some(v) = d.cpu_per_ps {
+                nn(format!("task_demands.{m}.cpu_per_ps"), v)?;
+            }
+        }
+        let b = &self.estimates.gpu_mem_bandwidth;
+        for (g, v) in [
+            ("k80", b.k80),
+            ("p100", b.p100),
+            ("t4", b.t4),
+            ("v100", b.v100),
+            ("a100", b.a100),
+            ("rtx6000", b.rtx6000),
+            ("rtx2080ti", b.rtx2080ti),
+        ] {
+            pos(format!("estimates.gpu_mem_bandwidth.{g}"), v)?;
+        }
+        Ok(())
+    }
 }

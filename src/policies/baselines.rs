@@ -18,6 +18,10 @@ impl Scheduler for Fifo<'_> {
     fn name(&self) -> &str {
         "fifo"
     }
+    /// No job waiting, nothing to place or preempt for: running jobs stay where they are.
+    fn keeps_when_none_wait(&self) -> bool {
+        true
+    }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         let d = non_preemptive(snap, waiting_by_arrival(snap));
         Ok(self
@@ -31,6 +35,10 @@ pub(super) struct Srtf<'a>(pub(super) Base<'a>);
 impl Scheduler for Srtf<'_> {
     fn name(&self) -> &str {
         "srtf"
+    }
+    /// No job waiting, nothing to place or preempt for: running jobs stay where they are.
+    fn keeps_when_none_wait(&self) -> bool {
+        true
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         let mut keyed: Vec<(f64, usize)> = snap
@@ -72,6 +80,10 @@ pub(super) struct TiresiasCounters {
 impl Scheduler for Tiresias<'_> {
     fn name(&self) -> &str {
         "tiresias"
+    }
+    /// No job waiting, nothing to place or preempt for: running jobs stay where they are.
+    fn keeps_when_none_wait(&self) -> bool {
+        true
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         // Service since the last round, read from the placements the jobs held meanwhile.
@@ -119,6 +131,10 @@ impl Scheduler for SjfBco<'_> {
     fn name(&self) -> &str {
         "sjf-bco"
     }
+    /// No job waiting, nothing to place or preempt for: running jobs stay where they are.
+    fn keeps_when_none_wait(&self) -> bool {
+        true
+    }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         let mut keyed: Vec<(f64, usize)> = waiting_by_arrival(snap)
             .into_iter()
@@ -142,6 +158,10 @@ pub(super) struct RandomPlacement<'a> {
 impl Scheduler for RandomPlacement<'_> {
     fn name(&self) -> &str {
         "random"
+    }
+    /// No job waiting, nothing to place or preempt for: running jobs stay where they are.
+    fn keeps_when_none_wait(&self) -> bool {
+        true
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         let d = non_preemptive(snap, waiting_by_arrival(snap));

@@ -58,6 +58,7 @@ use sizing::Base;
 
 use crate::error::{Error, Result};
 use crate::ilp::{ExactScheduler, SolveSettings, WindowedIlp};
+use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
 use crate::scheduler::Scheduler;
@@ -111,7 +112,7 @@ pub fn by_name<'a>(
     opts: &PolicyOptions,
 ) -> Result<Box<dyn Scheduler + 'a>> {
     let base = Base::new(perf);
-    Ok(match name {
+    let policy: Box<dyn Scheduler + 'a> = match name {
         "fifo" => Box::new(Fifo(base)),
         "srtf" => Box::new(Srtf(base)),
         "drf" => Box::new(Drf(base)),
@@ -173,5 +174,30 @@ pub fn by_name<'a>(
                 reason: format!("known: {}", POLICIES.join(", ")),
             });
         }
-    })
+    };
+    Ok(Box::new(Checked(policy)))
+}
+
+/// A policy that first checks the snapshot it is handed, as an instance file is checked
+/// ([`ClusterSnapshot::check`]): a snapshot built in code with NaN work, duplicate ids or a job
+/// no server can host is an error naming the field, never a panic or a schedule of nonsense.
+struct Checked<'a>(Box<dyn Scheduler + 'a>);
+
+impl Scheduler for Checked<'_> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
+        snapshot.check(&format!("policy `{}`: its snapshot", self.0.name()))?;
+        self.0.schedule(snapshot)
+    }
+
+    fn keeps_when_none_wait(&self) -> bool {
+        self.0.keeps_when_none_wait()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.0.notes()
+    }
 }

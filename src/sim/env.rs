@@ -68,6 +68,8 @@ impl Simulator<'_> {
     /// the next round is due, and reports what happened. An invalid schedule is an error and
     /// changes nothing (the round stays pending).
     pub fn apply(&mut self, schedule: &Schedule) -> Result<RoundOutcome> {
+        // An outside agent's rounds are all handed out: none is skipped as idle.
+        self.keeps = false;
         self.apply_as(schedule, "env")
     }
 

@@ -32,7 +32,7 @@ pub use metrics::{Metrics, metrics};
 pub use report::{Comparison, RunSummary, jobs_csv, utilization_csv};
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 
 use serde::Serialize;
 
@@ -60,6 +60,25 @@ pub struct SimConfig {
     /// default) charges all contention on top of the work; [`contention_allowance`] measures
     /// the trace-era level of a workload.
     pub contention_allowance: f64,
+    /// Skip rounds in which no job waits when the policy keeps every assignment then
+    /// ([`Scheduler::keeps_when_none_wait`]): the clock jumps to the next arrival instead of
+    /// ticking, so an idle round costs nothing; results are the same (see the module docs).
+    pub skip_idle_rounds: bool,
+    /// What to do with a job the cluster can never run ([`ClusterSnapshot::unplaceable`]).
+    pub unplaceable: Unplaceable,
+}
+
+/// What the simulator does with jobs the cluster can never run (their smallest or requested
+/// allocation exceeds it): no policy could ever finish them, and a run that waits for them
+/// never ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unplaceable {
+    /// Refuse the workload up front, naming the jobs and why.
+    #[default]
+    Reject,
+    /// Leave them out of the run and report them ([`Simulator::unplaceable`]).
+    Skip,
 }
 
 impl Default for SimConfig {
@@ -68,6 +87,8 @@ impl Default for SimConfig {
             objective: Objective::default(),
             horizon_s: f64::INFINITY,
             contention_allowance: 1.0,
+            skip_idle_rounds: true,
+            unplaceable: Unplaceable::Reject,
         }
     }
 }
@@ -237,6 +258,17 @@ pub struct Simulator<'a> {
     arrivals_left: usize,
     /// Set when the run stopped because no job could ever progress again.
     stall: Option<Stall>,
+    /// Jobs left out as never runnable on this cluster ([`Unplaceable::Skip`]), with why.
+    unplaceable: Vec<(JobId, String)>,
+    /// Whether the deciding scheduler keeps every assignment when no job waits (set by the
+    /// loop that owns the scheduler; an external agent's rounds are never skipped).
+    keeps: bool,
+    /// Idle-round skipping: the time of the last round after which no tick was scheduled
+    /// because no job waited; the round clock would have ticked from there.
+    deferred: Option<f64>,
+    /// While deferred: when the last job running finished (the clock then stops at its next
+    /// tick).
+    emptied: Option<f64>,
     processed: u64,
     /// Arrival of the last job: the end of the busy period.
     last_arrival: f64,
@@ -273,12 +305,50 @@ impl<'a> Simulator<'a> {
             j.done_iterations = 0.0;
             j.current = None;
         }
-        // Checks every job against the cluster once (sizes, models) before the run starts.
-        let check = ClusterSnapshot::from_parts(0.0, cluster.clone(), jobs.clone());
-        check.check("simulator (the workload on this cluster)")?;
+        // Checks every job against the cluster once (sizes, models) before the run starts; jobs
+        // it can never run are refused together or, if asked, left out and reported.
+        const ORIGIN: &str = "simulator (the workload on this cluster)";
+        let mut check = ClusterSnapshot::from_parts(0.0, cluster.clone(), jobs);
+        let mut unplaceable = check.unplaceable();
         for j in &check.jobs {
-            perf.check_job(j, "simulator")?;
+            // Allocations the performance model cannot price can never run either.
+            if let Err(Error::UnsupportedConfiguration { reason, .. }) = perf.check_job(j, ORIGIN)
+                && !unplaceable.iter().any(|(id, _)| *id == j.id)
+            {
+                let why = reason.rsplit_once(": ").map_or(reason.as_str(), |(_, r)| r);
+                unplaceable.push((j.id, format!("model `{}`: {why}", j.model)));
+            }
         }
+        if let Some((first, why)) = unplaceable.first() {
+            match config.unplaceable {
+                Unplaceable::Reject => {
+                    let ids: Vec<String> = unplaceable
+                        .iter()
+                        .take(10)
+                        .map(|(j, _)| j.to_string())
+                        .collect();
+                    return Err(Error::JobTooLarge {
+                        context: ORIGIN.into(),
+                        job: *first,
+                        reason: format!(
+                            "{why}. {} job(s) can never run on this cluster (jobs {}{}); leave \
+                             them out with `Unplaceable::Skip` (`--skip-unplaceable`)",
+                            unplaceable.len(),
+                            ids.join(", "),
+                            if unplaceable.len() > 10 { ", ..." } else { "" }
+                        ),
+                    });
+                }
+                Unplaceable::Skip => {
+                    let out: HashSet<JobId> = unplaceable.iter().map(|(j, _)| *j).collect();
+                    check.jobs.retain(|j| !out.contains(&j.id));
+                    check.reindex();
+                }
+            }
+        }
+        check.check(ORIGIN)?;
+        perf.check_snapshot(&check, ORIGIN)?;
+        let mut jobs = check.jobs;
         jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
         let state = jobs
             .iter()
@@ -331,6 +401,10 @@ impl<'a> Simulator<'a> {
             pending: None,
             arrivals_left: 0,
             stall: None,
+            unplaceable,
+            keeps: false,
+            deferred: None,
+            emptied: None,
             processed: 0,
         };
         for i in 0..sim.jobs.len() {
@@ -370,6 +444,12 @@ impl<'a> Simulator<'a> {
     /// `(time, GPUs held)` at every change.
     pub fn utilization(&self) -> &[(f64, u64)] {
         &self.utilization
+    }
+
+    /// Jobs left out of the run because the cluster can never run them, with why
+    /// ([`Unplaceable::Skip`]; empty otherwise).
+    pub fn unplaceable(&self) -> &[(JobId, String)] {
+        &self.unplaceable
     }
 
     /// Why the run stopped with jobs left, if it stalled (see [`Stall`]).
@@ -558,7 +638,16 @@ impl<'a> Simulator<'a> {
             self.after_change()?;
             return Ok(restarted);
         }
-        if waiting {
+        let queued = self
+            .state
+            .iter()
+            .any(|s| s.arrived && !s.finished && s.assignment.is_none());
+        if waiting && !queued && self.keeps && self.config.skip_idle_rounds {
+            // Every arrived job runs and the policy would keep them all at every round until
+            // the next arrival: no tick until then (see `next_event`).
+            self.deferred = Some(self.now);
+            self.emptied = None;
+        } else if waiting {
             self.tick_pending = true;
             self.push(self.now + self.config.objective.round_s, Event::Tick);
         }
@@ -674,9 +763,14 @@ impl<'a> Simulator<'a> {
                 self.state[i].arrived = true;
                 self.arrivals_left -= 1;
                 if !self.tick_pending {
-                    // The first arrival after an idle spell starts the round clock.
+                    // The first arrival after an idle spell starts the round clock; after
+                    // skipped rounds it resumes the clock where it would have ticked.
+                    let at = match self.deferred.take() {
+                        Some(from) => self.resumed_tick(from, t),
+                        None => t,
+                    };
                     self.tick_pending = true;
-                    self.push(t, Event::Tick);
+                    self.push(at, Event::Tick);
                 }
                 return Ok(Next::Event);
             }
@@ -689,6 +783,12 @@ impl<'a> Simulator<'a> {
                 self.state[job].finished = true;
                 self.state[job].assignment = None;
                 self.records[job].finish_s = Some(t);
+                if self.deferred.is_some()
+                    && self.emptied.is_none()
+                    && !self.state.iter().any(|s| s.arrived && !s.finished)
+                {
+                    self.emptied = Some(t);
+                }
             }
             Event::RestartDone { job, .. } => {
                 self.state[job].restarting = false;
@@ -696,6 +796,32 @@ impl<'a> Simulator<'a> {
         }
         self.after_change()?;
         Ok(Next::Event)
+    }
+
+    /// When the round clock, deferred since a round at `from` (no tick scheduled because no job
+    /// waited), ticks for an arrival at `t`: the first tick at or after `t` of the sequence
+    /// `from + round, + round, ...` — added one round at a time, as the clock does, so the times
+    /// are the same to the bit — unless the cluster emptied meanwhile and a tick found it empty,
+    /// which stops the clock: then the arrival starts it afresh at `t`.
+    fn resumed_tick(&mut self, from: f64, t: f64) -> f64 {
+        let round = self.config.objective.round_s;
+        let emptied = self.emptied.take();
+        let mut next = from + round;
+        // At most (t - from) / round steps; arrivals are bounded by the trace readers.
+        while next < emptied.unwrap_or(t).min(t) {
+            next += round;
+        }
+        match emptied {
+            // The first tick after the cluster emptied came before (or with) the arrival: the
+            // clock had stopped.
+            Some(_) if next <= t => t,
+            _ => {
+                while next < t {
+                    next += round;
+                }
+                next
+            }
+        }
     }
 
     /// The time of the next round, if the next event to process is one.
@@ -710,6 +836,7 @@ impl<'a> Simulator<'a> {
     /// none left before the horizon. (The same events as [`Simulator::next_round`] and
     /// [`Simulator::apply`], one at a time.)
     pub fn step(&mut self, scheduler: &mut dyn Scheduler) -> Result<bool> {
+        self.keeps = scheduler.keeps_when_none_wait();
         // A round handed out by `next_round` and not applied is decided first, not skipped.
         if let Some(snapshot) = self.pending.take() {
             let schedule = scheduler.schedule(&snapshot)?;
@@ -746,6 +873,7 @@ impl<'a> Simulator<'a> {
     /// ([`Simulator::next_round`], the scheduler decides, [`Simulator::apply`]) with `scheduler`
     /// as the agent, less the per-round outcome nobody reads.
     pub fn run(&mut self, scheduler: &mut dyn Scheduler) -> Result<()> {
+        self.keeps = scheduler.keeps_when_none_wait();
         while let Some(snapshot) = self.next_round()? {
             let schedule = scheduler.schedule(snapshot)?;
             // The outcome of each round is the caller's business; a plain run skips it.

@@ -38,6 +38,13 @@ pub struct RunSummary {
     /// Set when the run stopped because no waiting job could ever be placed ([`super::Stall`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stall: Option<super::Stall>,
+    /// Jobs left out because the cluster can never run them, with why
+    /// ([`super::Unplaceable::Skip`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unplaceable: Vec<(crate::model::JobId, String)>,
+    /// What the policy reported about its rounds ([`crate::Scheduler::notes`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policy_notes: Vec<String>,
 }
 
 /// Several runs of the same workload.
@@ -77,12 +84,35 @@ impl Comparison {
             );
         }
         for r in &self.runs {
+            for note in &r.policy_notes {
+                let _ = writeln!(s, "\n`{}`: {note}", r.policy);
+            }
+        }
+        if let Some(r) = self.runs.iter().find(|r| !r.unplaceable.is_empty()) {
+            let shown: Vec<String> = r
+                .unplaceable
+                .iter()
+                .take(5)
+                .map(|(j, _)| j.to_string())
+                .collect();
+            let _ = writeln!(
+                s,
+                "\n{} job(s) left out as never runnable on this cluster (jobs {}{}); first: job {}: {}",
+                r.unplaceable.len(),
+                shown.join(", "),
+                if r.unplaceable.len() > 5 { ", ..." } else { "" },
+                r.unplaceable[0].0,
+                r.unplaceable[0].1
+            );
+        }
+        for r in &self.runs {
             if let Some(st) = &r.stall {
                 let shown: Vec<String> = st.waiting.iter().take(5).map(|j| j.to_string()).collect();
                 let _ = writeln!(
                     s,
-                    "\n`{}` stalled at t = {:.0} s: {} job(s) waiting (jobs {}{}) and none could be \
-                     placed on the empty cluster with nothing left to arrive; the run stopped there.",
+                    "\n`{}` stalled at t = {:.0} s: {} job(s) waiting (jobs {}{}), the cluster empty, \
+                     nothing left to arrive, and the policy placed none of them; the run stopped \
+                     there.",
                     r.policy,
                     st.time_s,
                     st.waiting.len(),

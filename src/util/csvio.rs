@@ -125,6 +125,20 @@ impl Row<'_> {
         Ok(v)
     }
 
+    /// A time in seconds in `[0, max]` (`positive`: `(0, max]`): bounds keep a simulated run's
+    /// length, and so its number of rounds, finite and small.
+    pub(crate) fn seconds(&self, col: &str, positive: bool, max: f64) -> Result<f64> {
+        let v = if positive {
+            self.positive(col)?
+        } else {
+            self.nonneg(col)?
+        };
+        if v > max {
+            return Err(self.bad(col, format!("must be at most {max:e} s")));
+        }
+        Ok(v)
+    }
+
     /// A whole number in `u32` (written as `3` or `3.0`).
     pub(crate) fn count(&self, col: &str) -> Result<u32> {
         let v = self.f64(col)?;

@@ -5,4 +5,4 @@ pub(crate) mod csvio;
 pub(crate) mod json;
 pub(crate) mod total;
 
-pub use json::write_atomic;
+pub use json::{check_writable, write_atomic};

@@ -26,7 +26,7 @@
 //! resources (5 cores, 64 GiB, 50 Gb/s of NIC per GPU), so `Nx8` is exactly
 //! [`crate::workload::trace::default_server`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::model::{Architecture, Cluster, Job, Server};
@@ -52,17 +52,23 @@ pub struct Workload {
 pub const SHIPPED_TRACES: [&str; 5] =
     ["philly", "itp-cluster02", "itp-cluster06", "itp", "alibaba"];
 
-/// Loads trace `name` (a shipped name or a CSV path) from `datasets`, converts its rows with
-/// `opts`, keeps the first `take` jobs if given, and builds `cluster` (a spec, or the trace's
-/// default).
-pub fn load(
-    name: &str,
-    datasets: &Path,
-    cluster: Option<&str>,
-    take: Option<usize>,
-    opts: &TraceOptions,
-    perf: &dyn PerfModel,
-) -> Result<Workload> {
+/// Where a trace name points: the file, its format, the group kept and the default cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSource {
+    /// The CSV file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: TraceFormat,
+    /// The group kept (`itp-cluster06` keeps `cluster06`), if any.
+    pub group: Option<String>,
+    /// The cluster spec it is replayed on unless one is given.
+    pub default_cluster: &'static str,
+}
+
+/// Resolves a trace name for every command alike: one of [`SHIPPED_TRACES`] (in `datasets`),
+/// or the path of an existing CSV in a shipped format. Anything else is an error that lists the
+/// names.
+pub fn source(name: &str, datasets: &Path) -> Result<TraceSource> {
     let (path, format, group, default_cluster) = match name {
         "philly" => (
             datasets.join(TraceFormat::Philly.shipped_file()),
@@ -88,12 +94,45 @@ pub fn load(
             None,
             "alibaba-nodes",
         ),
-        path => {
+        path if Path::new(path).is_file() => {
             let p = Path::new(path).to_path_buf();
             let f = TraceFormat::detect(&p)?;
             (p, f, None, "64xdgx-1-v100")
         }
+        _ => {
+            return Err(Error::UnknownName {
+                what: "trace".into(),
+                name: name.into(),
+                reason: format!(
+                    "neither a shipped trace ({}) nor an existing CSV file",
+                    SHIPPED_TRACES.join(", ")
+                ),
+            });
+        }
     };
+    Ok(TraceSource {
+        path,
+        format,
+        group,
+        default_cluster,
+    })
+}
+
+/// Loads trace `name` (a shipped name or a CSV path, see [`source`]) from `datasets`, converts
+/// its rows with
+/// `opts`, keeps the first `take` jobs if given, and builds `cluster` (a spec, or the trace's
+/// default).
+pub fn load(
+    name: &str,
+    datasets: &Path,
+    cluster: Option<&str>,
+    take: Option<usize>,
+    opts: &TraceOptions,
+    perf: &dyn PerfModel,
+) -> Result<Workload> {
+    let src = source(name, datasets)?;
+    let (path, format, group, default_cluster) =
+        (src.path, src.format, src.group, src.default_cluster);
     let spec = cluster.unwrap_or(default_cluster);
     let cluster = cluster_from_spec(spec, datasets, perf)?;
     let tr = trace::load(&path, format, &TraceFilter { group })?;

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, PsTask, Schedule, Server,
-    TaskDemand, TaskRange, WorkerTask,
+    Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, MAX_GPUS_PER_SERVER,
+    MAX_SERVERS, PsTask, Schedule, Server, TaskDemand, TaskRange, WorkerTask,
 };
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 
@@ -52,14 +52,77 @@ impl Default for GenerateOptions {
     }
 }
 
+/// Most jobs one generated instance may hold (about 1 KB of JSON each).
+pub const MAX_GENERATED_JOBS: usize = 10_000_000;
+
+impl GenerateOptions {
+    /// Rejects sizes and values no instance can have, before anything is allocated by them.
+    pub fn check(&self) -> Result<()> {
+        let bad = |f: &str, v: String, why: String| Err(Error::setting("generate", f, v, why));
+        if self.servers == 0 {
+            return Err(Error::EmptyCluster {
+                context: "generate".into(),
+                what: "servers".into(),
+            });
+        }
+        if self.servers > MAX_SERVERS {
+            return bad(
+                "servers",
+                self.servers.to_string(),
+                format!("at most {MAX_SERVERS}"),
+            );
+        }
+        if self.jobs > MAX_GENERATED_JOBS {
+            return bad(
+                "jobs",
+                self.jobs.to_string(),
+                format!("at most {MAX_GENERATED_JOBS}"),
+            );
+        }
+        let (a, b, c) = self.topology;
+        let gpus = u64::from(a) * u64::from(b) * u64::from(c);
+        if gpus == 0 || gpus > u64::from(MAX_GPUS_PER_SERVER) {
+            return bad(
+                "topology",
+                format!("{:?}", self.topology),
+                format!("1 to {MAX_GPUS_PER_SERVER} GPUs per server"),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.running_fraction) {
+            return bad(
+                "running_fraction",
+                self.running_fraction.to_string(),
+                "must be in [0, 1]".into(),
+            );
+        }
+        if self.max_workers == 0 {
+            return bad("max_workers", "0".into(), "must be >= 1".into());
+        }
+        for (f, v) in [
+            ("cpu_cores", self.cpu_cores),
+            ("memory_gib", self.memory_gib),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(f, v.to_string(), "must be finite and > 0".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Generates a valid snapshot; models are drawn from those the performance model knows.
 pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterSnapshot> {
-    if opts.servers == 0 {
-        return Err(Error::EmptyCluster {
-            context: "generate".into(),
-            what: "servers".into(),
-        });
-    }
+    generate_with(opts, perf, &mut || {})
+}
+
+/// [`generate`], calling `tick` twice per job (once drawn, once placed) so that a caller can
+/// show progress on large sizes; the work is O((jobs + servers) · log servers).
+pub fn generate_with(
+    opts: &GenerateOptions,
+    perf: &dyn PerfModel,
+    tick: &mut dyn FnMut(),
+) -> Result<ClusterSnapshot> {
+    opts.check()?;
     if opts.gpu_types.is_empty() {
         return Err(Error::setting(
             "generate",
@@ -95,6 +158,7 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
     let per_server = so * sw * g;
     let mut jobs = Vec::with_capacity(opts.jobs);
     for id in 0..opts.jobs as u64 {
+        tick();
         let (model, arch) = models[rng.random_range(0..models.len())].clone();
         let (max_w, max_p) = perf.max_tasks(&model).unwrap_or((1, 0));
         let wmax = rng
@@ -145,67 +209,192 @@ pub fn generate(opts: &GenerateOptions, perf: &dyn PerfModel) -> Result<ClusterS
             requested: None,
         });
     }
-    place_running(&cluster, &mut jobs);
+    place_running(&cluster, &mut jobs, tick);
     ClusterSnapshot::new(3600.0, cluster, jobs)
 }
 
 /// First-fit placement of the running jobs with their minimum allocation, skipping any that do
-/// not fit, so that the current placements together always form a valid schedule.
-fn place_running(cluster: &Cluster, jobs: &mut [Job]) {
-    let mut free: Vec<Vec<u32>> = cluster
+/// not fit, so that the current placements together always form a valid schedule. Each search
+/// for "the first server with room" is a descent in a [`FitTree`], and a job that does not fit
+/// is undone from a log of what it took, so the whole is O((jobs + servers) · log servers) —
+/// the same placements as scanning every server from the first, in a fraction of the time.
+fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
+    let room: Vec<[f64; 3]> = cluster
+        .servers
+        .iter()
+        .map(|s| [f64::from(s.num_gpus()), s.cpu_cores, s.memory_gib])
+        .collect();
+    // Free GPU ids per server, handed out lowest first.
+    let mut free: Vec<std::collections::VecDeque<u32>> = cluster
         .servers
         .iter()
         .map(|s| (0..s.num_gpus()).collect())
         .collect();
-    let mut cpu: Vec<f64> = cluster.servers.iter().map(|s| s.cpu_cores).collect();
-    let mut mem: Vec<f64> = cluster.servers.iter().map(|s| s.memory_gib).collect();
+    let mut all = FitTree::new(&room);
+    // One tree per GPU type: a job's workers all use one type.
+    let mut types: Vec<&str> = cluster
+        .servers
+        .iter()
+        .map(|s| s.gpu_type.as_str())
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let members: Vec<Vec<usize>> = types
+        .iter()
+        .map(|t| {
+            (0..cluster.servers.len())
+                .filter(|&s| cluster.servers[s].gpu_type == *t)
+                .collect()
+        })
+        .collect();
+    let mut by_type: Vec<FitTree> = members
+        .iter()
+        .map(|m| FitTree::new(&m.iter().map(|&s| room[s]).collect::<Vec<_>>()))
+        .collect();
+    let type_of = |s: usize| {
+        types
+            .binary_search(&cluster.servers[s].gpu_type.as_str())
+            .unwrap_or(0)
+    };
+    let pos_in_type: Vec<usize> = {
+        let mut pos = vec![0; cluster.servers.len()];
+        for m in &members {
+            for (k, &s) in m.iter().enumerate() {
+                pos[s] = k;
+            }
+        }
+        pos
+    };
+    let set = |all: &mut FitTree, by_type: &mut [FitTree], s: usize, v: [f64; 3]| {
+        all.set(s, v);
+        by_type[type_of(s)].set(pos_in_type[s], v);
+    };
+    let none = f64::NEG_INFINITY;
     for job in jobs.iter_mut() {
+        tick();
         // Jobs drawn as running are exactly those with progress.
         if job.done_iterations == 0.0 {
             continue;
         }
         let d = job.demand;
+        let g = f64::from(d.gpus_per_worker);
         let mut a = Assignment {
             job: job.id,
             workers: Vec::new(),
             ps: Vec::new(),
         };
-        let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
+        // (server, room before, GPUs taken) for undoing a job that does not fit.
+        let mut log: Vec<(usize, [f64; 3], Vec<u32>)> = Vec::new();
         // All workers on the GPU type of the first server with room for one.
-        let gpu_type = (0..f2.len())
-            .find(|&s| f2[s].len() as u32 >= d.gpus_per_worker)
-            .map(|s| cluster.servers[s].gpu_type.clone());
+        let gpu_type = all.first([g, none, none]).map(type_of);
         for _ in 0..job.workers.min {
-            let Some(s) = (0..f2.len()).find(|&s| {
-                Some(&cluster.servers[s].gpu_type) == gpu_type.as_ref()
-                    && f2[s].len() as u32 >= d.gpus_per_worker
-                    && c2[s] >= d.cpu_per_worker
-                    && m2[s] >= d.mem_per_worker_gib
-            }) else {
+            let Some(t) = gpu_type else { break };
+            let Some(k) = by_type[t].first([g, d.cpu_per_worker, d.mem_per_worker_gib]) else {
                 break;
             };
-            let gpus: Vec<u32> = f2[s].drain(..d.gpus_per_worker as usize).collect();
-            c2[s] -= d.cpu_per_worker;
-            m2[s] -= d.mem_per_worker_gib;
+            let s = members[t][k];
+            let before = all.get(s);
+            let gpus: Vec<u32> = free[s].drain(..d.gpus_per_worker as usize).collect();
+            set(
+                &mut all,
+                &mut by_type,
+                s,
+                [
+                    before[0] - g,
+                    before[1] - d.cpu_per_worker,
+                    before[2] - d.mem_per_worker_gib,
+                ],
+            );
+            log.push((s, before, gpus.clone()));
             a.workers.push(WorkerTask { server: s, gpus });
         }
         for _ in 0..job.ps.min {
-            let Some(s) =
-                (0..c2.len()).find(|&s| c2[s] >= d.cpu_per_ps && m2[s] >= d.mem_per_ps_gib)
-            else {
+            let Some(s) = all.first([none, d.cpu_per_ps, d.mem_per_ps_gib]) else {
                 break;
             };
-            c2[s] -= d.cpu_per_ps;
-            m2[s] -= d.mem_per_ps_gib;
+            let before = all.get(s);
+            set(
+                &mut all,
+                &mut by_type,
+                s,
+                [
+                    before[0],
+                    before[1] - d.cpu_per_ps,
+                    before[2] - d.mem_per_ps_gib,
+                ],
+            );
+            log.push((s, before, Vec::new()));
             a.ps.push(PsTask { server: s });
         }
         if a.workers.len() as u32 == job.workers.min && a.ps.len() as u32 == job.ps.min {
-            (free, cpu, mem) = (f2, c2, m2);
             job.current = Some(a);
         } else {
-            // Did not fit: the job waits, with no progress, like any other waiting job.
+            // Did not fit: undo, newest first; the job waits, with no progress, like any other
+            // waiting job.
+            for (s, before, gpus) in log.into_iter().rev() {
+                for id in gpus.into_iter().rev() {
+                    free[s].push_front(id);
+                }
+                set(&mut all, &mut by_type, s, before);
+            }
             job.done_iterations = 0.0;
         }
+    }
+}
+
+/// Componentwise maxima of per-server room `[free GPUs, cores, memory]` over a segment tree:
+/// the first server whose room covers a demand is found by descending only into subtrees whose
+/// maxima cover it (exact first-fit: a leaf is accepted only if it covers the demand itself).
+struct FitTree {
+    leaves: usize,
+    max: Vec<[f64; 3]>,
+}
+
+impl FitTree {
+    fn new(room: &[[f64; 3]]) -> Self {
+        let leaves = room.len().next_power_of_two().max(1);
+        let empty = [f64::NEG_INFINITY; 3];
+        let mut max = vec![empty; 2 * leaves];
+        max[leaves..leaves + room.len()].copy_from_slice(room);
+        for i in (1..leaves).rev() {
+            max[i] = Self::join(max[2 * i], max[2 * i + 1]);
+        }
+        FitTree { leaves, max }
+    }
+
+    fn join(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+        [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])]
+    }
+
+    fn get(&self, i: usize) -> [f64; 3] {
+        self.max[self.leaves + i]
+    }
+
+    fn set(&mut self, i: usize, v: [f64; 3]) {
+        let mut k = self.leaves + i;
+        self.max[k] = v;
+        while k > 1 {
+            k /= 2;
+            self.max[k] = Self::join(self.max[2 * k], self.max[2 * k + 1]);
+        }
+    }
+
+    /// The first leaf whose room is at least `need` in every component.
+    fn first(&self, need: [f64; 3]) -> Option<usize> {
+        let covers = |v: [f64; 3]| (0..3).all(|c| v[c] >= need[c]);
+        let mut stack = vec![1usize];
+        while let Some(k) = stack.pop() {
+            if !covers(self.max[k]) {
+                continue;
+            }
+            if k >= self.leaves {
+                return Some(k - self.leaves);
+            }
+            // Right pushed first so the left subtree is searched first.
+            stack.push(2 * k + 1);
+            stack.push(2 * k);
+        }
+        None
     }
 }
 

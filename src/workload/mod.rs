@@ -7,6 +7,7 @@ pub mod generate;
 pub mod trace;
 
 pub use clusters::{
-    SHIPPED_TRACES, Workload, cluster_from_spec, load, reference_server, server_specs,
+    SHIPPED_TRACES, TraceSource, Workload, cluster_from_spec, load, reference_server, server_specs,
+    source,
 };
 pub use generate::{GenerateOptions, current_schedule, generate, scaling_instance};

@@ -132,6 +132,13 @@ impl TraceFormat {
     }
 }
 
+/// Longest job a trace row may describe: one year, 13 times the longest in the shipped traces
+/// (Philly: 27 days). A run's length, and so its rounds, stays bounded by the rows.
+pub const MAX_DURATION_S: f64 = 365.0 * 86_400.0;
+
+/// Latest arrival a trace row may have: ten years after the trace's time origin.
+pub const MAX_ARRIVAL_S: f64 = 10.0 * 365.0 * 86_400.0;
+
 /// Which rows of a trace to keep.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TraceFilter {
@@ -147,7 +154,34 @@ pub fn load(path: &Path, format: TraceFormat, filter: &TraceFilter) -> Result<Tr
         TraceFormat::Alibaba => read_alibaba(path)?,
     };
     if let Some(g) = &filter.group {
+        let before = jobs.len();
         jobs.retain(|j| &j.group == g);
+        if jobs.is_empty() && before > 0 {
+            // A misspelt group is an error, not an empty replay.
+            let mut known: Vec<&str> = Vec::new();
+            let all = match format {
+                TraceFormat::Philly => read_philly(path)?,
+                TraceFormat::Itp => read_itp(path)?,
+                TraceFormat::Alibaba => read_alibaba(path)?.0,
+            };
+            for j in &all {
+                if !known.contains(&j.group.as_str()) {
+                    known.push(&j.group);
+                }
+            }
+            known.sort_unstable();
+            let shown = known.len().min(20);
+            return Err(Error::UnknownName {
+                what: "group".into(),
+                name: g.clone(),
+                reason: format!(
+                    "{} has no row of that group (known: {}{})",
+                    path.display(),
+                    known[..shown].join(", "),
+                    if known.len() > shown { ", ..." } else { "" }
+                ),
+            });
+        }
     }
     jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
     if let Some(t0) = jobs.first().map(|j| j.arrival_s) {
@@ -171,8 +205,8 @@ fn read_philly(path: &Path) -> Result<Vec<TraceJob>> {
         .map(|r| {
             Ok(TraceJob {
                 name: format!("line {}", r.line),
-                arrival_s: r.nonneg("submit_offset_s")?,
-                duration_s: r.positive("duration")?,
+                arrival_s: r.seconds("submit_offset_s", false, MAX_ARRIVAL_S)?,
+                duration_s: r.seconds("duration", true, MAX_DURATION_S)?,
                 num_gpus: r.positive_count("num_gpus")?,
                 group: r.str("cluster").to_string(),
                 cpu_per_gpu: None,
@@ -197,8 +231,8 @@ fn read_itp(path: &Path) -> Result<Vec<TraceJob>> {
         .map(|r| {
             Ok(TraceJob {
                 name: r.str("job_id").to_string(),
-                arrival_s: r.nonneg("submission_time")?,
-                duration_s: r.positive("duration")?,
+                arrival_s: r.seconds("submission_time", false, MAX_ARRIVAL_S)?,
+                duration_s: r.seconds("duration", true, MAX_DURATION_S)?,
                 num_gpus: r.positive_count("num_gpu")?,
                 group: r.str("cluster").to_string(),
                 cpu_per_gpu: None,
@@ -232,8 +266,8 @@ fn read_alibaba(path: &Path) -> Result<KeptAndSkipped> {
         let milli = r.nonneg("gpu_milli")?;
         let cpu = r.nonneg("cpu_milli")?;
         let mem = r.nonneg("memory_mib")?;
-        let created = r.nonneg("creation_time")?;
-        let deleted = r.nonneg("deletion_time")?;
+        let created = r.seconds("creation_time", false, MAX_ARRIVAL_S)?;
+        let deleted = r.seconds("deletion_time", false, MAX_ARRIVAL_S + MAX_DURATION_S)?;
         if gpus == 0 {
             cpu_only += 1;
             continue;
@@ -247,10 +281,19 @@ fn read_alibaba(path: &Path) -> Result<KeptAndSkipped> {
             never += 1;
             continue;
         }
-        let scheduled = r.nonneg("scheduled_time")?;
+        let scheduled = r.seconds("scheduled_time", false, MAX_ARRIVAL_S + MAX_DURATION_S)?;
         if deleted <= scheduled || scheduled < created {
             no_run += 1;
             continue;
+        }
+        if deleted - scheduled > MAX_DURATION_S {
+            return Err(r.bad(
+                "deletion_time",
+                format!(
+                    "runs {:e} s after scheduled_time; at most {MAX_DURATION_S:e}",
+                    deleted - scheduled
+                ),
+            ));
         }
         jobs.push(TraceJob {
             name: r.str("name").to_string(),

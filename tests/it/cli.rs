@@ -293,7 +293,7 @@ fn simulate_rejects_unknown_policy_and_bad_cluster() {
                 "--track-to",
                 "0.1",
             ],
-            "track_from",
+            "above --track-from 0.9",
         ),
     ] {
         let mut args = vec!["simulate", "--trace", "philly", "--take", "5", "--quiet"];

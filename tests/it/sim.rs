@@ -1,6 +1,6 @@
 //! Simulator core: determinism, conservation, valid rounds, restart cost.
 
-use coda::sim::{SimConfig, Simulator};
+use coda::sim::{SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 use coda::{
     Assignment, CalibratedPerf, ClusterSnapshot, Job, Objective, Schedule, Scheduler, WorkerTask,
@@ -240,22 +240,80 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
     let last = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
     assert!(stall.time_s >= last && stall.time_s < last + 300.0 + 1e-6);
 
-    // FIFO runs every job it can; one whose requested size exceeds the cluster is left waiting,
-    // and the run ends once the cluster is empty instead of ticking forever.
+    // A job whose requested size exceeds the cluster (what FIFO would give it) is refused up
+    // front, with the way out; skipped, it is reported and every other job runs.
     let mut jobs = philly_jobs(6);
     jobs[2].workers.max = 16;
     jobs[2].requested = Some(coda::Request { workers: 16, ps: 0 });
+    let e = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("job 2 can never run: it requests 16 workers"),
+        "{e}"
+    );
+    assert!(e.contains("Unplaceable::Skip"), "{e}");
+    let config = SimConfig {
+        unplaceable: Unplaceable::Skip,
+        ..SimConfig::default()
+    };
     let mut fifo = coda::policies::by_name("fifo", perf, &Default::default()).unwrap();
-    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone()).unwrap();
+    let mut sim = Simulator::new(perf, config, cluster(1), jobs.clone()).unwrap();
     sim.run(fifo.as_mut()).unwrap();
-    let stall = sim.stall().expect("the too-large request stalls FIFO");
-    assert_eq!(stall.waiting, vec![jobs[2].id]);
-    let finished = sim
-        .records()
-        .iter()
-        .filter(|r| r.finish_s.is_some())
-        .count();
-    assert_eq!(finished, jobs.len() - 1);
+    assert!(sim.stall().is_none());
+    assert_eq!(sim.unplaceable().len(), 1);
+    assert_eq!(sim.unplaceable()[0].0, jobs[2].id);
+    assert!(sim.done());
+    assert_eq!(sim.records().len(), jobs.len() - 1);
+}
+
+/// Skipping rounds in which no job waits changes nothing but the time taken: every policy that
+/// claims it keeps assignments then gives the same records with and without skipping (to float
+/// rounding of the accumulated work: the same sums over fewer, longer intervals), and skipping
+/// does happen (fewer events).
+#[test]
+fn skipping_idle_rounds_changes_no_result() {
+    let perf = CalibratedPerf::shipped();
+    for (jobs, servers) in [(philly_jobs(120), 2), (philly_jobs(40), 8)] {
+        for &name in coda::policies::POLICIES.iter().filter(|p| **p != "ilp") {
+            let run = |skip: bool| {
+                let config = SimConfig {
+                    skip_idle_rounds: skip,
+                    unplaceable: Unplaceable::Skip,
+                    ..SimConfig::default()
+                };
+                let mut p = coda::policies::by_name(name, perf, &Default::default()).unwrap();
+                let mut sim = Simulator::new(perf, config, cluster(servers), jobs.clone()).unwrap();
+                sim.run(p.as_mut()).unwrap();
+                let keeps = p.keeps_when_none_wait();
+                (sim.records().to_vec(), sim.events_processed(), keeps)
+            };
+            let (a, events_a, keeps) = run(true);
+            let (b, events_b, _) = run(false);
+            assert_eq!(a.len(), b.len());
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(1.0);
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(
+                    (x.id, x.restarts, x.first_start_s),
+                    (y.id, y.restarts, y.first_start_s),
+                    "{name}"
+                );
+                assert!(
+                    close(x.finish_s.unwrap(), y.finish_s.unwrap()),
+                    "{name}: {x:?} {y:?}"
+                );
+                assert!(close(x.gpu_seconds, y.gpu_seconds), "{name}");
+                assert!(close(x.useful_gpu_seconds, y.useful_gpu_seconds), "{name}");
+                assert!(close(x.waiting_s, y.waiting_s), "{name}");
+            }
+            if keeps && servers == 8 {
+                assert!(events_a < events_b, "{name}: {events_a} vs {events_b}");
+            } else if !keeps {
+                assert_eq!(events_a, events_b, "{name}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::ClusterSnapshot;
+use coda::{ClusterSnapshot, PerfModel};
 
-use crate::perf_model;
+use crate::{perf_model, range};
 
 /// Arguments of `coda bench-solve`.
 #[derive(clap::Args)]
@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     pub instances: Option<PathBuf>,
     /// Wall-clock limit per solve, seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = range::time_limit)]
     pub time_limit: f64,
     /// Also solve every instance without symmetry breaking.
     #[arg(long)]
@@ -65,12 +65,24 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         files.sort();
+        if files.is_empty() {
+            return Err(coda::Error::invalid(
+                "--instances",
+                0,
+                "instances",
+                dir.display(),
+                "the folder holds no *.json instance",
+            ));
+        }
         for f in files {
             let name = f
                 .file_stem()
                 .map(|x| x.to_string_lossy().to_string())
                 .unwrap_or_default();
-            cases.push((name, ClusterSnapshot::from_json_file(&f)?));
+            cases.push((
+                name,
+                ClusterSnapshot::from_json_file_with(&f, |s, o| perf.check_snapshot(s, o))?,
+            ));
         }
     } else {
         for size in &sizes {

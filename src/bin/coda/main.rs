@@ -22,6 +22,7 @@ mod calibrate;
 mod generate;
 mod perf;
 mod plots;
+mod range;
 mod sensitivity;
 mod simulate;
 mod solve;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use coda::{Architecture, JobQuery, PerfModel, PlacementShape};
 
-use crate::perf_model;
+use crate::{perf_model, range};
 
 /// Arguments of `coda perf`.
 #[derive(clap::Args)]
@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(long, required_unless_present = "list")]
     pub model: Option<String>,
     /// Workers.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = range::workers)]
     pub workers: u32,
     /// Parameter servers (PS models; default 1).
     #[arg(long)]
@@ -26,10 +26,10 @@ pub struct Args {
     #[arg(long, default_value = "v100")]
     pub gpu: String,
     /// Per-GPU batch for all-reduce models.
-    #[arg(long)]
+    #[arg(long, value_parser = range::at_least_one_u32)]
     pub batch: Option<u32>,
     /// Fraction of worker–PS pairs on the same server (PS models).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = range::fraction)]
     pub ps_local: f64,
     /// Servers on which the job's GPUs span two sockets.
     #[arg(long, default_value_t = 0)]
@@ -88,6 +88,15 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             "placement",
             format!("{placement:?}"),
             format!("GPUs per server must be >= 1 and sum to --workers {workers}"),
+        ));
+    }
+    if cross_socket as usize > placement.len() {
+        return Err(coda::Error::invalid(
+            "--cross-socket",
+            0,
+            "cross_socket",
+            cross_socket,
+            format!("at most the {} server(s) of --placement", placement.len()),
         ));
     }
     let mut shape = PlacementShape::isolated(workers, ps, placement.clone());

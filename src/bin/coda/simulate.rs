@@ -6,7 +6,8 @@ use std::time::Instant;
 use clap::Args;
 use coda::policies::{self, POLICIES, PolicyOptions};
 use coda::sim::{
-    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, jobs_csv, utilization_csv,
+    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Unplaceable, jobs_csv,
+    utilization_csv,
 };
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, Workload};
@@ -15,6 +16,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::plots::{plot_jct_cdf, plot_utilization};
+use crate::range;
 
 /// What both commands share: the workload, the simulator and the policy settings.
 #[derive(Args, Debug, Clone)]
@@ -31,20 +33,20 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Only the first N jobs of the trace.
-    #[arg(long)]
+    #[arg(long, value_parser = range::at_least_one)]
     pub take: Option<usize>,
     /// Folder of the shipped data.
     #[arg(long, default_value = "datasets")]
     pub datasets: PathBuf,
     /// Seconds between scheduling rounds.
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
     /// Seconds a running job loses when its allocation or placement changes (an estimate; at
     /// most one round).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
     pub restart_s: f64,
     /// Stop at this simulated time (jobs left are reported unfinished).
-    #[arg(long)]
+    #[arg(long, value_parser = range::positive)]
     pub horizon_s: Option<f64>,
     /// Contention the trace durations already contain, as a factor >= 1 on step time (see the
     /// README): `auto` measures it with a FIFO replay of the same workload; 1 charges all
@@ -53,24 +55,33 @@ pub struct SimArgs {
     pub contention_allowance: Allowance,
     /// Tracked window, as fractions of the jobs in arrival order: metrics leave out warm-up and
     /// tail (Blox does the same).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = range::fraction)]
     pub track_from: f64,
     /// End of the tracked window.
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, value_parser = range::fraction)]
     pub track_to: f64,
     /// `ilp` policy: seconds per round.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = range::time_limit)]
     pub ilp_time_limit: f64,
-    /// `ilp` policy: branch-and-bound node limit per round (makes runs repeatable).
-    #[arg(long)]
+    /// `ilp` policy: branch-and-bound node limit per round (makes runs repeatable; >= 1: a
+    /// limit of 0 stops every round before any schedule).
+    #[arg(long, value_parser = range::at_least_one_u64)]
     pub ilp_node_limit: Option<u64>,
     /// `ilp` policy: jobs per round (running ones plus the earliest waiting).
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, value_parser = range::at_least_one)]
     pub ilp_max_jobs: usize,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
     /// returns to the highest queue; 0 disables promotion).
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, value_parser = range::non_negative)]
     pub tiresias_promote_knob: f64,
+    /// Leave out (and report) jobs the cluster can never run — their smallest or requested
+    /// allocation exceeds it — instead of refusing the workload.
+    #[arg(long)]
+    pub skip_unplaceable: bool,
+    /// Decide every round, even those in which no job waits and the policy would keep every
+    /// assignment (by default skipped: same results, less time).
+    #[arg(long)]
+    pub every_round: bool,
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,
@@ -120,32 +131,22 @@ fn parse_allowance(s: &str) -> Result<Allowance, String> {
 impl SimArgs {
     fn check(&self) -> coda::Result<()> {
         let bad =
-            |field: &str, v: f64, why: &str| Err(Error::invalid("command line", 0, field, v, why));
-        if !(0.0..=1.0).contains(&self.track_from)
-            || !(0.0..=1.0).contains(&self.track_to)
-            || self.track_from >= self.track_to
-        {
+            |field: &str, v: f64, why: &str| Err(Error::setting("command line", field, v, why));
+        // Each value's own range is clap's (crate::range); what is left relates two of them.
+        if self.track_from >= self.track_to {
             return bad(
-                "track_from",
-                self.track_from,
-                "need 0 <= track_from < track_to <= 1",
+                "--track-to",
+                self.track_to,
+                &format!("must be above --track-from {}", self.track_from),
             );
         }
-        if let Some(h) = self.horizon_s
-            && (h.is_nan() || h <= 0.0)
-        {
-            return bad("horizon_s", h, "must be > 0");
-        }
-        if self.ilp_time_limit.is_nan() || self.ilp_time_limit <= 0.0 {
-            return bad("ilp_time_limit", self.ilp_time_limit, "must be > 0");
-        }
-        Ok(())
+        self.objective().map(|_| ())
     }
 
     /// The round length and restart cost, checked once; the simulator charges and the `ilp`
     /// policy prices the same ones.
     fn objective(&self) -> coda::Result<Objective> {
-        Objective::new(self.round_s, self.restart_s)
+        range::objective(self.round_s, self.restart_s)
     }
 
     fn config(&self, contention_allowance: f64) -> coda::Result<SimConfig> {
@@ -153,6 +154,12 @@ impl SimArgs {
             objective: self.objective()?,
             horizon_s: self.horizon_s.unwrap_or(f64::INFINITY),
             contention_allowance,
+            skip_idle_rounds: !self.every_round,
+            unplaceable: if self.skip_unplaceable {
+                Unplaceable::Skip
+            } else {
+                Unplaceable::Reject
+            },
         })
     }
 
@@ -258,6 +265,8 @@ pub fn run_one(
             wall_s: wall,
             events_per_s: events as f64 / wall.max(1e-9),
             stall: simulator.stall().cloned(),
+            unplaceable: simulator.unplaceable().to_vec(),
+            policy_notes: scheduler.notes(),
         },
         records: simulator.records().to_vec(),
         utilization: simulator.utilization().to_vec(),

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::{ClusterSnapshot, Schedule};
+use coda::{ClusterSnapshot, PerfModel, Schedule};
 
-use crate::perf_model;
+use crate::{perf_model, range};
 
 /// Arguments of `coda solve`.
 #[derive(clap::Args)]
@@ -14,16 +14,16 @@ pub struct Args {
     #[arg(long)]
     pub instance: PathBuf,
     /// Wall-clock limit, seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = range::time_limit)]
     pub time_limit: f64,
-    /// Relative gap at which to stop.
-    #[arg(long, default_value_t = 1e-6)]
+    /// Relative gap at which to stop (1 accepts the first feasible schedule).
+    #[arg(long, default_value_t = 1e-6, value_parser = range::fraction)]
     pub gap: f64,
     /// Branch-and-bound node limit (a repeatable work limit).
     #[arg(long)]
     pub node_limit: Option<u64>,
     /// Solver threads (capped at the cores available).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = range::at_least_one_u32)]
     pub threads: u32,
     /// Solver seed.
     #[arg(long, default_value_t = 0)]
@@ -35,10 +35,10 @@ pub struct Args {
     #[arg(long)]
     pub no_symmetry_breaking: bool,
     /// Round length T of the objective, seconds.
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
-    /// Restart cost of the objective, seconds.
-    #[arg(long, default_value_t = 60.0)]
+    /// Restart cost of the objective, seconds (at most `--round-s`).
+    #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
     pub restart_s: f64,
     /// Write the model as MPS here.
     #[arg(long)]
@@ -77,8 +77,12 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         json,
     } = args;
     let perf = perf_model(params)?;
-    let snap = ClusterSnapshot::from_json_file(&instance)?;
-    let objective = coda::Objective::new(round_s, restart_s)?;
+    let snap = ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
+    let objective = range::objective(round_s, restart_s)?;
+    // A bad --out fails now, not after a long solve.
+    if let Some(p) = &out {
+        coda::check_writable(p)?;
+    }
     if let Some(p) = &export_mps {
         let mut buf = Vec::new();
         let size =

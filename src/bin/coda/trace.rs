@@ -4,14 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+use coda::workload::trace::{self, TraceFilter, TraceOptions};
 
-use crate::perf_model;
+use crate::{perf_model, range};
 
 /// Arguments of `coda trace`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// `philly`, `itp`, `alibaba`, or the path of a CSV in one of those formats.
+    /// `philly`, `itp-cluster02`, `itp-cluster06`, `itp`, `alibaba`, or the path of a CSV in
+    /// one of the shipped formats (the names `simulate` takes).
     #[arg(long)]
     pub trace: String,
     /// Keep one sub-cluster (`cluster02`, a Philly VC...).
@@ -31,10 +32,10 @@ pub struct Args {
     #[arg(long)]
     pub snapshot_out: Option<PathBuf>,
     /// Servers of the round instance.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = range::servers)]
     pub servers: usize,
     /// Jobs in the round instance.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = range::at_least_one)]
     pub take: usize,
     /// Jobs skipped before the round.
     #[arg(long, default_value_t = 0)]
@@ -59,13 +60,18 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         json,
     } = args;
     let perf = perf_model(params)?;
-    let (path, format) = match TraceFormat::from_name(&name) {
-        Some(f) => (datasets.join(f.shipped_file()), f),
-        None => {
-            let p = PathBuf::from(&name);
-            let f = TraceFormat::detect(&p)?;
-            (p, f)
+    let src = coda::workload::source(&name, &datasets)?;
+    let (path, format) = (src.path, src.format);
+    let group = match (group, src.group) {
+        (Some(g), Some(named)) if g != named => {
+            return Err(coda::Error::setting(
+                "command line",
+                "--group",
+                g,
+                format!("trace `{name}` already keeps group `{named}`"),
+            ));
         }
+        (g, named) => g.or(named),
     };
     let t = Instant::now();
     let tr = trace::load(&path, format, &TraceFilter { group })?;

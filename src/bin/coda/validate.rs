@@ -31,11 +31,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         json,
     } = args;
     let perf = perf_model(params)?;
-    let snap = ClusterSnapshot::from_json_file(&instance)?;
-    let origin = instance.display().to_string();
-    for j in &snap.jobs {
-        perf.check_job(j, &origin)?;
-    }
+    let snap = ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
     let sched = Schedule::from_json_file(&schedule)?;
     let t = Instant::now();
     let violations = sched.validate(&snap);

@@ -47,7 +47,7 @@ pub(super) fn keep(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) -> Result<()>
         }
     }
     if job.arch == Architecture::ParameterServer {
-        let p_max = f64::from(job.ps.max);
+        let p_max = jv.p_max();
         for s in 0..jv.q.len() {
             let c = cur.ps.iter().filter(|p| p.server == s).count() as f64;
             let qs = jv.q[s].expect("PS jobs have q");

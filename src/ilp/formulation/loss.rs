@@ -16,8 +16,7 @@ pub(super) fn losses(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
     let max_cap = switches.iter().map(|sw| sw.gpus.len()).max().unwrap_or(0) as f64;
     for jv in jobs {
         let job = ctx.job(jv);
-        let w_max = f64::from(job.workers.max);
-        let p_max = f64::from(job.ps.max);
+        let (w_max, p_max) = (jv.w_max(), jv.p_max());
         let gpw = f64::from(job.demand.gpus_per_worker);
         let others = (n_jobs as f64 - 1.0).max(0.0);
         for kind in Sharing::ALL {

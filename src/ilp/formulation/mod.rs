@@ -112,6 +112,17 @@ pub(crate) struct JobVars {
 }
 
 impl JobVars {
+    /// The most workers any option of the job has: the big-M of its worker counts. (Its
+    /// `workers.max` may be far larger than the cluster holds; the options are clipped to it.)
+    pub(crate) fn w_max(&self) -> f64 {
+        f64::from(self.options.iter().map(|o| o.workers).max().unwrap_or(0))
+    }
+
+    /// The most parameter servers any option of the job has.
+    pub(crate) fn p_max(&self) -> f64 {
+        f64::from(self.options.iter().map(|o| o.ps).max().unwrap_or(0))
+    }
+
     /// `(1, y_k)` for every option: `run_j`.
     fn run(&self) -> Vec<(f64, Variable)> {
         self.y.iter().map(|&x| (1.0, x)).collect()
@@ -269,9 +280,7 @@ impl Formulation {
     /// Builds the program from a round already priced.
     pub fn from_pricing(pricing: &RoundPricing<'_>, options: FormulationOptions) -> Result<Self> {
         let snapshot = pricing.snapshot();
-        for j in &snapshot.jobs {
-            pricing.perf().check_job(j, "snapshot")?;
-        }
+        pricing.perf().check_snapshot(snapshot, "snapshot")?;
         let mut f = Formulation {
             model: Model {
                 vars: ProblemVariables::new(),

@@ -53,7 +53,7 @@ pub(super) fn one_gpu_type(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) {
     if !mixed {
         return;
     }
-    let w_max = f64::from(ctx.job(jv).workers.max);
+    let w_max = jv.w_max();
     for ty in &types {
         let mut e: Vec<(f64, Variable)> = (0..servers.len())
             .filter(|&s| servers[s].gpu_type != *ty)
@@ -74,7 +74,7 @@ pub(super) fn presence(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) {
     if job.arch != Architecture::ParameterServer {
         return;
     }
-    let p_max = f64::from(job.ps.max.max(1));
+    let p_max = jv.p_max().max(1.0);
     for s in 0..jv.q.len() {
         let (qs, as_) = (
             jv.q[s].expect("PS jobs have q"),
