@@ -62,7 +62,10 @@ pub use util::{check_writable, write_atomic};
 pub use workload::{GenerateOptions, current_schedule, generate};
 
 /// Schedules one round with the shipped performance model, the default objective and the
-/// default solver settings (60 s limit, optimality).
+/// default solver settings (60 s limit, optimality). The snapshot is checked first, as an
+/// instance file is (an error names the field). Should the limit stop the solver before any
+/// schedule, the running jobs keep their placements; build an [`ExactScheduler`] yourself to
+/// read the solve's report ([`ExactScheduler::last_report`]).
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
     ExactScheduler::new(
         CalibratedPerf::shipped(),

@@ -414,7 +414,7 @@ fn enumerable<'a>(
     snapshot: &'a ClusterSnapshot,
     job: &'a Job,
 ) -> (impl Fn(&str) -> u32 + 'a, u32) {
-    let (measured_w, measured_p) = perf.max_tasks(&job.model).unwrap_or((u32::MAX, u32::MAX));
+    let (measured_w, measured_p) = perf.task_limits(job).unwrap_or((u32::MAX, u32::MAX));
     let d = job.demand;
     let servers = &snapshot.cluster.servers;
     let w_hi = move |t: &str| {

@@ -95,7 +95,19 @@ pub trait PerfModel: Send + Sync {
     fn models(&self) -> Vec<(String, Architecture)>;
 
     /// Largest `(workers, ps)` the model prices for a model name (measured range), if known.
+    /// For all-reduce models the first number counts GPUs (see [`PerfModel::task_limits`]).
     fn max_tasks(&self, model: &str) -> Option<(u32, u32)>;
+
+    /// Largest `(workers, ps)` the model prices for `job`, in the job's own task units: an
+    /// all-reduce job of `g` GPUs per worker gets `max GPUs / g` workers. `None` when the model
+    /// states no limit. Every allocation a scheduler offers must stay within it.
+    fn task_limits(&self, job: &Job) -> Option<(u32, u32)> {
+        let (w, p) = self.max_tasks(&job.model)?;
+        Some(match job.arch {
+            Architecture::AllReduce => (w / job.demand.gpus_per_worker.max(1), 0),
+            Architecture::ParameterServer => (w, p),
+        })
+    }
 
     /// Factor (>= 1) on the compute time of a `victim` model from one co-runner of model `other`
     /// on the same server with GPUs of type `gpu_type`.
@@ -188,7 +200,7 @@ pub trait PerfModel: Send + Sync {
             Some(_) => {
                 // Its smallest and its requested allocation must be within what the model
                 // prices: a job no allocation of which can be priced can never run.
-                let Some((w_max, p_max)) = self.max_tasks(&job.model) else {
+                let Some((w_max, p_max)) = self.task_limits(job) else {
                     return Ok(());
                 };
                 let (min, asked) = (
@@ -199,18 +211,21 @@ pub trait PerfModel: Send + Sync {
                     .into_iter()
                     .filter_map(|(what, a)| a.map(|a| (what, a)))
                 {
-                    let (size, unit) = match job.arch {
-                        Architecture::AllReduce => {
-                            (u64::from(w) * u64::from(job.demand.gpus_per_worker), "GPUs")
-                        }
-                        Architecture::ParameterServer => (u64::from(w), "workers"),
-                    };
-                    if size > u64::from(w_max) || (p > p_max && p > 0) {
+                    if w > w_max || (p > p_max && p > 0) {
+                        let g = u64::from(job.demand.gpus_per_worker);
+                        let (size, most, unit) = match job.arch {
+                            Architecture::AllReduce => {
+                                (u64::from(w) * g, u64::from(w_max) * g, "GPUs")
+                            }
+                            Architecture::ParameterServer => {
+                                (u64::from(w), u64::from(w_max), "workers")
+                            }
+                        };
                         return Err(Error::UnsupportedConfiguration {
                             model: job.model.clone(),
                             reason: format!(
                                 "{context}: job {}: its {what} allocation ({size} {unit}, {p} PS) \
-                                 is beyond the measured range ({w_max} {unit}, {p_max} PS)",
+                                 is beyond the measured range ({most} {unit}, {p_max} PS)",
                                 job.id
                             ),
                         });

@@ -349,6 +349,15 @@ impl<'a> Simulator<'a> {
         check.check(ORIGIN)?;
         perf.check_snapshot(&check, ORIGIN)?;
         let mut jobs = check.jobs;
+        // A policy sizes a job within its ranges; ranges beyond what the model prices would let
+        // a policy pick an allocation no speed exists for, so they are clipped to it here, once.
+        // (The checks above keep each job's smallest allocation inside.)
+        for j in &mut jobs {
+            if let Some((w, p)) = perf.task_limits(j) {
+                j.workers.max = j.workers.max.min(w).max(j.workers.min);
+                j.ps.max = j.ps.max.min(p).max(j.ps.min);
+            }
+        }
         jobs.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.id.cmp(&b.id)));
         let state = jobs
             .iter()

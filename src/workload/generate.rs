@@ -426,3 +426,45 @@ pub fn scaling_instance(
         perf,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::FitTree;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The tree's first fit is the linear scan's, through random updates.
+    #[test]
+    fn fit_tree_finds_what_a_scan_finds() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for n in [1usize, 2, 3, 7, 64, 100] {
+            let mut room: Vec<[f64; 3]> = (0..n)
+                .map(|_| {
+                    [
+                        rng.random_range(0..4) as f64,
+                        rng.random_range(0.0..8.0),
+                        16.0,
+                    ]
+                })
+                .collect();
+            let mut tree = FitTree::new(&room);
+            for _ in 0..300 {
+                let need = [
+                    rng.random_range(0..3) as f64,
+                    rng.random_range(0.0..6.0),
+                    rng.random_range(0.0..20.0),
+                ];
+                let scan = room.iter().position(|r| (0..3).all(|c| r[c] >= need[c]));
+                assert_eq!(tree.first(need), scan, "{need:?}");
+                let i = rng.random_range(0..n);
+                room[i] = [
+                    rng.random_range(0..4) as f64,
+                    rng.random_range(0.0..8.0),
+                    16.0,
+                ];
+                tree.set(i, room[i]);
+                assert_eq!(tree.get(i), room[i]);
+            }
+        }
+    }
+}

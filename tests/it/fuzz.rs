@@ -287,13 +287,14 @@ fn trace_heads() -> Vec<(TraceFormat, String)> {
 }
 
 /// Runs `sim` under `policy` one event at a time; panics if it has not ended after `bound`
-/// events.
-fn run_bounded(sim: &mut Simulator<'_>, policy: &mut dyn Scheduler, bound: u64) {
+/// events. Returns the events it took.
+fn run_bounded(sim: &mut Simulator<'_>, policy: &mut dyn Scheduler, bound: u64) -> u64 {
     let mut steps = 0u64;
     while sim.step(policy).unwrap() {
         steps += 1;
         assert!(steps <= bound, "no end after {bound} events");
     }
+    steps
 }
 
 /// Events a run may take: every job arrives, starts, restarts and ends a bounded number of
@@ -308,7 +309,7 @@ fn event_bound(jobs: &[Job], alone_s: &[f64], round_s: f64) -> u64 {
 /// What the simulator targets saw: runs refused up front, runs made, and their jobs finished,
 /// left out as never runnable, and named in a stall.
 #[derive(Default)]
-struct Tally([AtomicU64; 5]);
+struct Tally([AtomicU64; 6]);
 
 impl Tally {
     fn refused(&self) {
@@ -318,14 +319,16 @@ impl Tally {
     fn print(&self, name: &str) {
         let v: Vec<u64> = self.0.iter().map(|x| x.load(Relaxed)).collect();
         eprintln!(
-            "fuzz {name}: {} refused up front, {} runs: {} jobs finished, {} left out, {} in a stall",
-            v[0], v[1], v[2], v[3], v[4]
+            "fuzz {name}: {} refused up front, {} runs of {} events: {} jobs finished, {} left out, \
+             {} in a stall",
+            v[0], v[1], v[5], v[2], v[3], v[4]
         );
     }
 }
 
-/// Checks the run's records: every job finished, or is reported left out or stalled.
-fn check_accounted(sim: &Simulator<'_>, jobs: &[Job], tally: &Tally) {
+/// Checks the run's records (it took `events`): every job finished, or is reported left out or
+/// stalled.
+fn check_accounted(sim: &Simulator<'_>, jobs: &[Job], events: u64, tally: &Tally) {
     let skipped: Vec<JobId> = sim.unplaceable().iter().map(|(j, _)| *j).collect();
     let stalled: Vec<JobId> = sim.stall().map(|s| s.waiting.clone()).unwrap_or_default();
     assert_eq!(
@@ -350,6 +353,7 @@ fn check_accounted(sim: &Simulator<'_>, jobs: &[Job], tally: &Tally) {
         (2, finished),
         (3, skipped.len()),
         (4, stalled.len()),
+        (5, events as usize),
     ] {
         tally.0[k].fetch_add(n as u64, Relaxed);
     }
@@ -399,8 +403,8 @@ fn fuzz_trace_csv() {
                 return;
             };
             let mut p = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
-            run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, 300.0));
-            check_accounted(&sim, &jobs, &tally);
+            let events = run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, 300.0));
+            check_accounted(&sim, &jobs, events, &tally);
         },
     );
     tally.print("trace_csv");
@@ -444,7 +448,7 @@ fn fuzz_params_json() {
     });
 }
 
-/// A random cluster: 1–5 servers of 1–8 GPUs in 1–2 sockets, random cores and memory, known
+/// A random cluster: 1–6 servers of 1–8 GPUs in 1–2 sockets, random cores and memory, known
 /// GPU types (and now and then an unknown one).
 fn cluster() -> impl Strategy<Value = Cluster> {
     prop::collection::vec(
@@ -455,10 +459,10 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                 19 => prop::sample::select(vec!["v100", "k80", "a100", "t4"]),
                 1 => Just("nosuch"),
             ],
-            1.0f64..64.0,
-            8.0f64..512.0,
+            2.0f64..96.0,
+            16.0f64..768.0,
         ),
-        1..=5,
+        1..=6,
     )
     .prop_map(|servers| Cluster {
         servers: servers
@@ -481,15 +485,17 @@ fn cluster() -> impl Strategy<Value = Cluster> {
 }
 
 /// Random jobs: known models with matching architecture, random demands, ranges, requests,
-/// arrivals within a day and work of minutes to hours alone.
-fn workload(perf: &CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
+/// arrivals within a day and work of minutes to hours alone. Nine jobs in ten start within the
+/// range their model prices (so most runs get past the up-front checks and exercise the rounds);
+/// the tenth may ask for anything.
+fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
     let models = perf.models();
     prop::collection::vec(
         (
-            prop::sample::select(models),
+            (prop::sample::select(models), prop::bool::weighted(0.9)),
             1u32..=2,
-            0.5f64..16.0,
-            1.0f64..128.0,
+            0.5f64..8.0,
+            1.0f64..64.0,
             1u32..=4,
             0u32..=4,
             0u32..=3,
@@ -498,11 +504,29 @@ fn workload(perf: &CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
         ),
         1..=12,
     )
-    .prop_map(|rows| {
+    .prop_map(move |rows| {
         rows.into_iter()
             .enumerate()
             .map(
-                |(i, ((model, arch), gpw, cpu, mem, wmin, wextra, ps, arrival, work))| {
+                |(i, (((model, arch), priced), gpw, cpu, mem, wmin, wextra, ps, arrival, work))| {
+                    let (gpw, wmin, ps, asked) = match perf.max_tasks(&model) {
+                        Some((w, p)) if priced => {
+                            let gpw = if arch == Architecture::AllReduce {
+                                gpw.min(w.max(1))
+                            } else {
+                                gpw
+                            };
+                            let w = if arch == Architecture::AllReduce {
+                                w / gpw
+                            } else {
+                                w
+                            };
+                            let wmin = wmin.min(w.max(1));
+                            let asked = (wmin + wextra / 2).min(w.max(wmin));
+                            (gpw, wmin, ps.min(p.saturating_sub(1)), asked)
+                        }
+                        _ => (gpw, wmin, ps, wmin + wextra / 2),
+                    };
                     let ps = match arch {
                         Architecture::AllReduce => TaskRange::new(0, 0),
                         Architecture::ParameterServer => TaskRange::new(1, 1 + ps),
@@ -527,7 +551,7 @@ fn workload(perf: &CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
                         local_batch: None,
                         current: None,
                         requested: Some(coda::Request {
-                            workers: wmin + wextra / 2,
+                            workers: asked,
                             ps: ps.min,
                         }),
                     }
@@ -547,17 +571,19 @@ fn fuzz_simulator_terminates_and_accounts_for_every_job() {
     let tally = Tally::default();
     fuzz(
         "simulator",
-        cases(60),
+        cases(400),
         (
             cluster(),
             workload(perf),
             prop::sample::select(names),
             any::<bool>(),
             prop::sample::select(vec![60.0, 300.0, 3600.0]),
+            prop::bool::weighted(0.8),
         ),
-        |(cluster, jobs, policy, skip, round_s)| {
+        |(cluster, jobs, policy, skip, round_s, skip_idle)| {
             let config = SimConfig {
                 objective: Objective::new(round_s, 30.0).unwrap(),
+                skip_idle_rounds: skip_idle,
                 unplaceable: if skip {
                     Unplaceable::Skip
                 } else {
@@ -601,8 +627,8 @@ fn fuzz_simulator_terminates_and_accounts_for_every_job() {
                 })
                 .collect();
             let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
-            run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, round_s));
-            check_accounted(&sim, &jobs, &tally);
+            let events = run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, round_s));
+            check_accounted(&sim, &jobs, events, &tally);
         },
     );
     tally.print("simulator");

@@ -451,3 +451,31 @@ fn outputs_that_cannot_be_written_fail_before_the_work_and_name_the_file() {
     assert!(!empty.path().join("solve_scaling.csv").exists());
     let _ = std::fs::remove_dir_all(dir.path());
 }
+
+/// A snapshot built in code is checked by every entry point as a file is: a policy handed
+/// duplicate ids or NaN work answers with an error naming the problem, not a panic or a schedule.
+#[test]
+fn entry_points_check_snapshots_built_in_code() {
+    let perf = coda::CalibratedPerf::shipped();
+    let good = coda::ClusterSnapshot::from_json_file(root().join("examples/instances/small.json"))
+        .unwrap();
+    let mut dup = good.clone();
+    let copy = dup.jobs[0].clone();
+    dup.jobs.push(copy);
+    dup.reindex();
+    let mut nan = good.clone();
+    nan.jobs[1].total_iterations = f64::NAN;
+    for name in coda::policies::POLICIES {
+        let mut p =
+            coda::policies::by_name(name, perf, &coda::policies::PolicyOptions::default()).unwrap();
+        let e = p.schedule(&dup).unwrap_err().to_string();
+        assert!(e.contains("duplicate job id"), "{name}: {e}");
+        let e = p.schedule(&nan).unwrap_err().to_string();
+        assert!(e.contains("jobs[1].total_iterations"), "{name}: {e}");
+    }
+    let e = coda::Objective::default()
+        .score(perf, &nan, &coda::Schedule::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("jobs[1].total_iterations"), "{e}");
+}
