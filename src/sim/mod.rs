@@ -15,6 +15,14 @@
 //! not scheduled is preempted and keeps its progress, and pays the same restart when it resumes.
 //! A job's first start is free: trace durations include it.
 //!
+//! Every run ends. Jobs the cluster can never run are refused before the first event, or left
+//! out and reported ([`SimConfig::unplaceable`]); job ranges are clipped to what the model
+//! prices; when the cluster is empty, nothing will arrive and a round places none of the
+//! waiting jobs, the run stops with a [`Stall`]. A round in which no job waits and the policy
+//! would keep every placement ([`crate::Scheduler::keeps_when_none_wait`]) is skipped to the
+//! next event that can change a decision, on the same tick grid
+//! ([`SimConfig::skip_idle_rounds`]), so idle time costs nothing.
+//!
 //! The simulator owns no policy and prints nothing. Whoever decides owns the loop: a caller
 //! steps it as an environment ([`Simulator::next_round`] → decide → [`Simulator::apply`], which
 //! reports a [`RoundOutcome`]), or hands a [`crate::Scheduler`] to [`Simulator::run`] /
