@@ -253,7 +253,7 @@ pub struct PerfParams {
     /// Pairwise co-location data.
     pub interference: InterferenceParams,
     /// What one task of each model reserves on its server (CPU cores, memory), from
-    /// measurements; see [`super::demand`].
+    /// measurements; see [`super::TaskDemandFit`].
     #[serde(default)]
     pub task_demands: BTreeMap<String, super::demand::TaskDemandFit>,
     /// Named estimates.
