@@ -48,12 +48,14 @@ impl PartialEq for JobIndex {
     }
 }
 
+/// A worker's demand as a cache key: GPUs, cores and memory (as bits), allowed GPU types.
+type WorkerKind = (u32, u64, u64, Vec<String>);
+
 /// What [`ClusterSnapshot::check`] learned about the cluster, per kind of task demand.
 #[derive(Default)]
 struct FitCache {
-    /// (GPUs, cores, memory per worker, allowed types) → (some server hosts one, most workers
-    /// the servers of one GPU type hold).
-    workers: HashMap<(u32, u64, u64, Vec<String>), (bool, u64)>,
+    /// Worker kind → (some server hosts one, most workers the servers of one GPU type hold).
+    workers: HashMap<WorkerKind, (bool, u64)>,
     /// (cores, memory per PS) → some server hosts one.
     ps: HashMap<(u64, u64), bool>,
     /// The cluster's cores and memory.

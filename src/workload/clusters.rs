@@ -312,23 +312,61 @@ pub fn reference_server(cluster: &Cluster) -> Server {
         .map(|s| s.num_gpus())
         .max()
         .unwrap_or(0);
-    let same = |a: &Server, b: &Server| {
-        a.gpu_type == b.gpu_type
-            && a.topology == b.topology
-            && a.cpu_cores.to_bits() == b.cpu_cores.to_bits()
-            && a.memory_gib.to_bits() == b.memory_gib.to_bits()
-    };
-    let big: Vec<&Server> = cluster
-        .servers
-        .iter()
-        .filter(|s| s.num_gpus() == most)
-        .collect();
-    big.iter()
-        .max_by_key(|s| {
-            (
-                big.iter().filter(|o| same(s, o)).count(),
-                std::cmp::Reverse(big.iter().position(|o| same(s, o))),
-            )
-        })
-        .map_or_else(trace::default_server, |s| (*s).clone())
+    // Servers alike in type, topology, cores and memory, counted in one pass (a cluster may have
+    // a million servers): count and first position of each kind.
+    type Kind<'a> = (&'a str, &'a [Vec<u32>], u64, u64);
+    let mut kinds: std::collections::HashMap<Kind<'_>, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (i, s) in cluster.servers.iter().enumerate() {
+        if s.num_gpus() == most {
+            let key = (
+                s.gpu_type.as_str(),
+                s.topology.as_slice(),
+                s.cpu_cores.to_bits(),
+                s.memory_gib.to_bits(),
+            );
+            kinds.entry(key).or_insert((0, i)).0 += 1;
+        }
+    }
+    kinds
+        .values()
+        .max_by_key(|&&(count, first)| (count, std::cmp::Reverse(first)))
+        .map(|&(_, first)| &cluster.servers[first])
+        .map_or_else(trace::default_server, Server::clone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(name: &str, ty: &str, gpus: u32, cores: f64) -> Server {
+        Server::uniform(name, ty, 1, 1, gpus, cores, 256.0, 25.0)
+    }
+
+    #[test]
+    fn reference_server_is_the_most_common_of_the_largest_first_on_ties() {
+        let cluster = |servers| Cluster { servers };
+        // The 8-GPU t4 servers outnumber the 8-GPU v100 one; the 4-GPU k80s, the most numerous,
+        // are not among the largest.
+        let c = cluster(vec![
+            server("a", "v100", 8, 40.0),
+            server("b", "k80", 4, 40.0),
+            server("c", "k80", 4, 40.0),
+            server("d", "k80", 4, 40.0),
+            server("e", "t4", 8, 40.0),
+            server("f", "t4", 8, 40.0),
+        ]);
+        assert_eq!(reference_server(&c).name, "e");
+        // Servers differing only in cores are different kinds; on a tie the first in cluster
+        // order wins.
+        let c = cluster(vec![
+            server("a", "v100", 8, 40.0),
+            server("b", "v100", 8, 48.0),
+            server("c", "v100", 8, 48.0),
+            server("d", "v100", 8, 40.0),
+        ]);
+        assert_eq!(reference_server(&c).name, "a");
+        let c = cluster(vec![server("z", "v100", 2, 8.0)]);
+        assert_eq!(reference_server(&c).name, "z");
+    }
 }
