@@ -45,7 +45,7 @@ done
 rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
   --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
-  --ilp-time-limit 2 --ilp-max-jobs 10
+  --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
 for t in philly itp-cluster06; do
   $coda sensitivity --trace "$t" --quiet --out "$out/sensitivity-$t"
 done

@@ -57,20 +57,20 @@ pub use model::{
 };
 pub use objective::{Objective, RoundPricing, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
-pub use scheduler::Scheduler;
+pub use scheduler::{RoundSolve, Scheduler};
 pub use util::{check_writable, write_atomic};
 pub use workload::{GenerateOptions, current_schedule, generate};
 
 /// Schedules one round with the shipped performance model, the default objective and the
-/// default solver settings (60 s limit, optimality). The snapshot is checked first, as an
-/// instance file is (an error names the field). Should the limit stop the solver before any
-/// schedule, the running jobs keep their placements; build an [`ExactScheduler`] yourself to
-/// read the solve's report ([`ExactScheduler::last_report`]).
+/// default solver settings (60 s limit, optimality): the integer program started from the best
+/// of keeping the running jobs and the heuristics' schedules, never returning less than that
+/// start, then back-filled ([`policies::Backfill`]). The snapshot is checked first, as an
+/// instance file is (an error names the field). Build an [`ExactScheduler`] yourself to read
+/// the solve's report ([`ExactScheduler::last_report`]).
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
-    ExactScheduler::new(
-        CalibratedPerf::shipped(),
-        Objective::default(),
-        SolveSettings::default(),
-    )
-    .schedule(snapshot)
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let exact = ExactScheduler::new(perf, objective, SolveSettings::default())
+        .with_start(Box::new(policies::BestHeuristic::new(perf, objective)));
+    policies::Backfill::new(Box::new(exact), perf, objective).schedule(snapshot)
 }

@@ -4,8 +4,37 @@
 //! A scheduler proposes; [`crate::Schedule::validate`] decides whether the proposal can run.
 //! Heuristics may change how good a schedule is, never whether it is feasible.
 
+use serde::Serialize;
+
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
+
+/// What an optimising scheduler records of one round's solve (see [`Scheduler::solves`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundSolve {
+    /// The round's time (the snapshot's), seconds.
+    pub time_s: f64,
+    /// Jobs in the program.
+    pub jobs: usize,
+    /// How the solve ended (`optimal`, `time_limit`, ...).
+    pub status: String,
+    /// Objective of the schedule returned.
+    pub objective: f64,
+    /// Objective of the best start.
+    pub start_objective: f64,
+    /// Whether the start was returned (the solver did not beat it).
+    pub returned_start: bool,
+    /// Best proven bound (NaN if none).
+    pub best_bound: f64,
+    /// Relative gap of the returned schedule to the bound.
+    pub gap: f64,
+    /// Seconds building the program, and in the solver.
+    pub build_s: f64,
+    /// Seconds in the solver.
+    pub solve_s: f64,
+    /// Branch-and-bound nodes, if known.
+    pub nodes: Option<u64>,
+}
 
 /// Snapshot in, schedule out.
 pub trait Scheduler {
@@ -27,5 +56,10 @@ pub trait Scheduler {
     /// limit stopped), for run summaries; none by default.
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Every solve so far, one per round, for optimising schedulers; empty for the others.
+    fn solves(&self) -> &[RoundSolve] {
+        &[]
     }
 }

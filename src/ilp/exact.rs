@@ -1,20 +1,27 @@
 //! The exact scheduler: the round program solved by HiGHS behind the [`Scheduler`] trait.
 
-use super::{SolveReport, SolveSettings, SolveStatus, solve};
+use super::{SolveReport, SolveSettings, SolveStatus, solve, solve_from};
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{RoundSolve, Scheduler};
 
-/// The contention-aware integer program solved by HiGHS, optionally warm-started.
+/// The contention-aware integer program solved by HiGHS, started from the best of keeping the
+/// running jobs where they are and a heuristic's schedule ([`ExactScheduler::with_start`]), and
+/// never returning less than that start.
 pub struct ExactScheduler<'a> {
     perf: &'a dyn PerfModel,
     objective: Objective,
     settings: SolveSettings,
+    /// A heuristic whose schedule is a candidate start every round.
+    start: Option<Box<dyn Scheduler + 'a>>,
     last: Option<SolveReport>,
-    /// Rounds solved, and rounds a limit stopped before any schedule.
-    rounds: (u64, u64),
+    /// Rounds solved; rounds a limit stopped before any schedule; rounds the solver's schedule
+    /// did not beat the start.
+    rounds: (u64, u64, u64),
+    /// One record per solved round.
+    log: Vec<RoundSolve>,
 }
 
 impl<'a> ExactScheduler<'a> {
@@ -24,9 +31,19 @@ impl<'a> ExactScheduler<'a> {
             perf,
             objective,
             settings,
+            start: None,
             last: None,
-            rounds: (0, 0),
+            rounds: (0, 0, 0),
+            log: Vec::new(),
         }
+    }
+
+    /// Also offers `heuristic`'s schedule of each round as a start (a MIP start, and the
+    /// fallback if the solver does no better). A heuristic that fails or returns an invalid
+    /// schedule is passed over for that round.
+    pub fn with_start(mut self, heuristic: Box<dyn Scheduler + 'a>) -> Self {
+        self.start = Some(heuristic);
+        self
     }
 
     /// The report of the last solve.
@@ -34,7 +51,7 @@ impl<'a> ExactScheduler<'a> {
         self.last.as_ref()
     }
 
-    /// Solves from a MIP start (for example a learned policy's schedule).
+    /// Solves from a MIP start (for example a learned policy's schedule), which must be valid.
     pub fn schedule_from(
         &mut self,
         snapshot: &ClusterSnapshot,
@@ -57,40 +74,72 @@ impl Scheduler for ExactScheduler<'_> {
         "ilp"
     }
 
-    /// The solver's schedule; when a limit stopped it before any schedule
-    /// ([`SolveStatus::NoSolution`]) — no decision — the running jobs keep their placements (a
-    /// valid schedule by the snapshot's own check), and [`Scheduler::notes`] counts the round.
+    /// The solver's schedule if it beats the start, else the start; [`Scheduler::notes`] counts
+    /// the rounds a limit stopped the solver before any schedule and those the start won.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
-        let s = solve(snapshot, self.perf, &self.objective, &self.settings, None)?;
-        self.rounds.0 += 1;
-        let schedule = if s.report.status == SolveStatus::NoSolution {
-            self.rounds.1 += 1;
-            Schedule {
-                assignments: snapshot
-                    .jobs
-                    .iter()
-                    .filter_map(|j| j.current.clone())
-                    .collect(),
-            }
-        } else {
-            s.schedule
+        let candidates: Vec<Schedule> = match self.start.as_mut() {
+            Some(h) => h.schedule(snapshot).into_iter().collect(),
+            None => Vec::new(),
         };
+        let s = solve_from(
+            snapshot,
+            self.perf,
+            &self.objective,
+            &self.settings,
+            None,
+            &candidates,
+        )?;
+        self.rounds.0 += 1;
+        if s.report.status == SolveStatus::NoSolution {
+            self.rounds.1 += 1;
+        } else if s.report.returned_start {
+            self.rounds.2 += 1;
+        }
+        let r = &s.report;
+        let status = serde_json::to_value(r.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        self.log.push(RoundSolve {
+            time_s: snapshot.time_s,
+            jobs: snapshot.jobs.len(),
+            status,
+            objective: r.objective,
+            start_objective: r.start_objective,
+            returned_start: r.returned_start,
+            best_bound: r.best_bound,
+            gap: r.gap,
+            build_s: r.build_time_s,
+            solve_s: r.wall_time_s,
+            nodes: r.nodes,
+        });
         self.last = Some(s.report);
-        Ok(schedule)
+        Ok(s.schedule)
+    }
+
+    fn solves(&self) -> &[RoundSolve] {
+        &self.log
     }
 
     fn notes(&self) -> Vec<String> {
-        let (all, none) = self.rounds;
-        if none == 0 {
-            return Vec::new();
+        let (all, none, start) = self.rounds;
+        let mut notes = Vec::new();
+        if none > 0 {
+            notes.push(format!(
+                "{none} of {all} round(s) stopped at the solver's limit (time {} s, nodes {}) \
+                 before any schedule; the start (the running jobs kept, or a heuristic's \
+                 schedule) was used",
+                self.settings.time_limit_s,
+                self.settings
+                    .node_limit
+                    .map_or("none".to_string(), |n| n.to_string())
+            ));
         }
-        vec![format!(
-            "{none} of {all} round(s) stopped at the solver's limit (time {} s, nodes {}) before \
-             any schedule; the running jobs kept their placements and no waiting job started",
-            self.settings.time_limit_s,
-            self.settings
-                .node_limit
-                .map_or("none".to_string(), |n| n.to_string())
-        )]
+        if start > 0 {
+            notes.push(format!(
+                "{start} of {all} round(s): the solver did not beat its start, which was used"
+            ));
+        }
+        notes
     }
 }

@@ -21,5 +21,5 @@ mod window;
 
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
-pub use solve::{SolveReport, SolveSettings, SolveStatus, Solved, export_mps, solve};
+pub use solve::{SolveReport, SolveSettings, SolveStatus, Solved, export_mps, solve, solve_from};
 pub use window::WindowedIlp;

@@ -122,8 +122,14 @@ pub struct SolveReport {
     pub nodes: Option<u64>,
     /// Model size.
     pub size: ModelSize,
-    /// Whether the solver accepted the MIP start.
+    /// Whether the solver was handed a MIP start.
     pub warm_started: bool,
+    /// Objective of the best start: the running jobs kept where they are, the caller's warm
+    /// start and any candidate schedules, whichever scores highest.
+    pub start_objective: f64,
+    /// Whether the schedule returned is that start, because the solver found none or none that
+    /// scores higher: a solve never returns less than its start.
+    pub returned_start: bool,
 }
 
 /// A solved round: the schedule (empty if infeasible) and the report.
@@ -135,13 +141,30 @@ pub struct Solved {
     pub report: SolveReport,
 }
 
-/// Builds and solves the round program for a snapshot, optionally from a MIP start.
+/// Builds and solves the round program for a snapshot, optionally from a MIP start (which must
+/// be a valid schedule the program can express: an error otherwise). The solve starts from the
+/// best of that start and the running jobs kept where they are, and returns the solver's
+/// schedule only if it scores higher than that start ([`SolveReport::returned_start`]).
 pub fn solve(
     snapshot: &ClusterSnapshot,
     perf: &dyn PerfModel,
     objective: &Objective,
     settings: &SolveSettings,
     warm_start: Option<&Schedule>,
+) -> Result<Solved> {
+    solve_from(snapshot, perf, objective, settings, warm_start, &[])
+}
+
+/// [`solve`], with `candidates` (for example heuristic schedules) also considered as the start:
+/// a candidate that is invalid, or that the program cannot express, is passed over (as a MIP
+/// start, or altogether), never an error.
+pub fn solve_from(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+    warm_start: Option<&Schedule>,
+    candidates: &[Schedule],
 ) -> Result<Solved> {
     settings.check()?;
     // A snapshot built in code gets the checks a JSON instance gets (finite work, unique ids,
@@ -159,9 +182,47 @@ pub fn solve(
     )?;
     let size = form.size();
     let (vars, obj, constraints, decoder) = form.into_parts();
-    let start = match warm_start {
-        Some(s) => Some(decoder.encode(&pricing, s)?),
+    // The caller's start must be usable; the others are tried. Keeping every running job where
+    // it is is always valid (the snapshot's check), so there is always a start to fall back on.
+    let user = match warm_start {
+        Some(s) => Some((s.clone(), decoder.encode(&pricing, s)?)),
         None => None,
+    };
+    let keep = Schedule {
+        assignments: snapshot
+            .jobs
+            .iter()
+            .filter_map(|j| j.current.clone())
+            .collect(),
+    };
+    // (schedule, its score, its encoding if the program can express it)
+    let mut best: Option<(Schedule, f64, Option<Vec<f64>>)> = None;
+    // Everyone waiting is valid too, should a running job's current allocation not be priced.
+    let others = [keep, Schedule::default()]
+        .into_iter()
+        .chain(candidates.iter().cloned());
+    let tried = user
+        .map(|(s, x)| (s, Some(x)))
+        .into_iter()
+        .chain(others.map(|s| (s, None)));
+    for (s, encoded) in tried {
+        if !s.validate(snapshot).is_empty() {
+            continue;
+        }
+        let Ok(score) = pricing.score(&s) else {
+            continue;
+        };
+        if best.as_ref().is_some_and(|b| b.1 >= score.total) {
+            continue;
+        }
+        let encoded = encoded.or_else(|| decoder.encode(&pricing, &s).ok());
+        best = Some((s, score.total, encoded));
+    }
+    let Some((start_schedule, start_objective, start)) = best else {
+        return Err(Error::Solver {
+            solver: "start".into(),
+            reason: "not even the schedule in which every job waits can be priced".into(),
+        });
     };
     let run = if size.variables == 0 {
         // No job has an option (or there is no job): waiting is the only, optimal, schedule.
@@ -182,11 +243,13 @@ pub fn solve(
         run.status,
         SolveStatus::Infeasible | SolveStatus::NoSolution
     ) {
+        // Nothing from the solver: the start is the answer, and the report says so.
+        let score = pricing.score(&start_schedule)?;
         let report = SolveReport {
             status: run.status,
-            objective: f64::NAN,
-            objective_check: f64::NAN,
-            perf_model_utility: f64::NAN,
+            objective: start_objective,
+            objective_check: start_objective,
+            perf_model_utility: pricing.perf_model_utility(&start_schedule, &score)?,
             best_bound: f64::NAN,
             gap: f64::NAN,
             build_time_s: run.build_time_s,
@@ -194,9 +257,11 @@ pub fn solve(
             nodes: run.nodes,
             size,
             warm_started: start.is_some(),
+            start_objective,
+            returned_start: true,
         };
         return Ok(Solved {
-            schedule: Schedule::default(),
+            schedule: start_schedule,
             report,
         });
     }
@@ -209,15 +274,25 @@ pub fn solve(
         ..
     } = run;
     let value = |v: good_lp::Variable| values[decoder.index(v)];
-    let schedule = decoder.decode(snapshot, &value);
-    let objective_value = run.objective + decoder.objective_constant();
+    let solved = decoder.decode(snapshot, &value);
+    let solved_value = run.objective + decoder.objective_constant();
+    let solved_score = pricing.score(&solved)?;
+    // The solver's schedule only if it beats the start (by more than the solver's own
+    // tolerance): a time-limited incumbent can be worse than keeping the cluster as it is, and
+    // one no better is the start itself or a needless change.
+    let returned_start = solved_score.total <= start_objective + PROVEN_GAP;
+    let (schedule, objective_value, score) = if returned_start {
+        let score = pricing.score(&start_schedule)?;
+        (start_schedule, start_objective, score)
+    } else {
+        (solved, solved_value, solved_score)
+    };
     let bound = run
         .bound
         .map(|b| b + decoder.objective_constant())
         .unwrap_or(objective_value);
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
     let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
-    let score = pricing.score(&schedule)?;
     let check = score.total;
     let perf_model_utility = pricing.perf_model_utility(&schedule, &score)?;
     let abs_gap = (bound - objective_value).max(0.0);
@@ -244,6 +319,8 @@ pub fn solve(
         nodes,
         size,
         warm_started: start.is_some(),
+        start_objective,
+        returned_start,
     };
     Ok(Solved { schedule, report })
 }

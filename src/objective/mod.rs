@@ -12,7 +12,11 @@
 //! * `base_j = min(s·T, R) / R`: the fraction of its remaining work `R` the job would finish in a
 //!   round of `T` seconds at its isolated speed `s` (from the [`PerfModel`]). Dividing by what is
 //!   left favours jobs close to completion; the cap stops a nearly done job from being paid for
-//!   resources it cannot use.
+//!   resources it cannot use. Plus the **in-service credit** `κ · min(s·T, R) / (s·T)`
+//!   ([`Objective::in_service_credit`]): a round in service is worth `κ` to any job, long or
+//!   short, as a waiting round costs any job a round of completion time. Every term below is a
+//!   difference of this value against the same uncontended speed, so contention and restarts
+//!   cost credit in proportion (`formulations/README.md` derives it).
 //! * PS locality: `L_j` = worker–PS pairs on the same server; `slope_j` interpolates linearly
 //!   between the PerfModel's speed with no PS local (f = 0) and all local (f = 1).
 //! * Co-location: `Pcol_j = Σ_servers Σ_co-runners (slowdown − 1)` from the PerfModel's pair
@@ -148,13 +152,24 @@ pub struct Objective {
     /// ESTIMATE. Seconds a job loses when it is moved, resized or stopped: checkpoint, restore and
     /// warm-up. No measurement in `datasets/`; one minute.
     pub restart_s: f64,
+    /// Weight `κ` of the in-service credit: what a round in service is worth to any job, in the
+    /// units of `base` (a whole round's work of a job that would finish in it). A waiting job of
+    /// any length loses the round; a running one loses the share of it that contention costs
+    /// (see the module docs). A design weight, not a measurement; 0 gives the pure
+    /// fraction-of-remaining-work objective.
+    #[serde(default)]
+    pub in_service_credit: f64,
 }
+
+/// The default in-service credit `κ` (see [`Objective::in_service_credit`]).
+pub const DEFAULT_IN_SERVICE_CREDIT: f64 = 0.0;
 
 impl Default for Objective {
     fn default() -> Self {
         Objective {
             round_s: 300.0,
             restart_s: 60.0,
+            in_service_credit: DEFAULT_IN_SERVICE_CREDIT,
         }
     }
 }
@@ -178,13 +193,42 @@ impl Objective {
                 "must be in [0, round_s]",
             ));
         }
-        Ok(Objective { round_s, restart_s })
+        Ok(Objective {
+            round_s,
+            restart_s,
+            in_service_credit: DEFAULT_IN_SERVICE_CREDIT,
+        })
     }
 
-    /// Fraction of its remaining work `job` finishes in one round at speed `s`.
-    pub(crate) fn progress(&self, job: &Job, s: &Speed) -> f64 {
+    /// The same objective with in-service credit `credit` (finite, >= 0).
+    pub fn with_in_service_credit(self, credit: f64) -> Result<Self> {
+        if !(credit.is_finite() && credit >= 0.0) {
+            return Err(Error::setting(
+                "objective",
+                "in_service_credit",
+                credit,
+                "must be finite and >= 0",
+            ));
+        }
+        Ok(Objective {
+            in_service_credit: credit,
+            ..self
+        })
+    }
+
+    /// What a round at speed `s` is worth to `job` whose speed without contention in the same
+    /// placement is `alone`: its progress fraction plus `κ` × the share of the round it is in
+    /// service at full pace (`min(s·T, R) / (alone·T)`: 1 for a job running alone the whole
+    /// round, less for one slowed or finishing early).
+    pub(crate) fn value(&self, job: &Job, s: &Speed, alone: &Speed) -> f64 {
         let left = job.remaining_iterations();
-        (s.iterations_per_s * self.round_s).min(left) / left
+        let done = (s.iterations_per_s * self.round_s).min(left);
+        let service = if self.in_service_credit > 0.0 && alone.iterations_per_s > 0.0 {
+            self.in_service_credit * done / (alone.iterations_per_s * self.round_s)
+        } else {
+            0.0
+        };
+        done / left + service
     }
 
     fn shape(
@@ -227,12 +271,14 @@ impl Objective {
         let f_mode = if all_local { 1.0 } else { 0.0 };
         let shape = Self::shape(job, workers, ps, mode, f_mode)?;
         let s = perf.speed(&q, gpu_type, &shape).ok()?;
+        // Every term of the option is a difference of values measured against the same
+        // uncontended pace (the shape priced here), so contention costs credit too.
         let at = |sh: &PlacementShape| {
             perf.speed(&q, gpu_type, sh)
                 .ok()
-                .map(|s| self.progress(job, &s))
+                .map(|x| self.value(job, &x, &s))
         };
-        let here = self.progress(job, &s);
+        let here = self.value(job, &s, &s);
         let (base, slope) = if job.arch == Architecture::ParameterServer {
             // One end of the interpolation is the shape priced above.
             let (b0, b1) = if all_local {

@@ -123,6 +123,16 @@ impl<'a> RoundPricing<'a> {
         })
     }
 
+    /// The objective's own priority of job `j`: the most any of its options is worth alone (its
+    /// isolated progress fraction, before contention and restart terms); 0 if it has none.
+    /// Jobs nearest to finishing come first, as in shortest-remaining-time-first.
+    pub fn alone_value(&self, j: usize) -> f64 {
+        self.options(j)
+            .iter()
+            .map(|o| o.terms.base)
+            .fold(0.0, f64::max)
+    }
+
     /// The GPU types job `j` has an option on, sorted.
     pub fn usable_types(&self, j: usize) -> Vec<&str> {
         let mut t: Vec<&str> = self
@@ -298,13 +308,21 @@ impl<'a> RoundPricing<'a> {
     /// [`Objective::perf_model_utility`]).
     pub fn perf_model_utility(&self, schedule: &Schedule, score: &Score) -> Result<f64> {
         let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
-        let progress: f64 = crate::perf::speeds(self.perf, self.snapshot, schedule)?
+        let mut progress = 0.0;
+        for ((id, s), a) in crate::perf::speeds(self.perf, self.snapshot, schedule)?
             .iter()
-            .map(|(id, s)| {
-                self.objective
-                    .progress(self.snapshot.job(*id).expect("speeds of known jobs"), s)
-            })
-            .sum();
+            .zip(&schedule.assignments)
+        {
+            let job = self.snapshot.job(*id).expect("speeds of known jobs");
+            let alone = crate::perf::speed_alone(
+                self.perf,
+                &self.snapshot.cluster,
+                self.topology.slots(),
+                job,
+                a,
+            )?;
+            progress += self.objective.value(job, s, &alone);
+        }
         Ok(progress - restart)
     }
 }

@@ -13,7 +13,7 @@
 //! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested size, smallest GPU-time first | balanced: k least-loaded servers, k chosen by the in-context price | no |
 //! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
-//! | `ilp` | coda's program | exact, on the running jobs + earliest waiting ones (`--ilp-max-jobs`), re-solved when the job set changes | exact | yes |
+//! | `ilp` | coda's program | exact, re-solved every round on the running jobs + the waiting ones the objective values most (`--ilp-max-jobs`, a quarter of it kept for waiting jobs), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
 //!
 //! Differences from the papers, said once here:
 //! * Sizes are decided against cluster-wide totals (GPUs, cores, memory), and a size the packer
@@ -42,6 +42,7 @@
 //!   measured configuration.
 
 mod baselines;
+mod expert;
 mod packer;
 mod sizing;
 
@@ -51,6 +52,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub use baselines::POLLUX_RESTART_PENALTY;
+pub use expert::{Backfill, BestHeuristic};
 pub use packer::{Packer, Placement};
 
 use baselines::*;
@@ -61,7 +63,7 @@ use crate::ilp::{ExactScheduler, SolveSettings, WindowedIlp};
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{RoundSolve, Scheduler};
 
 /// Every baseline's name, in the order reports list them.
 pub const POLICIES: [&str; 9] = [
@@ -84,8 +86,9 @@ pub struct PolicyOptions {
     pub objective: Objective,
     /// Solver settings of the `ilp` policy (set a time or node limit for simulations).
     pub ilp: SolveSettings,
-    /// The `ilp` policy decides for the running jobs plus the earliest waiting ones up to this
-    /// many jobs; later arrivals wait (the program grows with jobs × servers).
+    /// The `ilp` policy's program holds the running jobs plus the waiting ones the objective
+    /// values most, up to this many jobs (a quarter kept for waiting jobs); the others wait
+    /// unless the back-fill places them (the program grows with jobs × servers).
     pub ilp_max_jobs: usize,
 }
 
@@ -162,9 +165,17 @@ pub fn by_name<'a>(
                     "must be >= 1",
                 ));
             }
-            Box::new(WindowedIlp::new(
-                ExactScheduler::new(perf, opts.objective, opts.ilp.clone()),
-                opts.ilp_max_jobs,
+            let exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
+                .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
+            Box::new(Backfill::new(
+                Box::new(WindowedIlp::new(
+                    exact,
+                    perf,
+                    opts.objective,
+                    opts.ilp_max_jobs,
+                )),
+                perf,
+                opts.objective,
             ))
         }
         other => {
@@ -199,5 +210,9 @@ impl Scheduler for Checked<'_> {
 
     fn notes(&self) -> Vec<String> {
         self.0.notes()
+    }
+
+    fn solves(&self) -> &[RoundSolve] {
+        self.0.solves()
     }
 }

@@ -42,6 +42,7 @@ struct ServerState {
 }
 
 /// The free resources of a cluster while a schedule is being built.
+#[derive(Clone)]
 pub struct Packer<'a> {
     perf: &'a dyn PerfModel,
     snapshot: &'a ClusterSnapshot,
@@ -100,6 +101,11 @@ impl<'a> Packer<'a> {
     /// Free GPUs in the whole cluster.
     pub fn free_gpus(&self) -> u64 {
         self.free_total
+    }
+
+    /// The assignments placed so far.
+    pub fn assignments(&self) -> &[Assignment] {
+        &self.assignments
     }
 
     /// The schedule built so far.

@@ -81,11 +81,20 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
 }
 
 fn exact(s: &ClusterSnapshot) -> coda::Solved {
+    exact_for(s, &Objective::default())
+}
+
+fn exact_for(s: &ClusterSnapshot, objective: &Objective) -> coda::Solved {
     let settings = SolveSettings {
         time_limit_s: 120.0,
         ..Default::default()
     };
-    ilp::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
+    ilp::solve(s, perf(), objective, &settings, None).unwrap()
+}
+
+/// The objective with in-service credit `credit` (0: the default).
+fn with_credit(credit: f64) -> Objective {
+    Objective::default().with_in_service_credit(credit).unwrap()
 }
 
 proptest! {
@@ -93,11 +102,12 @@ proptest! {
 
     /// The integer program's optimum equals the best of every valid schedule, enumerated.
     #[test]
-    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>()) {
+    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5])) {
         let s = tiny(servers, per_switch, switches, jobs, seed);
-        let (best, _, scored) = brute_force(&s, perf(), &Objective::default(), BruteForceLimits::default()).unwrap();
+        let obj = with_credit(credit);
+        let (best, _, scored) = brute_force(&s, perf(), &obj, BruteForceLimits::default()).unwrap();
         prop_assert!(scored >= 1);
-        let got = exact(&s);
+        let got = exact_for(&s, &obj);
         prop_assert_eq!(got.report.status, SolveStatus::Optimal);
         // HiGHS proves optimality to an absolute gap of 1e-6 (SolveSettings::mip_abs_gap).
         prop_assert!((got.report.objective - best).abs() <= 1e-6 + 1e-9, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
@@ -105,12 +115,13 @@ proptest! {
 
     /// The decoded schedule is valid and its objective is the one the solver reports.
     #[test]
-    fn decoded_schedule_scores_the_reported_objective(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000) {
+    fn decoded_schedule_scores_the_reported_objective(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000, credit in prop::sample::select(vec![0.0, 0.5])) {
         let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
-        let got = exact(&s);
+        let obj = with_credit(credit);
+        let got = exact_for(&s, &obj);
         prop_assert_eq!(got.report.status, SolveStatus::Optimal);
         prop_assert!(got.schedule.validate(&s).is_empty());
-        let score = Objective::default().score(perf(), &s, &got.schedule).unwrap().total;
+        let score = obj.score(perf(), &s, &got.schedule).unwrap().total;
         // The reported value is HiGHS' incumbent objective, exact to its tolerances; the same
         // 1e-6 absolute allowance as the brute-force test (a case at exactly 1e-6 was found).
         prop_assert!((score - got.report.objective).abs() <= 1e-6 + 1e-9, "decoded {score} vs reported {}", got.report.objective);
@@ -118,10 +129,10 @@ proptest! {
 
     /// No valid schedule scores above the optimum (random schedules and keep-everyone-in-place).
     #[test]
-    fn ilp_bounds_every_other_schedule(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000) {
+    fn ilp_bounds_every_other_schedule(servers in 1usize..4, jobs in 1usize..7, seed in 0u64..10_000, credit in prop::sample::select(vec![0.0, 0.5])) {
         let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
-        let opt = exact(&s).report.objective;
-        let obj = Objective::default();
+        let obj = with_credit(credit);
+        let opt = exact_for(&s, &obj).report.objective;
         let mut others = vec![coda::current_schedule(&s), Schedule::default()];
         others.extend((0..8).map(|k| random_valid_schedule(&s, seed ^ k)));
         for other in others {
@@ -314,11 +325,21 @@ fn mps_export_declares_every_column_and_row() {
 }
 
 #[test]
-fn a_limit_hit_before_any_schedule_is_no_solution_not_infeasible() {
+fn a_limit_hit_before_any_work_returns_the_start_and_says_so() {
     let s = generated(2, 4);
     let got = solve_with_node_limit(&s, 0);
-    assert_eq!(got.report.status, SolveStatus::NoSolution);
-    assert!(got.schedule.assignments.is_empty());
+    // Never infeasible, never an empty "decision": the start (the running jobs kept where they
+    // are) is returned, reported as such, with no bound.
+    assert_ne!(got.report.status, SolveStatus::Infeasible);
+    assert!(got.report.returned_start);
+    assert!(!got.report.best_bound.is_finite());
+    let keep: Vec<_> = s.jobs.iter().filter_map(|j| j.current.clone()).collect();
+    assert_eq!(got.schedule.assignments, keep);
+    let score = Objective::default()
+        .score(perf(), &s, &got.schedule)
+        .unwrap()
+        .total;
+    assert!((score - got.report.start_objective).abs() < 1e-9);
 }
 
 #[test]
@@ -356,4 +377,36 @@ fn solve_with_node_limit(s: &ClusterSnapshot, nodes: u64) -> coda::Solved {
         ..Default::default()
     };
     ilp::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
+}
+
+#[test]
+fn in_service_credit_is_worth_one_round_to_a_job_alone() {
+    // One waiting job on an empty server: its schedule's value grows by exactly κ (a whole
+    // round in service at full pace) when it cannot finish within the round.
+    let mut s = generate(
+        &GenerateOptions {
+            servers: 1,
+            jobs: 1,
+            seed: 3,
+            running_fraction: 0.0,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    s.jobs[0].total_iterations = 1e9;
+    let plain = exact(&s);
+    assert!(!plain.schedule.assignments.is_empty());
+    let base = Objective::default()
+        .score(perf(), &s, &plain.schedule)
+        .unwrap()
+        .total;
+    let credited = with_credit(0.5)
+        .score(perf(), &s, &plain.schedule)
+        .unwrap()
+        .total;
+    assert!(
+        (credited - base - 0.5).abs() < 1e-12,
+        "{base} -> {credited}"
+    );
 }

@@ -180,7 +180,8 @@ fn limits_that_would_never_end_a_run_are_refused_with_the_argument_named() {
         2,
         &[":2: field `duration`", "at most"],
     );
-    // A solver stopped before any schedule, every round: said plainly, and the run ends.
+    // A solver stopped before it can improve on anything, every round: said plainly, the
+    // start (here the heuristics' schedule) is used, and every job finishes.
     let o = expect(
         &[
             "simulate",
@@ -196,9 +197,18 @@ fn limits_that_would_never_end_a_run_are_refused_with_the_argument_named() {
             &out,
         ],
         0,
-        &["before any schedule", "the policy placed none of them"],
+        &["round(s): the solver did not beat its start, which was used"],
     );
-    assert!(o.contains("stalled"), "{o}");
+    assert!(!o.contains("stalled"), "{o}");
+    // The `unfinished` column of the `ilp` row (the second to last).
+    let row: Vec<&str> = o
+        .lines()
+        .find(|l| l.starts_with("| ilp |"))
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(row[row.len() - 3], "0", "every job finishes: {o}");
 }
 
 #[test]
@@ -243,8 +253,8 @@ fn solver_limits_and_statuses_mean_what_they_say() {
         &["solve", "--instance", &inst, "--node-limit", "0"],
         1,
         &[
-            "status      NoSolution",
-            "no schedule was found within the limits",
+            "(returned: the solver did not beat it)",
+            "no schedule was found within the limits beyond its start",
         ],
     );
     expect(

@@ -116,7 +116,7 @@ pub fn workers(s: &str) -> Result<u32, String> {
 
 /// The objective of `--round-s` and `--restart-s`, each already in range: a restart costs at
 /// most one round (the simulator charges and the `ilp` policy prices the same two numbers).
-pub fn objective(round_s: f64, restart_s: f64) -> coda::Result<coda::Objective> {
+pub fn objective(round_s: f64, restart_s: f64, credit: f64) -> coda::Result<coda::Objective> {
     if restart_s > round_s {
         return Err(coda::Error::setting(
             "command line",
@@ -125,7 +125,7 @@ pub fn objective(round_s: f64, restart_s: f64) -> coda::Result<coda::Objective> 
             format!("must be at most --round-s {round_s}: a restart costs at most one round"),
         ));
     }
-    coda::Objective::new(round_s, restart_s)
+    coda::Objective::new(round_s, restart_s)?.with_in_service_credit(credit)
 }
 
 #[cfg(test)]

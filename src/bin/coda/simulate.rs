@@ -45,6 +45,10 @@ pub struct SimArgs {
     /// most one round).
     #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
     pub restart_s: f64,
+    /// In-service credit κ of the objective the `ilp` policy maximises (what a round in
+    /// service is worth to any job; 0: the pure fraction-of-remaining-work objective).
+    #[arg(long, default_value_t = coda::objective::DEFAULT_IN_SERVICE_CREDIT, value_parser = range::non_negative)]
+    pub in_service_credit: f64,
     /// Stop at this simulated time (jobs left are reported unfinished).
     #[arg(long, value_parser = range::positive)]
     pub horizon_s: Option<f64>,
@@ -67,7 +71,8 @@ pub struct SimArgs {
     /// limit of 0 stops every round before any schedule).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub ilp_node_limit: Option<u64>,
-    /// `ilp` policy: jobs per round (running ones plus the earliest waiting).
+    /// `ilp` policy: jobs in each round's program (running ones plus the waiting ones the
+    /// objective values most, a quarter kept for waiting ones; back-fill may start others).
     #[arg(long, default_value_t = 12, value_parser = range::at_least_one)]
     pub ilp_max_jobs: usize,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
@@ -146,7 +151,7 @@ impl SimArgs {
     /// The round length and restart cost, checked once; the simulator charges and the `ilp`
     /// policy prices the same ones.
     fn objective(&self) -> coda::Result<Objective> {
-        range::objective(self.round_s, self.restart_s)
+        range::objective(self.round_s, self.restart_s, self.in_service_credit)
     }
 
     fn config(&self, contention_allowance: f64) -> coda::Result<SimConfig> {
@@ -213,6 +218,8 @@ pub struct Run {
     pub summary: RunSummary,
     pub records: Vec<JobRecord>,
     pub utilization: Vec<(f64, u64)>,
+    /// The optimising policy's solve of every round (empty for heuristics).
+    pub solves: Vec<coda::RoundSolve>,
 }
 
 fn bar_style() -> ProgressStyle {
@@ -270,7 +277,32 @@ pub fn run_one(
         },
         records: simulator.records().to_vec(),
         utilization: simulator.utilization().to_vec(),
+        solves: scheduler.solves().to_vec(),
     })
+}
+
+/// One row per round the policy solved: status, objectives, bound, gap, times, nodes.
+fn solves_csv(solves: &[coda::RoundSolve]) -> String {
+    let mut out = String::from(
+        "time_s,jobs,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes\n",
+    );
+    for r in solves {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.time_s,
+            r.jobs,
+            r.status,
+            r.objective,
+            r.start_objective,
+            r.returned_start,
+            r.best_bound,
+            r.gap,
+            r.build_s,
+            r.solve_s,
+            r.nodes.map_or(String::new(), |n| n.to_string())
+        ));
+    }
+    out
 }
 
 fn write_run(dir: &Path, run: &Run, title: &str) -> coda::Result<()> {
@@ -281,6 +313,9 @@ fn write_run(dir: &Path, run: &Run, title: &str) -> coda::Result<()> {
     let json = serde_json::to_string_pretty(&run.summary).expect("serialize");
     write_atomic(&dir.join("metrics.json"), json.as_bytes())?;
     write_atomic(&dir.join("jobs.csv"), jobs_csv(&run.records).as_bytes())?;
+    if !run.solves.is_empty() {
+        write_atomic(&dir.join("solves.csv"), solves_csv(&run.solves).as_bytes())?;
+    }
     write_atomic(
         &dir.join("utilization.csv"),
         utilization_csv(&run.utilization, run.summary.gpus).as_bytes(),

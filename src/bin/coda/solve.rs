@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::{ClusterSnapshot, PerfModel, Schedule};
+use coda::{ClusterSnapshot, PerfModel, Schedule, Scheduler};
 
 use crate::{perf_model, range};
 
@@ -40,6 +40,9 @@ pub struct Args {
     /// Restart cost of the objective, seconds (at most `--round-s`).
     #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
     pub restart_s: f64,
+    /// In-service credit κ of the objective (what a round in service is worth to any job).
+    #[arg(long, default_value_t = coda::objective::DEFAULT_IN_SERVICE_CREDIT, value_parser = range::non_negative)]
+    pub in_service_credit: f64,
     /// Write the model as MPS here.
     #[arg(long)]
     pub export_mps: Option<PathBuf>,
@@ -70,6 +73,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         no_symmetry_breaking,
         round_s,
         restart_s,
+        in_service_credit,
         export_mps,
         export_only,
         out,
@@ -78,7 +82,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     } = args;
     let perf = perf_model(params)?;
     let snap = ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
-    let objective = range::objective(round_s, restart_s)?;
+    let objective = range::objective(round_s, restart_s, in_service_credit)?;
     // A bad --out fails now, not after a long solve.
     if let Some(p) = &out {
         coda::check_writable(p)?;
@@ -115,13 +119,28 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         symmetry_breaking: !no_symmetry_breaking,
         verbose,
     };
-    let solved = coda::ilp::solve(&snap, &perf, &objective, &settings, start.as_ref())?;
+    // The solve starts from the best of the warm start, the running jobs kept, and the
+    // heuristics' schedules, and never returns less.
+    let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
+    let solved = coda::ilp::solve_from(
+        &snap,
+        &perf,
+        &objective,
+        &settings,
+        start.as_ref(),
+        &[heuristic],
+    )?;
     let r = &solved.report;
-    let decided = !matches!(
+    // A solve that neither improved on its start nor bounded the round (a limit hit before
+    // any work: `--node-limit 0`) decided nothing.
+    let solver_stopped_empty = matches!(
         r.status,
         coda::SolveStatus::NoSolution | coda::SolveStatus::Infeasible
     );
-    // Only a decided schedule is written: an empty file would read as "everyone waits".
+    let learned_nothing = r.returned_start && !r.best_bound.is_finite();
+    let decided = !solver_stopped_empty && !learned_nothing;
+    // Only the solver's decision is written; when it made none, the start it fell back on is
+    // reported, not passed off as a solve.
     let out = out.filter(|_| decided);
     if let Some(p) = &out {
         solved.schedule.to_json_file(p)?;
@@ -150,6 +169,15 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             r.size.constraints,
             r.build_time_s
         );
+        out!(
+            "start       {:.6}{}",
+            r.start_objective,
+            if r.returned_start {
+                " (returned: the solver did not beat it)"
+            } else {
+                ""
+            }
+        );
         let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
         let warm = if r.warm_started { ", warm-started" } else { "" };
         out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
@@ -165,8 +193,9 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     // No schedule was decided: say so with the exit status, not only in the report.
     if !decided {
         eprintln!(
-            "error: the solver stopped with status {:?}: no schedule was found within the limits",
-            r.status
+            "error: the solver stopped with status {:?}: no schedule was found within the limits \
+             beyond its start (objective {:.6}), and no bound",
+            r.status, r.start_objective
         );
         return Ok(ExitCode::from(1));
     }

@@ -1,0 +1,182 @@
+//! What makes the exact scheduler the best expert coda has: a heuristic start it must beat
+//! ([`BestHeuristic`]) and a back-fill pass that gives GPUs the program left idle to waiting
+//! jobs when that scores higher ([`Backfill`]). Both price schedules with the same
+//! [`RoundPricing`] the program maximises, so neither can lower the round's objective.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::Placement;
+use super::baselines::{Optimus, Pollux, SjfBco, Srtf};
+use super::packer::Packer;
+use super::sizing::Base;
+use crate::error::Result;
+use crate::model::{ClusterSnapshot, Schedule};
+use crate::objective::{Objective, RoundPricing};
+use crate::perf::PerfModel;
+use crate::scheduler::{RoundSolve, Scheduler};
+
+/// The highest-scoring schedule (under the objective) among stateless heuristics: `srtf`,
+/// `sjf-bco`, `optimus` and `pollux`. An exact solve is started from it.
+pub struct BestHeuristic<'a> {
+    perf: &'a dyn PerfModel,
+    objective: Objective,
+    candidates: Vec<Box<dyn Scheduler + 'a>>,
+}
+
+impl<'a> BestHeuristic<'a> {
+    /// The four heuristics, scored by `objective`.
+    pub fn new(perf: &'a dyn PerfModel, objective: Objective) -> Self {
+        let mut pollux = Base::new(perf);
+        pollux.one_distributed_per_server = true;
+        BestHeuristic {
+            perf,
+            objective,
+            candidates: vec![
+                Box::new(Srtf(Base::new(perf))),
+                Box::new(SjfBco(Base::new(perf))),
+                Box::new(Optimus(Base::new(perf))),
+                Box::new(Pollux(pollux)),
+            ],
+        }
+    }
+}
+
+impl Scheduler for BestHeuristic<'_> {
+    fn name(&self) -> &str {
+        "best-heuristic"
+    }
+
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        let pricing = RoundPricing::new(self.perf, snap, self.objective);
+        let mut best: Option<(f64, Schedule)> = None;
+        for h in &mut self.candidates {
+            let s = h.schedule(snap)?;
+            if !s.validate(snap).is_empty() {
+                continue;
+            }
+            let Ok(score) = pricing.score(&s) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|b| score.total > b.0) {
+                best = Some((score.total, s));
+            }
+        }
+        Ok(best.map(|b| b.1).unwrap_or_default())
+    }
+}
+
+/// Work conservation after any scheduler: the waiting jobs it left out, highest
+/// [`RoundPricing::alone_value`] first, are placed on what is free (consolidated, at the
+/// requested size and then smaller down to the minimum) wherever that raises the round's
+/// objective. The inner schedule's assignments are never moved.
+pub struct Backfill<'a> {
+    inner: Box<dyn Scheduler + 'a>,
+    perf: &'a dyn PerfModel,
+    objective: Objective,
+    /// Jobs back-filled over the run.
+    added: u64,
+}
+
+impl<'a> Backfill<'a> {
+    /// Back-fills after `inner`, pricing with `perf` and `objective`.
+    pub fn new(
+        inner: Box<dyn Scheduler + 'a>,
+        perf: &'a dyn PerfModel,
+        objective: Objective,
+    ) -> Self {
+        Backfill {
+            inner,
+            perf,
+            objective,
+            added: 0,
+        }
+    }
+}
+
+/// Below this a back-fill is not worth a change (the program's own optimality tolerance).
+const GAIN_EPS: f64 = 1e-9;
+
+impl Scheduler for Backfill<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        let schedule = self.inner.schedule(snap)?;
+        let pricing = RoundPricing::new(self.perf, snap, self.objective);
+        let mut best = pricing.score(&schedule)?.total;
+        let mut packer = Packer::new(snap, self.perf);
+        for a in &schedule.assignments {
+            let Some(j) = snap.job_index(a.job) else {
+                return Ok(schedule);
+            };
+            if !packer.keep(&snap.jobs[j], a) {
+                return Ok(schedule);
+            }
+        }
+        let mut left: Vec<usize> = (0..snap.jobs.len())
+            .filter(|&j| {
+                !schedule
+                    .assignments
+                    .iter()
+                    .any(|a| a.job == snap.jobs[j].id)
+            })
+            .collect();
+        let value: Vec<f64> = (0..snap.jobs.len())
+            .map(|j| pricing.alone_value(j))
+            .collect();
+        left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
+        // Consolidated placement draws nothing; the stream is only the packer's signature.
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        for j in left {
+            if packer.free_gpus() == 0 {
+                break;
+            }
+            let job = &snap.jobs[j];
+            let (asked, ps) = job.requested_or_min();
+            for w in (job.workers.min..=asked.max(job.workers.min)).rev() {
+                let mut trial = packer.clone();
+                if !trial.place(job, w, ps, Placement::Consolidated, &mut rng) {
+                    continue;
+                }
+                let candidate = Schedule {
+                    assignments: trial.assignments().to_vec(),
+                };
+                let Ok(score) = pricing.score(&candidate) else {
+                    continue;
+                };
+                if score.total > best + GAIN_EPS {
+                    best = score.total;
+                    packer = trial;
+                    self.added += 1;
+                }
+                // One try per job, at the largest size that fits: each try re-scores the
+                // round, and a smaller size of a job that does not pay seldom does.
+                break;
+            }
+        }
+        Ok(Schedule {
+            assignments: packer.into_assignments(),
+        })
+    }
+
+    fn keeps_when_none_wait(&self) -> bool {
+        self.inner.keeps_when_none_wait()
+    }
+
+    fn solves(&self) -> &[RoundSolve] {
+        self.inner.solves()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = self.inner.notes();
+        if self.added > 0 {
+            notes.push(format!(
+                "back-fill placed {} waiting job(s) on GPUs the schedule left idle",
+                self.added
+            ));
+        }
+        notes
+    }
+}
