@@ -188,13 +188,7 @@ pub fn solve_from(
         Some(s) => Some((s.clone(), decoder.encode(&pricing, s)?)),
         None => None,
     };
-    let keep = Schedule {
-        assignments: snapshot
-            .jobs
-            .iter()
-            .filter_map(|j| j.current.clone())
-            .collect(),
-    };
+    let keep = snapshot.current_schedule();
     // (schedule, its score, its encoding if the program can express it)
     let mut best: Option<(Schedule, f64, Option<Vec<f64>>)> = None;
     // Everyone waiting is valid too, should a running job's current allocation not be priced.

@@ -230,10 +230,7 @@ impl ClusterSnapshot {
         }
         // Running jobs must be running somewhere they can: their current placements together form
         // a valid schedule (a scheduler that keeps everyone in place must be able to).
-        let current = crate::Schedule {
-            assignments: self.jobs.iter().filter_map(|j| j.current.clone()).collect(),
-        };
-        if let Some(v) = current.validate(self).first() {
+        if let Some(v) = self.current_schedule().validate(self).first() {
             return Err(Error::InvalidInstance {
                 context: origin.into(),
                 reason: format!("current placements conflict: {v}"),
@@ -368,6 +365,13 @@ impl ClusterSnapshot {
             )));
         }
         Ok(())
+    }
+
+    /// The schedule that keeps every running job where it is (valid for a checked snapshot).
+    pub fn current_schedule(&self) -> crate::Schedule {
+        crate::Schedule {
+            assignments: self.jobs.iter().filter_map(|j| j.current.clone()).collect(),
+        }
     }
 
     /// Job indices by (arrival, id): the order first-come policies and job windows read.

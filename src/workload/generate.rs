@@ -400,13 +400,7 @@ impl FitTree {
 
 /// The schedule that keeps every running job where it is.
 pub fn current_schedule(snapshot: &ClusterSnapshot) -> Schedule {
-    Schedule {
-        assignments: snapshot
-            .jobs
-            .iter()
-            .filter_map(|j| j.current.clone())
-            .collect(),
-    }
+    snapshot.current_schedule()
 }
 
 /// The generated instance of a `(servers, jobs, seed)` size point (8-GPU V100 servers).
