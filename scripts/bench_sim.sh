@@ -46,6 +46,9 @@ rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
   --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
   --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
+run itp300-8x8-ilp compare --trace itp-cluster06 --take 300 --cluster 8x8 \
+  --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
+  --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
 for t in philly itp-cluster06; do
   $coda sensitivity --trace "$t" --quiet --out "$out/sensitivity-$t"
 done

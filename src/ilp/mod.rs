@@ -21,5 +21,8 @@ mod window;
 
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
-pub use solve::{SolveReport, SolveSettings, SolveStatus, Solved, export_mps, solve, solve_from};
+pub use solve::{
+    SolveReport, SolveSettings, SolveStatus, Solved, export_mps, relaxation_bound, solve,
+    solve_from,
+};
 pub use window::WindowedIlp;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{SolveSettings, SolveStatus, solve};
+use super::{SolveSettings, SolveStatus, relaxation_bound, solve};
 use crate::error::{Error, Result};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
@@ -24,6 +24,8 @@ pub struct ScalingRow {
     pub jobs: usize,
     /// Symmetry breaking on?
     pub symmetry_breaking: bool,
+    /// Valid inequalities on co-location on?
+    pub colocation_cuts: bool,
     /// Columns.
     pub variables: usize,
     /// Integer columns.
@@ -46,6 +48,15 @@ pub struct ScalingRow {
     pub gap: f64,
     /// Nodes.
     pub nodes: Option<u64>,
+    /// Objective of the start the solve began from (the best of keeping the running jobs and
+    /// waiting: [`crate::ilp::solve`] with no candidates).
+    pub start_objective: f64,
+    /// Optimum of the linear relaxation (the root bound before HiGHS' presolve and cuts); NaN
+    /// if it did not solve within the limit.
+    pub root_bound: f64,
+    /// `(root_bound − objective) / |objective|`: how far the relaxation is from the schedule
+    /// found (with the best schedule found for the instance, when rows are compared).
+    pub root_gap: f64,
 }
 
 /// Solves one instance and reports the row.
@@ -55,7 +66,9 @@ pub fn measure(
     perf: &dyn PerfModel,
     settings: &SolveSettings,
 ) -> Result<ScalingRow> {
-    let s = solve(snapshot, perf, &Objective::default(), settings, None)?;
+    let objective = Objective::default();
+    let root_bound = relaxation_bound(snapshot, perf, &objective, settings)?.unwrap_or(f64::NAN);
+    let s = solve(snapshot, perf, &objective, settings, None)?;
     let r = s.report;
     Ok(ScalingRow {
         instance: name.to_string(),
@@ -63,6 +76,7 @@ pub fn measure(
         gpus: snapshot.cluster.num_gpus(),
         jobs: snapshot.jobs.len(),
         symmetry_breaking: settings.symmetry_breaking,
+        colocation_cuts: settings.colocation_cuts,
         variables: r.size.variables,
         integer_variables: r.size.integer_variables,
         constraints: r.size.constraints,
@@ -74,7 +88,15 @@ pub fn measure(
         best_bound: r.best_bound,
         gap: r.gap,
         nodes: r.nodes,
+        start_objective: r.start_objective,
+        root_bound,
+        root_gap: root_gap(root_bound, r.objective),
     })
+}
+
+/// `(bound − objective) / max(|objective|, 1e-9)`.
+pub fn root_gap(bound: f64, objective: f64) -> f64 {
+    (bound - objective) / objective.abs().max(1e-9)
 }
 
 /// Writes rows as CSV (atomically).

@@ -31,6 +31,10 @@ pub struct SolveSettings {
     pub seed: u32,
     /// Order interchangeable servers (default on).
     pub symmetry_breaking: bool,
+    /// Add the valid inequalities on co-location (default off): a tighter relaxation, the same
+    /// optimum, a larger program.
+    #[serde(default)]
+    pub colocation_cuts: bool,
     /// Print the solver log.
     pub verbose: bool,
 }
@@ -45,12 +49,21 @@ impl Default for SolveSettings {
             threads: 1,
             seed: 0,
             symmetry_breaking: true,
+            colocation_cuts: false,
             verbose: false,
         }
     }
 }
 
 impl SolveSettings {
+    /// How the program is built under these settings.
+    pub fn formulation(&self) -> FormulationOptions {
+        FormulationOptions {
+            symmetry_breaking: self.symmetry_breaking,
+            colocation_cuts: self.colocation_cuts,
+        }
+    }
+
     /// Rejects settings no solve can use.
     pub fn check(&self) -> Result<()> {
         let bad = |f: &str, v: String, why: &str| Err(Error::setting("solve settings", f, v, why));
@@ -174,12 +187,7 @@ pub fn solve_from(
     // The round is priced once: the program's coefficients, the MIP start and the final score
     // all read the same options and costs.
     let pricing = RoundPricing::new(perf, snapshot, *objective);
-    let form = Formulation::from_pricing(
-        &pricing,
-        FormulationOptions {
-            symmetry_breaking: settings.symmetry_breaking,
-        },
-    )?;
+    let form = Formulation::from_pricing(&pricing, settings.formulation())?;
     let size = form.size();
     let (vars, obj, constraints, decoder) = form.into_parts();
     // The caller's start must be usable; the others are tried. Keeping every running job where
@@ -427,21 +435,39 @@ fn node_count(solved: &highs::SolvedModel) -> Option<u64> {
     (status == 0 && n >= 0).then_some(n as u64)
 }
 
+/// The optimum of the program's linear relaxation (every column continuous, the same rows,
+/// built as `settings` say), in objective units: the root bound before the solver's own
+/// presolve and cuts. `None` when the relaxation does not solve within the time limit.
+pub fn relaxation_bound(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+) -> Result<Option<f64>> {
+    settings.check()?;
+    snapshot.check("snapshot")?;
+    let t0 = Instant::now();
+    let pricing = RoundPricing::new(perf, snapshot, *objective);
+    let form = Formulation::from_pricing_with(&pricing, settings.formulation(), true)?;
+    if form.size().variables == 0 {
+        return Ok(Some(form.objective_constant()));
+    }
+    let constant = form.objective_constant();
+    let (vars, obj, constraints, _) = form.into_parts();
+    let run = run_highs(vars, obj, constraints, None, settings, t0)?;
+    Ok((run.status == SolveStatus::Optimal).then_some(run.objective + constant))
+}
+
 /// Exports the round program of a snapshot as MPS.
 pub fn export_mps(
     snapshot: &ClusterSnapshot,
     perf: &dyn PerfModel,
     objective: &Objective,
-    symmetry_breaking: bool,
+    options: FormulationOptions,
     out: &mut dyn std::io::Write,
 ) -> Result<ModelSize> {
     snapshot.check("<input>")?;
-    let form = Formulation::build(
-        snapshot,
-        perf,
-        objective,
-        FormulationOptions { symmetry_breaking },
-    )?;
+    let form = Formulation::build(snapshot, perf, objective, options)?;
     form.write_mps(out).map_err(|e| Error::io("<mps>", e))?;
     Ok(form.size())
 }

@@ -180,3 +180,78 @@ impl Scheduler for Backfill<'_> {
         notes
     }
 }
+
+/// Re-solving a round that has not changed: when the jobs are the ones of the last decision and
+/// every job sits where that decision put it (nothing arrived, finished or failed to start), the
+/// inner scheduler is asked again only every `every` rounds; in between the running jobs keep
+/// their placements. Between two such rounds only the running jobs' remaining work moves (a
+/// waiting job's coefficients do not change while it waits), so the decision is at most
+/// `every − 1` rounds stale. `every = 1` asks every round.
+pub struct Revisit<'a> {
+    inner: Box<dyn Scheduler + 'a>,
+    every: u32,
+    /// The jobs and the schedule of the last decision, and rounds kept since.
+    last: Option<(Vec<crate::model::JobId>, Schedule, u32)>,
+    /// Rounds kept without asking, and rounds in all.
+    kept: (u64, u64),
+}
+
+impl<'a> Revisit<'a> {
+    /// Asks `inner` when something changed, and at least every `every` rounds (≥ 1).
+    pub fn new(inner: Box<dyn Scheduler + 'a>, every: u32) -> Self {
+        Revisit {
+            inner,
+            every: every.max(1),
+            last: None,
+            kept: (0, 0),
+        }
+    }
+}
+
+impl Scheduler for Revisit<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        self.kept.1 += 1;
+        let mut ids: Vec<_> = snap.jobs.iter().map(|j| j.id).collect();
+        ids.sort_unstable();
+        if let Some((last_ids, last, age)) = &mut self.last {
+            let unchanged = *last_ids == ids
+                && snap
+                    .jobs
+                    .iter()
+                    .all(|j| j.current.as_ref() == last.assignment(j.id));
+            if unchanged && *age + 1 < self.every {
+                *age += 1;
+                self.kept.0 += 1;
+                return Ok(snap.current_schedule());
+            }
+        }
+        let s = self.inner.schedule(snap)?;
+        self.last = Some((ids, s.clone(), 0));
+        Ok(s)
+    }
+
+    fn keeps_when_none_wait(&self) -> bool {
+        self.inner.keeps_when_none_wait()
+    }
+
+    fn solves(&self) -> &[RoundSolve] {
+        self.inner.solves()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = self.inner.notes();
+        let (kept, all) = self.kept;
+        if kept > 0 {
+            notes.push(format!(
+                "{kept} of {all} round(s) unchanged since the last decision kept it without \
+                 a solve (re-solved at least every {} rounds)",
+                self.every
+            ));
+        }
+        notes
+    }
+}

@@ -52,7 +52,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub use baselines::POLLUX_RESTART_PENALTY;
-pub use expert::{Backfill, BestHeuristic};
+pub use expert::{Backfill, BestHeuristic, Revisit};
 pub use packer::{Packer, Placement};
 
 use baselines::*;
@@ -90,6 +90,10 @@ pub struct PolicyOptions {
     /// values most, up to this many jobs (a quarter kept for waiting jobs); the others wait
     /// unless the back-fill places them (the program grows with jobs × servers).
     pub ilp_max_jobs: usize,
+    /// The `ilp` policy re-solves a round in which nothing changed since its last decision (same
+    /// jobs, every one where it was put) only every this many rounds ([`Revisit`]); 1: every
+    /// round.
+    pub ilp_revisit_rounds: u32,
 }
 
 impl Default for PolicyOptions {
@@ -104,9 +108,15 @@ impl Default for PolicyOptions {
                 ..SolveSettings::default()
             },
             ilp_max_jobs: 12,
+            ilp_revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
         }
     }
 }
+
+/// Default of [`PolicyOptions::ilp_revisit_rounds`]: half an hour of 300-s rounds. On the first
+/// 150 Philly jobs on 4 × 8 GPUs it changed the `ilp` policy's average JCT from 1.34 h (every
+/// round) to 1.35 h and solved 326 rounds instead of 1,666.
+pub const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 
 /// The baseline called `name` (one of [`POLICIES`]).
 pub fn by_name<'a>(
@@ -167,7 +177,7 @@ pub fn by_name<'a>(
             }
             let exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
                 .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
-            Box::new(Backfill::new(
+            let backfilled = Backfill::new(
                 Box::new(WindowedIlp::new(
                     exact,
                     perf,
@@ -176,7 +186,8 @@ pub fn by_name<'a>(
                 )),
                 perf,
                 opts.objective,
-            ))
+            );
+            Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
         }
         other => {
             return Err(Error::UnknownName {

@@ -303,3 +303,58 @@ fn cluster_specs() {
         assert!(e.to_string().contains("cluster"), "{bad}: {e}");
     }
 }
+
+/// Counts its calls and answers with the running jobs kept where they are.
+struct Counting<'c>(&'c std::cell::Cell<u32>);
+impl Scheduler for Counting<'_> {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> coda::Result<Schedule> {
+        self.0.set(self.0.get() + 1);
+        Ok(snap.current_schedule())
+    }
+}
+
+#[test]
+fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
+    let perf = CalibratedPerf::shipped();
+    let snap = coda::generate(
+        &coda::GenerateOptions {
+            servers: 2,
+            jobs: 4,
+            seed: 3,
+            running_fraction: 0.5,
+            ..Default::default()
+        },
+        perf,
+    )
+    .unwrap();
+    assert!(snap.jobs.iter().any(|j| j.current.is_some()));
+    let calls = std::cell::Cell::new(0);
+    let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3);
+    // Nothing changes: asked in rounds 1, 4 and 7.
+    for _ in 0..7 {
+        assert_eq!(r.schedule(&snap).unwrap(), snap.current_schedule());
+    }
+    assert_eq!(calls.get(), 3);
+    // A job leaves: asked at once.
+    let mut fewer = snap.clone();
+    fewer.jobs.pop();
+    r.schedule(&fewer).unwrap();
+    assert_eq!(calls.get(), 4);
+    // A job not where the last decision put it: asked at once.
+    let mut moved = fewer.clone();
+    let j = moved.jobs.iter().position(|j| j.current.is_some()).unwrap();
+    moved.jobs[j].current = None;
+    r.schedule(&moved).unwrap();
+    assert_eq!(calls.get(), 5);
+    assert!(r.notes().iter().any(|n| n.starts_with("4 of 9 round(s)")));
+    // Every round when n = 1.
+    let calls1 = std::cell::Cell::new(0);
+    let mut every = coda::policies::Revisit::new(Box::new(Counting(&calls1)), 1);
+    for _ in 0..4 {
+        every.schedule(&snap).unwrap();
+    }
+    assert_eq!(calls1.get(), 4);
+}

@@ -156,6 +156,29 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The co-location inequalities are valid (the optimum is the same with and without them,
+    /// and their relaxation still bounds it) and never loosen the relaxation.
+    #[test]
+    fn colocation_cuts_keep_the_optimum_and_tighten_the_relaxation(servers in 1usize..4, jobs in 2usize..6, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
+        let obj = Objective::default();
+        let with = |cuts: bool| SolveSettings { time_limit_s: 120.0, colocation_cuts: cuts, ..Default::default() };
+        let (on, off) = (with(true), with(false));
+        let opt_on = ilp::solve(&s, perf(), &obj, &on, None).unwrap().report;
+        let opt_off = ilp::solve(&s, perf(), &obj, &off, None).unwrap().report;
+        prop_assert_eq!(opt_on.status, SolveStatus::Optimal);
+        prop_assert_eq!(opt_off.status, SolveStatus::Optimal);
+        prop_assert!((opt_on.objective - opt_off.objective).abs() <= 2e-6, "{} vs {}", opt_on.objective, opt_off.objective);
+        let lp_on = ilp::relaxation_bound(&s, perf(), &obj, &on).unwrap().unwrap();
+        let lp_off = ilp::relaxation_bound(&s, perf(), &obj, &off).unwrap().unwrap();
+        prop_assert!(lp_on >= opt_on.objective - 1e-6, "relaxation {lp_on} below the optimum {}", opt_on.objective);
+        prop_assert!(lp_on <= lp_off + 1e-7, "cuts loosened the relaxation: {lp_on} > {lp_off}");
+    }
+}
+
 #[test]
 fn warm_start_is_accepted_and_does_not_change_the_optimum() {
     let s = generate(
@@ -307,7 +330,14 @@ fn mps_export_declares_every_column_and_row() {
     )
     .unwrap();
     let mut buf = Vec::new();
-    let size = ilp::export_mps(&s, perf(), &Objective::default(), true, &mut buf).unwrap();
+    let size = ilp::export_mps(
+        &s,
+        perf(),
+        &Objective::default(),
+        Default::default(),
+        &mut buf,
+    )
+    .unwrap();
     let text = String::from_utf8(buf).unwrap();
     let rows = text
         .lines()

@@ -193,12 +193,15 @@ pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
             .y_desc("solve time (s)")
             .draw()
             .map_err(|e| err(e.to_string()))?;
-        for (sym, color, label) in [
-            (true, BLUE, "symmetry breaking on"),
-            (false, RED, "symmetry breaking off"),
+        for (sym, cuts, color, label) in [
+            (true, false, BLUE, "symmetry breaking on"),
+            (false, false, RED, "symmetry breaking off"),
+            (true, true, GREEN, "with co-location cuts"),
         ] {
-            let pts: Vec<&ScalingRow> =
-                rows.iter().filter(|r| r.symmetry_breaking == sym).collect();
+            let pts: Vec<&ScalingRow> = rows
+                .iter()
+                .filter(|r| r.symmetry_breaking == sym && r.colocation_cuts == cuts)
+                .collect();
             if pts.is_empty() {
                 continue;
             }

@@ -75,6 +75,10 @@ pub struct SimArgs {
     /// objective values most, a quarter kept for waiting ones; back-fill may start others).
     #[arg(long, default_value_t = 12, value_parser = range::at_least_one)]
     pub ilp_max_jobs: usize,
+    /// `ilp` policy: re-solve a round in which nothing changed since the last decision (same
+    /// jobs, each where it was put) only every this many rounds; 1: every round.
+    #[arg(long, default_value_t = coda::policies::DEFAULT_ILP_REVISIT_ROUNDS, value_parser = range::at_least_one_u32)]
+    pub ilp_revisit_rounds: u32,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
     /// returns to the highest queue; 0 disables promotion).
     #[arg(long, default_value_t = 4.0, value_parser = range::non_negative)]
@@ -192,6 +196,7 @@ impl SimArgs {
                 ..SolveSettings::default()
             },
             ilp_max_jobs: self.ilp_max_jobs,
+            ilp_revisit_rounds: self.ilp_revisit_rounds,
             tiresias_promote_knob: self.tiresias_promote_knob,
             ..PolicyOptions::default()
         })

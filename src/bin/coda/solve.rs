@@ -34,6 +34,9 @@ pub struct Args {
     /// Do not order interchangeable servers.
     #[arg(long)]
     pub no_symmetry_breaking: bool,
+    /// Add the valid inequalities on co-location (group 14 of formulations/README.md).
+    #[arg(long)]
+    pub colocation_cuts: bool,
     /// Round length T of the objective, seconds.
     #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
@@ -71,6 +74,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         seed,
         warm_start,
         no_symmetry_breaking,
+        colocation_cuts,
         round_s,
         restart_s,
         in_service_credit,
@@ -87,10 +91,21 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     if let Some(p) = &out {
         coda::check_writable(p)?;
     }
+    let settings = coda::SolveSettings {
+        time_limit_s: time_limit,
+        mip_rel_gap: gap,
+        mip_abs_gap: 1e-6,
+        node_limit,
+        threads: crate::cap_threads(threads as usize) as u32,
+        seed,
+        symmetry_breaking: !no_symmetry_breaking,
+        colocation_cuts,
+        verbose,
+    };
     if let Some(p) = &export_mps {
         let mut buf = Vec::new();
         let size =
-            coda::ilp::export_mps(&snap, &perf, &objective, !no_symmetry_breaking, &mut buf)?;
+            coda::ilp::export_mps(&snap, &perf, &objective, settings.formulation(), &mut buf)?;
         coda::write_atomic(p, &buf)?;
         if !json {
             out!(
@@ -109,16 +124,6 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .as_ref()
         .map(Schedule::from_json_file)
         .transpose()?;
-    let settings = coda::SolveSettings {
-        time_limit_s: time_limit,
-        mip_rel_gap: gap,
-        mip_abs_gap: 1e-6,
-        node_limit,
-        threads: crate::cap_threads(threads as usize) as u32,
-        seed,
-        symmetry_breaking: !no_symmetry_breaking,
-        verbose,
-    };
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
     let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;

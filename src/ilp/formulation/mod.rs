@@ -19,6 +19,7 @@
 
 mod capacity;
 mod choice;
+mod cuts;
 mod keep;
 mod locality;
 mod loss;
@@ -79,6 +80,8 @@ pub enum Group {
     Keep = 12,
     /// 13. Symmetry breaking over interchangeable servers and switches.
     Symmetry = 13,
+    /// 14. Valid inequalities on co-location (presence cover, pair variables, clique rows).
+    ColocationCuts = 14,
 }
 
 /// The variables of one job.
@@ -109,6 +112,8 @@ pub(crate) struct JobVars {
     pub(crate) loss: [Variable; 3],
     /// `(coefficient, pair variable)` terms of each sharing kind's pressure.
     pub(crate) pressure: [Vec<(f64, Variable)>; 3],
+    /// Co-location pressure `ωcol_js` per server (where the job can meet a priced co-runner).
+    pub(crate) wcol: BTreeMap<usize, Variable>,
 }
 
 impl JobVars {
@@ -158,12 +163,17 @@ pub struct FormulationOptions {
     /// Order interchangeable servers (and PCIe switches) by GPUs used: cuts symmetric copies of
     /// every solution without cutting any objective value.
     pub symmetry_breaking: bool,
+    /// Add the valid inequalities on co-location (group 14): a tighter relaxation, the same
+    /// optimum, but a larger program (off by default: measured slower, see
+    /// `formulations/README.md`).
+    pub colocation_cuts: bool,
 }
 
 impl Default for FormulationOptions {
     fn default() -> Self {
         FormulationOptions {
             symmetry_breaking: true,
+            colocation_cuts: false,
         }
     }
 }
@@ -190,12 +200,14 @@ pub(crate) struct Model {
     pub(crate) index_of: HashMap<Variable, usize>,
     /// Definitions of the sharing variables, in creation order (for MIP starts).
     pub(crate) shares: Vec<ShareDef>,
+    /// Every column continuous: the linear relaxation (the root bound before any cut).
+    relax: bool,
 }
 
 impl Model {
     fn add_var(&mut self, name: String, lb: f64, ub: f64, integer: bool) -> Variable {
         let mut def = variable().name(name.clone()).min(lb).max(ub);
-        if integer {
+        if integer && !self.relax {
             def = def.integer();
         }
         self.info.push(VarInfo {
@@ -279,6 +291,16 @@ impl Formulation {
 
     /// Builds the program from a round already priced.
     pub fn from_pricing(pricing: &RoundPricing<'_>, options: FormulationOptions) -> Result<Self> {
+        Self::from_pricing_with(pricing, options, false)
+    }
+
+    /// [`Formulation::from_pricing`], with every column continuous when `relax` is set: the
+    /// linear relaxation, whose optimum is the root bound before the solver's own cuts.
+    pub(crate) fn from_pricing_with(
+        pricing: &RoundPricing<'_>,
+        options: FormulationOptions,
+        relax: bool,
+    ) -> Result<Self> {
         let snapshot = pricing.snapshot();
         pricing.perf().check_snapshot(snapshot, "snapshot")?;
         let mut f = Formulation {
@@ -289,6 +311,7 @@ impl Formulation {
                 groups: Vec::new(),
                 index_of: HashMap::new(),
                 shares: Vec::new(),
+                relax,
             },
             objective: Expression::default(),
             objective_constant: 0.0,
@@ -323,6 +346,9 @@ impl Formulation {
         capacity::capacity(&mut f.model, &ctx, &f.jobs);
         sharing::sharing(&mut f.model, &ctx, pricing, &mut f.jobs);
         loss::losses(&mut f.model, &ctx, &f.jobs);
+        if options.colocation_cuts {
+            cuts::colocation_cuts(&mut f.model, &ctx, pricing, &f.jobs);
+        }
         if options.symmetry_breaking {
             symmetry::symmetry(&mut f.model, &ctx, &f.jobs);
         }

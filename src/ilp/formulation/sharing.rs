@@ -93,6 +93,7 @@ pub(super) fn sharing(
             let w = model.add_var(format!("wcol_j{id}_s{s}"), 0.0, f64::INFINITY, false);
             gated_sum(model, w, vec![vec![vi]], terms, big_m);
             jobs[i].pressure[Sharing::Colocation.index()].push((1.0, w));
+            jobs[i].wcol.insert(s, w);
         }
         // PCIe: ω_ib >= u_ib · #other jobs under switch b.
         let bs: Vec<_> = jobs[i].g.keys().copied().collect();

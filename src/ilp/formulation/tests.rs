@@ -84,10 +84,30 @@ struct Built<'a> {
 }
 
 fn build(snapshot: &ClusterSnapshot, symmetry_breaking: bool) -> Built<'_> {
+    build_with(
+        snapshot,
+        FormulationOptions {
+            symmetry_breaking,
+            ..Default::default()
+        },
+    )
+}
+
+fn build_with(snapshot: &ClusterSnapshot, options: FormulationOptions) -> Built<'_> {
     let pricing = RoundPricing::new(CalibratedPerf::shipped(), snapshot, Objective::default());
-    let form =
-        Formulation::from_pricing(&pricing, FormulationOptions { symmetry_breaking }).unwrap();
+    let form = Formulation::from_pricing(&pricing, options).unwrap();
     Built { pricing, form }
+}
+
+/// The instance's program with the co-location inequalities and without symmetry breaking.
+fn with_cuts(snapshot: &ClusterSnapshot) -> Built<'_> {
+    build_with(
+        snapshot,
+        FormulationOptions {
+            symmetry_breaking: false,
+            colocation_cuts: true,
+        },
+    )
 }
 
 impl Built<'_> {
@@ -150,11 +170,20 @@ fn valid_schedules_satisfy_every_group_but_symmetry() {
             ],
         },
     ];
+    let cut = with_cuts(&snap);
     for s in &schedules {
         assert!(s.validate(&snap).is_empty());
-        let x = b.encode(s);
-        assert!(b.violated(&x).is_empty(), "{s:?}: {:?}", b.violated(&x));
+        for b in [&b, &cut] {
+            let x = b.encode(s);
+            assert!(b.violated(&x).is_empty(), "{s:?}: {:?}", b.violated(&x));
+        }
     }
+    assert!(
+        cut.form
+            .rows_per_group()
+            .get(&Group::ColocationCuts)
+            .is_some_and(|&n| n > 0)
+    );
     // Every group the instance exercises has rows (symmetry is off here).
     let rows = b.form.rows_per_group();
     for g in [
@@ -301,6 +330,35 @@ fn group_10_sharing_counts() {
         }
         assert_breaks(&b, &x, Group::SharingCounts);
     }
+}
+
+#[test]
+fn group_14_colocation_cuts() {
+    let snap = instance(["v100", "v100"]);
+    let b = with_cuts(&snap);
+    let x0 = b.encode(&busy_schedule());
+    // Jobs 0, 1 and 2 all have workers on server 0: three pairs there, each at 1.
+    let pairs: Vec<usize> = b
+        .form
+        .model
+        .info
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.name.starts_with("zc_") && v.name.ends_with("_s0"))
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(pairs.len(), 3);
+    assert!(pairs.iter().all(|&c| (x0[c] - 1.0).abs() < 1e-9));
+    // Fewer pairs than three jobs on one server make is what the clique rows forbid.
+    let mut x = x0.clone();
+    x[pairs[0]] = 0.0;
+    assert_breaks(&b, &x, Group::ColocationCuts);
+    // A running job with no server anywhere breaks the presence cover.
+    let mut x = x0;
+    for v in b.jv(0).v.iter().flatten() {
+        x[b.col(*v)] = 0.0;
+    }
+    assert_breaks(&b, &x, Group::ColocationCuts);
 }
 
 #[test]

@@ -94,5 +94,6 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
         restart,
         loss,
         pressure: [Vec::new(), Vec::new(), Vec::new()],
+        wcol: BTreeMap::new(),
     })
 }
