@@ -8,7 +8,7 @@
 //! ones listed before it):
 //!
 //! ```text
-//! util → model → perf → objective → scheduler → ilp → policies → sim → workload
+//! util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
 //!
 //! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: RoundPricing → Formulation → HiGHS → decode
 //!                                                        └─ policies: sizing → packer
@@ -40,6 +40,7 @@ pub mod error;
 mod util;
 
 pub mod ilp;
+pub mod learn;
 pub mod model;
 pub mod objective;
 pub mod perf;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// Bottom to top.
-const LAYERS: [&str; 9] = [
+const LAYERS: [&str; 10] = [
     "util",
     "model",
     "perf",
@@ -14,6 +14,7 @@ const LAYERS: [&str; 9] = [
     "policies",
     "sim",
     "workload",
+    "learn",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

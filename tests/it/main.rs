@@ -9,6 +9,7 @@ mod fuzz;
 mod generate;
 mod ilp;
 mod layout;
+mod learn;
 mod perf;
 mod pricing;
 mod robustness;

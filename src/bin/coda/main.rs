@@ -20,6 +20,7 @@ macro_rules! out {
 mod bench_solve;
 mod calibrate;
 mod generate;
+mod label;
 mod perf;
 mod plots;
 mod range;
@@ -57,6 +58,9 @@ enum Cmd {
     BenchSolve(bench_solve::Args),
     /// Write a random instance.
     Generate(generate::Args),
+    /// Expert labels for the learned scheduler: generated rounds solved exactly, decoded per job
+    /// into the level-1 allocation and level-2 placement (JSON lines, resumable).
+    Label(label::Args),
     /// Load a trace, assign models, print a summary.
     Trace(trace::Args),
     /// Replay a trace under one policy: metrics JSON, per-job and utilisation CSVs, plots.
@@ -119,6 +123,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Validate(args) => validate::run(args, params),
         Cmd::Solve(args) => solve::run(args, params),
         Cmd::BenchSolve(args) => bench_solve::run(args, params),
+        Cmd::Label(args) => label::run(args, params),
         Cmd::Generate(args) => generate::run(args, params),
         Cmd::Trace(args) => trace::run(args, params),
         Cmd::Simulate { sim, policy } => {

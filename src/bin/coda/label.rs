@@ -1,0 +1,200 @@
+//! `coda label`: expert labels for the learned scheduler — generated rounds of many sizes, solved
+//! by the exact program in parallel (one HiGHS thread per round), decoded into level-1 choices
+//! and level-2 placement steps, appended one JSON object per line. Seeded, and resumable: rounds
+//! already in the file are skipped, a line cut short by an interrupted run is dropped.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use coda::learn::{LabelSpec, RoundLabel, label_round};
+use coda::{Objective, SolveSettings};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::{perf_model, range};
+
+/// Arguments of `coda label`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Round sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8")]
+    pub sizes: Vec<String>,
+    /// Rounds per size.
+    #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
+    pub rounds: usize,
+    /// Base seed (each round draws its own from it).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of each round's jobs already running.
+    #[arg(long, default_value_t = 0.3, value_parser = range::fraction)]
+    pub running_fraction: f64,
+    /// Solver seconds per round (a round stopped by it is labelled as not proven).
+    #[arg(long, default_value_t = 10.0, value_parser = range::time_limit)]
+    pub time_limit: f64,
+    /// Branch-and-bound node limit per round (repeatable labels).
+    #[arg(long, value_parser = range::at_least_one_u64)]
+    pub node_limit: Option<u64>,
+    /// Rounds solved at once (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Labels file (JSON lines), appended to.
+    #[arg(long, default_value = "labels.jsonl")]
+    pub out: PathBuf,
+}
+
+/// The ids already in `path`; a last line cut short (no newline, not JSON) is dropped from the
+/// file, any other unreadable line is an error naming it.
+fn resume(path: &Path) -> coda::Result<std::collections::HashSet<String>> {
+    let mut done = std::collections::HashSet::new();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+        Err(e) => return Err(coda::Error::io(path, e)),
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut keep = 0usize;
+    for (n, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<serde_json::Value>(line.trim_end()) {
+            Ok(v) => {
+                let id = v.get("id").and_then(|x| x.as_str()).ok_or_else(|| {
+                    coda::Error::invalid(
+                        &path.display().to_string(),
+                        n as u64 + 1,
+                        "id",
+                        "",
+                        "a label without an id",
+                    )
+                })?;
+                done.insert(id.to_string());
+                keep += line.len();
+            }
+            Err(_) if n + 1 == lines.len() && !line.ends_with('\n') => {
+                eprintln!(
+                    "{}:{}: dropping a label cut short by an interrupted run",
+                    path.display(),
+                    n + 1
+                );
+            }
+            Err(e) => {
+                return Err(coda::Error::invalid(
+                    &path.display().to_string(),
+                    n as u64 + 1,
+                    "(line)",
+                    "",
+                    format!("not a label: {e}"),
+                ));
+            }
+        }
+    }
+    if keep < text.len() {
+        coda::write_atomic(path, &text.as_bytes()[..keep])?;
+    }
+    Ok(done)
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let perf = perf_model(params)?;
+    let mut sizes = Vec::new();
+    for size in &args.sizes {
+        let bad = || {
+            coda::Error::invalid(
+                "--sizes",
+                0,
+                "sizes",
+                size,
+                "expected SERVERSxJOBS, e.g. 4x8",
+            )
+        };
+        let (a, b) = size.split_once('x').ok_or_else(bad)?;
+        let servers: usize = a.parse().map_err(|_| bad())?;
+        let jobs: usize = b.parse().map_err(|_| bad())?;
+        if servers == 0 || jobs == 0 || servers > 1_000 || jobs > 10_000 {
+            return Err(bad());
+        }
+        sizes.push((servers, jobs));
+    }
+    let spec = LabelSpec {
+        sizes,
+        rounds: args.rounds,
+        seed: args.seed,
+        running_fraction: args.running_fraction,
+        settings: SolveSettings {
+            time_limit_s: args.time_limit,
+            node_limit: args.node_limit,
+            ..SolveSettings::default()
+        },
+    };
+    spec.settings.check()?;
+    let done = resume(&args.out)?;
+    let todo: Vec<_> = spec
+        .rounds()
+        .into_iter()
+        .filter(|r| !done.contains(&r.0))
+        .collect();
+    let threads = crate::cap_threads(args.threads.unwrap_or(0));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| {
+            coda::Error::invalid("command line", 0, "threads", e, "cannot start the pool")
+        })?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.out)
+        .map_err(|e| coda::Error::io(&args.out, e))?;
+    let bar = ProgressBar::new(todo.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("label {bar:40} {pos}/{len} rounds, {elapsed} (eta {eta})")
+            .expect("a valid template"),
+    );
+    let t0 = Instant::now();
+    let objective = Objective::default();
+    let (mut written, mut proven, mut gaps) = (0usize, 0usize, Vec::new());
+    // Batches of one round per thread, appended in the spec's order: the file's content does not
+    // depend on which thread finished first.
+    for batch in todo.chunks(pool.current_num_threads().max(1)) {
+        let labels: Vec<coda::Result<RoundLabel>> = pool.install(|| {
+            batch
+                .par_iter()
+                .map(|(id, seed, servers, jobs)| {
+                    let snap = spec.snapshot(*seed, *servers, *jobs, &perf)?;
+                    label_round(id, &snap, &perf, &objective, &spec.settings)
+                })
+                .collect()
+        });
+        for l in labels {
+            let l = l?;
+            let mut line = serde_json::to_string(&l)
+                .map_err(|e| coda::Error::io(&args.out, std::io::Error::other(e)))?;
+            line.push('\n');
+            file.write_all(line.as_bytes())
+                .and_then(|_| file.flush())
+                .map_err(|e| coda::Error::io(&args.out, e))?;
+            written += 1;
+            proven += usize::from(l.proven);
+            if l.gap.is_finite() {
+                gaps.push(l.gap);
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let mean_gap = if gaps.is_empty() {
+        f64::NAN
+    } else {
+        gaps.iter().sum::<f64>() / gaps.len() as f64
+    };
+    out!(
+        "{written} round(s) labelled ({} already in {}), {proven} proven optimal, mean gap {:.2e}, \
+         {:.1} s on {threads} thread(s)",
+        done.len(),
+        args.out.display(),
+        mean_gap,
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

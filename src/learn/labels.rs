@@ -1,0 +1,330 @@
+//! Expert labels: a round ([`ClusterSnapshot`]), the exact program's schedule for it, how the
+//! solve ended (an optimum, or a time-limited incumbent: an imperfect expert, marked so), and the
+//! schedule decoded per job into the level-1 choice and the level-2 placement steps.
+//!
+//! The decoding keeps everything the [`crate::Objective`] reads: [`rebuild`] turns the labels
+//! back into a schedule with the same score (GPUs under one switch are interchangeable to the
+//! objective; a job that keeps its place keeps its exact GPUs).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::ilp::{SolveSettings, SolveStatus, solve_from};
+use crate::model::{Assignment, ClusterSnapshot, JobId, PsTask, Schedule, WorkerTask};
+use crate::objective::{Mode, Objective, RoundPricing};
+use crate::perf::PerfModel;
+use crate::policies::BestHeuristic;
+use crate::scheduler::Scheduler;
+use crate::workload::{GenerateOptions, generate};
+
+/// Level 2, one step: `gpus` of the job's GPUs under PCIe switch `switch` (index in the
+/// cluster's [`crate::model::Topology`]) of server `server`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaceStep {
+    /// Server index.
+    pub server: usize,
+    /// Switch index in the cluster's topology.
+    pub switch: usize,
+    /// GPUs under that switch.
+    pub gpus: u32,
+}
+
+/// What the expert decided for one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobLabel {
+    /// The job.
+    pub job: JobId,
+    /// Level 1: the index of the chosen option in [`RoundPricing::options`] (the order the
+    /// program's `y_jk` use), `None` for wait.
+    pub option: Option<usize>,
+    /// The chosen option's workers, PS, mode and GPU type (for reading the file without
+    /// re-pricing the round).
+    pub shape: Option<(u32, u32, Mode, String)>,
+    /// The job stays exactly where it runs now (its GPUs unchanged).
+    pub kept: bool,
+    /// Level 2: GPUs per switch, by (server, switch) ascending.
+    pub steps: Vec<PlaceStep>,
+    /// PS per server, by server ascending.
+    pub ps: Vec<(usize, u32)>,
+}
+
+/// One labelled round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundLabel {
+    /// Stable name of the round (its source and index): what resuming skips.
+    pub id: String,
+    /// The round.
+    pub snapshot: ClusterSnapshot,
+    /// The expert's schedule.
+    pub schedule: Schedule,
+    /// How the solve ended.
+    pub status: SolveStatus,
+    /// The schedule's objective.
+    pub objective: f64,
+    /// The best bound the solver proved (NaN when it proved none).
+    pub best_bound: f64,
+    /// Relative gap of the schedule to that bound.
+    pub gap: f64,
+    /// Whether the expert is exact here (proven optimal); a time-limited label is not.
+    pub proven: bool,
+    /// Solver seconds.
+    pub solve_s: f64,
+    /// Per job, in snapshot order (ascending id for generated rounds).
+    pub jobs: Vec<JobLabel>,
+}
+
+/// Which rounds to label: `rounds` generated rounds of every `(servers, jobs)` size, each from
+/// its own seed derived from `seed`, solved with `settings`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelSpec {
+    /// Sizes as (servers of 8 GPUs, jobs).
+    pub sizes: Vec<(usize, usize)>,
+    /// Rounds per size.
+    pub rounds: usize,
+    /// Base seed.
+    pub seed: u64,
+    /// Fraction of the jobs running when the round is cut (so the labels hold keep/move
+    /// decisions).
+    pub running_fraction: f64,
+    /// Solver settings per round.
+    pub settings: SolveSettings,
+}
+
+impl LabelSpec {
+    /// Every round of the spec, as (id, generator seed, servers, jobs), in a fixed order.
+    pub fn rounds(&self) -> Vec<(String, u64, usize, usize)> {
+        let mut out = Vec::new();
+        for &(servers, jobs) in &self.sizes {
+            for r in 0..self.rounds {
+                // Distinct, reproducible seeds per (size, round): a SplitMix64-style mix, so
+                // neighbouring base seeds do not share rounds.
+                let mut z = self
+                    .seed
+                    .wrapping_add((servers as u64) << 40)
+                    .wrapping_add((jobs as u64) << 20)
+                    .wrapping_add(r as u64)
+                    .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                out.push((
+                    format!("gen-s{servers}-j{jobs}-seed{}-r{r}", self.seed),
+                    z,
+                    servers,
+                    jobs,
+                ));
+            }
+        }
+        out
+    }
+
+    /// The generated round of one entry of [`LabelSpec::rounds`].
+    pub fn snapshot(
+        &self,
+        seed: u64,
+        servers: usize,
+        jobs: usize,
+        perf: &dyn PerfModel,
+    ) -> Result<ClusterSnapshot> {
+        generate(
+            &GenerateOptions {
+                servers,
+                jobs,
+                seed,
+                running_fraction: self.running_fraction,
+                ..Default::default()
+            },
+            perf,
+        )
+    }
+}
+
+/// Solves one round with the exact program (started, as every solve is, from the best of the
+/// running jobs kept and the best heuristic schedule) and decodes its schedule.
+pub fn label_round(
+    id: &str,
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+) -> Result<RoundLabel> {
+    let heuristic = BestHeuristic::new(perf, *objective).schedule(snapshot)?;
+    let solved = solve_from(snapshot, perf, objective, settings, None, &[heuristic])?;
+    let pricing = RoundPricing::new(perf, snapshot, *objective);
+    let jobs = labels_of(&pricing, &solved.schedule)?;
+    let r = solved.report;
+    Ok(RoundLabel {
+        id: id.to_string(),
+        snapshot: snapshot.clone(),
+        schedule: solved.schedule,
+        status: r.status,
+        objective: r.objective,
+        best_bound: r.best_bound,
+        gap: r.gap,
+        proven: r.status == SolveStatus::Optimal,
+        solve_s: r.wall_time_s,
+        jobs,
+    })
+}
+
+/// Decodes a valid schedule of the priced round into one [`JobLabel`] per job (snapshot order).
+pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<JobLabel>> {
+    let snapshot = pricing.snapshot();
+    // Scoring rejects invalid schedules and shapes the model cannot price.
+    pricing.score(schedule)?;
+    let topology = pricing.topology();
+    let mut out = Vec::with_capacity(snapshot.jobs.len());
+    for (j, job) in snapshot.jobs.iter().enumerate() {
+        let Some(a) = schedule.assignment(job.id) else {
+            out.push(JobLabel {
+                job: job.id,
+                option: None,
+                shape: None,
+                kept: false,
+                steps: Vec::new(),
+                ps: Vec::new(),
+            });
+            continue;
+        };
+        let f = pricing.option_of(j, a);
+        let option = pricing.options(j).iter().position(|o| {
+            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
+        });
+        if option.is_none() {
+            return Err(Error::InvalidInstance {
+                context: "label".into(),
+                reason: format!(
+                    "job {}: {:?} is not one of its priced options",
+                    job.id,
+                    (f.workers, f.ps, f.mode, &f.gpu_type)
+                ),
+            });
+        }
+        let mut per_switch: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+        for w in &a.workers {
+            for &g in &w.gpus {
+                let (b, _) = topology
+                    .switch_of(w.server, g)
+                    .expect("a scored schedule names real GPUs");
+                *per_switch.entry((w.server, b.0)).or_default() += 1;
+            }
+        }
+        let mut ps: BTreeMap<usize, u32> = BTreeMap::new();
+        for p in &a.ps {
+            *ps.entry(p.server).or_default() += 1;
+        }
+        out.push(JobLabel {
+            job: job.id,
+            option,
+            shape: Some((f.workers, f.ps, f.mode, f.gpu_type.clone())),
+            kept: job.current.as_ref() == Some(a),
+            steps: per_switch
+                .into_iter()
+                .map(|((server, switch), gpus)| PlaceStep {
+                    server,
+                    switch,
+                    gpus,
+                })
+                .collect(),
+            ps: ps.into_iter().collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// The schedule the labels describe: kept jobs on their current GPUs, then every other placed
+/// job, in label order, on the lowest free GPUs under each of its switches, grouped into workers
+/// server by server. Scores exactly as the schedule the labels came from, unless that schedule
+/// moved a running job to other GPUs under the same switches (a restart for nothing, which the
+/// program never chooses): rebuilt, such a job may land back on its own GPUs.
+pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedule> {
+    let topology = crate::model::Topology::of(&snapshot.cluster);
+    let mut used: Vec<Vec<bool>> = snapshot
+        .cluster
+        .servers
+        .iter()
+        .map(|s| vec![false; s.num_gpus() as usize])
+        .collect();
+    let bad = |why: String| Error::InvalidInstance {
+        context: "labels".into(),
+        reason: why,
+    };
+    let mut out = Vec::new();
+    for l in labels.iter().filter(|l| l.kept) {
+        let job = snapshot
+            .job(l.job)
+            .ok_or_else(|| bad(format!("job {} is not in the round", l.job)))?;
+        let cur = job
+            .current
+            .clone()
+            .ok_or_else(|| bad(format!("job {} is kept but does not run", l.job)))?;
+        for w in &cur.workers {
+            for &g in &w.gpus {
+                used[w.server][g as usize] = true;
+            }
+        }
+        out.push(cur);
+    }
+    for l in labels.iter().filter(|l| !l.kept && !l.steps.is_empty()) {
+        let job = snapshot
+            .job(l.job)
+            .ok_or_else(|| bad(format!("job {} is not in the round", l.job)))?;
+        let gpw = job.demand.gpus_per_worker.max(1) as usize;
+        let mut by_server: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+        for st in &l.steps {
+            let sw = topology
+                .switches()
+                .get(st.switch)
+                .filter(|sw| sw.server == st.server)
+                .ok_or_else(|| bad(format!("job {}: no switch {}", l.job, st.switch)))?;
+            let free: Vec<u32> = sw
+                .gpus
+                .iter()
+                .copied()
+                .filter(|&g| !used[st.server][g as usize])
+                .take(st.gpus as usize)
+                .collect();
+            if free.len() < st.gpus as usize {
+                return Err(bad(format!(
+                    "job {}: switch {} has {} free GPUs, {} asked",
+                    l.job,
+                    st.switch,
+                    free.len(),
+                    st.gpus
+                )));
+            }
+            for &g in &free {
+                used[st.server][g as usize] = true;
+            }
+            by_server.entry(st.server).or_default().extend(free);
+        }
+        let mut workers = Vec::new();
+        for (server, mut gpus) in by_server {
+            gpus.sort_unstable();
+            if gpus.len() % gpw != 0 {
+                return Err(bad(format!(
+                    "job {}: {} GPUs on server {server} are not whole workers of {gpw}",
+                    l.job,
+                    gpus.len()
+                )));
+            }
+            workers.extend(gpus.chunks(gpw).map(|c| WorkerTask {
+                server,
+                gpus: c.to_vec(),
+            }));
+        }
+        let ps =
+            l.ps.iter()
+                .flat_map(|&(server, n)| (0..n).map(move |_| PsTask { server }))
+                .collect();
+        out.push(Assignment {
+            job: l.job,
+            workers,
+            ps,
+        });
+    }
+    out.sort_by_key(|a| a.job);
+    Ok(Schedule { assignments: out })
+}

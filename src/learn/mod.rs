@@ -1,0 +1,10 @@
+//! What the learned scheduler learns from: rounds solved by the exact program and decoded into
+//! the two decisions the hierarchical policy makes — per job, the level-1 allocation (one of the
+//! options the program's `y_jk` chooses from, or wait) and the level-2 placement (GPUs per PCIe
+//! switch and PS per server, the program's own granularity) — in a fixed canonical order.
+//!
+//! This layer reads the solver and the workload generators; it names no training backend.
+
+pub mod labels;
+
+pub use labels::{JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, rebuild};
