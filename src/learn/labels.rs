@@ -17,7 +17,8 @@ use crate::objective::{Mode, Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::policies::BestHeuristic;
 use crate::scheduler::Scheduler;
-use crate::workload::{GenerateOptions, generate};
+use crate::sim::{SimConfig, Simulator, Unplaceable};
+use crate::workload::{GenerateOptions, Workload, generate};
 
 /// Level 2, one step: `gpus` of the job's GPUs under PCIe switch `switch` (index in the
 /// cluster's [`crate::model::Topology`]) of server `server`.
@@ -139,6 +140,77 @@ impl LabelSpec {
             perf,
         )
     }
+}
+
+/// Rounds cut from a trace replay, running jobs included: `workload` replayed under the
+/// baseline `policy` (one of [`crate::policies::POLICIES`] other than `ilp`), every `every`-th
+/// round with at least two jobs present, up to `count` rounds, each cut to the `ilp` policy's
+/// own window ([`crate::ilp::WindowedIlp::window`]): every running job, and waiting ones by
+/// [`RoundPricing::alone_value`] up to `max_jobs` in all but at least `max_jobs / 4` (so a round
+/// with many running jobs holds more than `max_jobs`). Ids are
+/// `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the replay.
+#[allow(clippy::too_many_arguments)]
+pub fn trace_rounds(
+    name: &str,
+    workload: &Workload,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    policy: &str,
+    every: usize,
+    count: usize,
+    max_jobs: usize,
+) -> Result<Vec<(String, ClusterSnapshot)>> {
+    if policy == "ilp" || every == 0 || max_jobs == 0 {
+        return Err(Error::setting(
+            "trace rounds",
+            "policy / every / max_jobs",
+            format!("{policy} / {every} / {max_jobs}"),
+            "a heuristic policy, every >= 1 and max_jobs >= 1",
+        ));
+    }
+    let mut baseline =
+        crate::policies::by_name(policy, perf, &crate::policies::PolicyOptions::default())?;
+    let config = SimConfig {
+        objective: *objective,
+        unplaceable: Unplaceable::Skip,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(
+        perf,
+        config,
+        workload.cluster.clone(),
+        workload.jobs.clone(),
+    )?;
+    // The window of the `ilp` policy, with a solver that is never called.
+    let window = crate::ilp::WindowedIlp::new(
+        crate::ilp::ExactScheduler::new(perf, *objective, SolveSettings::default()),
+        perf,
+        *objective,
+        max_jobs,
+    );
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    while out.len() < count {
+        let Some(snap) = sim.next_round()? else {
+            break;
+        };
+        let snap = snap.clone();
+        if snap.jobs.len() >= 2 {
+            if seen % every == 0 {
+                let keep = window.window(&snap);
+                let cut = ClusterSnapshot::from_parts(
+                    snap.time_s,
+                    snap.cluster.clone(),
+                    keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
+                );
+                out.push((format!("{name}-{policy}-t{}", snap.time_s), cut));
+            }
+            seen += 1;
+        }
+        let schedule = baseline.schedule(&snap)?;
+        sim.apply(&schedule)?;
+    }
+    Ok(out)
 }
 
 /// Solves one round with the exact program (started, as every solve is, from the best of the

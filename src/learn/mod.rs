@@ -7,4 +7,6 @@
 
 pub mod labels;
 
-pub use labels::{JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, rebuild};
+pub use labels::{
+    JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, rebuild, trace_rounds,
+};

@@ -153,3 +153,44 @@ fn label_command_resumes_after_an_interrupted_line() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), bad);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn trace_rounds_hold_running_jobs_and_repeat() {
+    let perf = CalibratedPerf::shipped();
+    let w = coda::workload::load(
+        "philly",
+        &crate::common::datasets(),
+        Some("2x8"),
+        Some(60),
+        &Default::default(),
+        perf,
+    )
+    .unwrap();
+    let cut = || {
+        coda::learn::trace_rounds("philly", &w, perf, &Objective::default(), "pollux", 3, 6, 8)
+            .unwrap()
+    };
+    let a = cut();
+    assert_eq!(a.len(), 6);
+    assert_eq!(a, cut());
+    let ids: std::collections::HashSet<_> = a.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(ids.len(), a.len());
+    assert!(
+        a.iter()
+            .any(|(_, s)| s.jobs.iter().any(|j| j.current.is_some()))
+    );
+    for (_, s) in &a {
+        s.check("cut round").unwrap();
+        let running = s.jobs.iter().filter(|j| j.current.is_some()).count();
+        assert!(
+            s.jobs.len() <= 8.max(running + 2),
+            "{} jobs, {running} running",
+            s.jobs.len()
+        );
+    }
+    // The ILP is no policy to replay a trace under here.
+    assert!(
+        coda::learn::trace_rounds("philly", &w, perf, &Objective::default(), "ilp", 3, 6, 8)
+            .is_err()
+    );
+}

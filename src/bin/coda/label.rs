@@ -1,4 +1,5 @@
-//! `coda label`: expert labels for the learned scheduler — generated rounds of many sizes, solved
+//! `coda label`: expert labels for the learned scheduler — generated rounds of many sizes and
+//! rounds cut from a trace replay (running jobs included), solved
 //! by the exact program in parallel (one HiGHS thread per round), decoded into level-1 choices
 //! and level-2 placement steps, appended one JSON object per line. Seeded, and resumable: rounds
 //! already in the file are skipped, a line cut short by an interrupted run is dropped.
@@ -39,9 +40,43 @@ pub struct Args {
     /// Rounds solved at once (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Also label rounds cut from a replay of this trace (running jobs included), e.g.
+    /// `philly`, `itp-cluster06`, `alibaba`.
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// First jobs of the trace to replay.
+    #[arg(long, default_value_t = 150, value_parser = range::at_least_one)]
+    pub take: usize,
+    /// Cluster of the replay (default: the trace's own).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Heuristic policy the replay runs under (the states it visits are labelled).
+    #[arg(long, default_value = "pollux")]
+    pub trace_policy: String,
+    /// Label every this-many-th round of the replay.
+    #[arg(long, default_value_t = 6, value_parser = range::at_least_one)]
+    pub trace_every: usize,
+    /// Trace rounds to label.
+    #[arg(long, default_value_t = 20, value_parser = range::at_least_one)]
+    pub trace_rounds: usize,
+    /// Jobs per trace round, as the `ilp` policy's window: every running job, and the waiting
+    /// ones the objective ranks first up to this many in all (at least a quarter of it).
+    #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
+    pub max_jobs: usize,
+    /// Datasets folder (traces, cluster specs).
+    #[arg(long, default_value = "datasets")]
+    pub datasets: PathBuf,
     /// Labels file (JSON lines), appended to.
     #[arg(long, default_value = "labels.jsonl")]
     pub out: PathBuf,
+}
+
+/// Where a round comes from.
+enum Round {
+    /// A generated round: (seed, servers, jobs).
+    Generated(u64, usize, usize),
+    /// A round cut from a trace replay.
+    Cut(Box<coda::ClusterSnapshot>),
 }
 
 /// The ids already in `path`; a last line cut short (no newline, not JSON) is dropped from the
@@ -128,9 +163,38 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         },
     };
     spec.settings.check()?;
-    let done = resume(&args.out)?;
-    let todo: Vec<_> = spec
+    let objective = Objective::default();
+    let mut rounds: Vec<(String, Round)> = spec
         .rounds()
+        .into_iter()
+        .map(|(id, seed, servers, jobs)| (id, Round::Generated(seed, servers, jobs)))
+        .collect();
+    if let Some(name) = &args.trace {
+        let w = coda::workload::load(
+            name,
+            &args.datasets,
+            args.cluster.as_deref(),
+            Some(args.take),
+            &coda::workload::trace::TraceOptions {
+                seed: args.seed,
+                ..Default::default()
+            },
+            &perf,
+        )?;
+        let cut = coda::learn::trace_rounds(
+            name,
+            &w,
+            &perf,
+            &objective,
+            &args.trace_policy,
+            args.trace_every,
+            args.trace_rounds,
+            args.max_jobs,
+        )?;
+        rounds.extend(cut.into_iter().map(|(id, s)| (id, Round::Cut(Box::new(s)))));
+    }
+    let done = resume(&args.out)?;
+    let todo: Vec<_> = rounds
         .into_iter()
         .filter(|r| !done.contains(&r.0))
         .collect();
@@ -152,7 +216,6 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             .expect("a valid template"),
     );
     let t0 = Instant::now();
-    let objective = Objective::default();
     let (mut written, mut proven, mut gaps) = (0usize, 0usize, Vec::new());
     // Batches of one round per thread, appended in the spec's order: the file's content does not
     // depend on which thread finished first.
@@ -160,8 +223,13 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let labels: Vec<coda::Result<RoundLabel>> = pool.install(|| {
             batch
                 .par_iter()
-                .map(|(id, seed, servers, jobs)| {
-                    let snap = spec.snapshot(*seed, *servers, *jobs, &perf)?;
+                .map(|(id, round)| {
+                    let snap = match round {
+                        Round::Generated(seed, servers, jobs) => {
+                            spec.snapshot(*seed, *servers, *jobs, &perf)?
+                        }
+                        Round::Cut(s) => (**s).clone(),
+                    };
                     label_round(id, &snap, &perf, &objective, &spec.settings)
                 })
                 .collect()
