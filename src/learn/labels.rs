@@ -196,7 +196,7 @@ pub fn trace_rounds(
         };
         let snap = snap.clone();
         if snap.jobs.len() >= 2 {
-            if seen % every == 0 {
+            if seen.is_multiple_of(every) {
                 let keep = window.window(&snap);
                 let cut = ClusterSnapshot::from_parts(
                     snap.time_s,
