@@ -46,9 +46,8 @@ rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
   --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
   --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
-run itp300-8x8-ilp compare --trace itp-cluster06 --take 300 --cluster 8x8 \
-  --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
-  --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
+# The ILP on ITP cluster 06 is left out: with these limits a replay of 300 jobs on 8 x 8 GPUs
+# did not finish in 50 minutes, nor 150 jobs on 4 x 8 in 40 (README, "Measured").
 for t in philly itp-cluster06; do
   $coda sensitivity --trace "$t" --quiet --out "$out/sensitivity-$t"
 done
