@@ -179,15 +179,9 @@ impl Columns<'_> {
                 continue;
             };
             let f = pricing.option_of(jv.job, a);
-            let k = jv
-                .options
-                .iter()
-                .position(|o| {
-                    o.workers == f.workers
-                        && o.ps == f.ps
-                        && o.mode == f.mode
-                        && o.gpu_type == f.gpu_type
-                })
+            // The program's options are the priced list, in its order.
+            let k = pricing
+                .option_index(jv.job, &f)
                 .ok_or_else(|| Error::InvalidInstance {
                     context: "MIP start".into(),
                     reason: format!(

@@ -22,7 +22,7 @@ mod window;
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
 pub use solve::{
-    SolveReport, SolveSettings, SolveStatus, Solved, export_mps, relaxation_bound, solve,
-    solve_from,
+    SolveReport, SolveSettings, SolveStatus, Solved, export_mps, relative_gap, relaxation_bound,
+    solve, solve_from,
 };
 pub use window::WindowedIlp;

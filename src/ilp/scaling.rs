@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{SolveSettings, SolveStatus, relaxation_bound, solve};
+use super::{SolveSettings, SolveStatus, relative_gap, relaxation_bound, solve};
 use crate::error::{Error, Result};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
@@ -90,13 +90,8 @@ pub fn measure(
         nodes: r.nodes,
         start_objective: r.start_objective,
         root_bound,
-        root_gap: root_gap(root_bound, r.objective),
+        root_gap: relative_gap(root_bound, r.objective),
     })
-}
-
-/// `(bound − objective) / max(|objective|, 1e-9)`.
-pub fn root_gap(bound: f64, objective: f64) -> f64 {
-    (bound - objective) / objective.abs().max(1e-9)
 }
 
 /// Writes rows as CSV (atomically).

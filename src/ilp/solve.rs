@@ -294,7 +294,7 @@ pub fn solve_from(
         .map(|b| b + decoder.objective_constant())
         .unwrap_or(objective_value);
     // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
-    let gap = ((bound - objective_value).max(0.0)) / objective_value.abs().max(1e-9);
+    let gap = relative_gap(bound, objective_value);
     let check = score.total;
     let perf_model_utility = pricing.perf_model_utility(&schedule, &score)?;
     let abs_gap = (bound - objective_value).max(0.0);
@@ -325,6 +325,17 @@ pub fn solve_from(
         returned_start,
     };
     Ok(Solved { schedule, report })
+}
+
+/// `(bound − objective)⁺ / max(|objective|, 1e-9)`: how far a bound is above a schedule's
+/// objective, relative to it (the gap of every report, and the root gap of `bench-solve`);
+/// NaN when either is (a bound never proved stays unknown, not 0).
+pub fn relative_gap(bound: f64, objective: f64) -> f64 {
+    let above = bound - objective;
+    if above.is_nan() {
+        return f64::NAN;
+    }
+    above.max(0.0) / objective.abs().max(1e-9)
 }
 
 /// What one HiGHS run left: outcome, column values, objective and bound (without the

@@ -261,9 +261,7 @@ pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<
             continue;
         };
         let f = pricing.option_of(j, a);
-        let option = pricing.options(j).iter().position(|o| {
-            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
-        });
+        let option = pricing.option_index(j, &f);
         if option.is_none() {
             return Err(Error::InvalidInstance {
                 context: "label".into(),

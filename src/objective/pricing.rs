@@ -209,15 +209,20 @@ impl<'a> RoundPricing<'a> {
         }
     }
 
+    /// The index in [`RoundPricing::options`] of the option `f` describes (the program's
+    /// `y_jk` order), if the list holds it.
+    pub fn option_index(&self, j: usize, f: &OptionFacts) -> Option<usize> {
+        self.options(j).iter().position(|o| {
+            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
+        })
+    }
+
     /// The terms of the option `f` describes: read from the job's options (priced directly if
     /// the option list does not hold it).
     fn terms_of(&self, j: usize, f: &OptionFacts) -> Result<OptionTerms> {
         let job = &self.snapshot.jobs[j];
-        let listed = self.options(j).iter().find(|o| {
-            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
-        });
-        match listed {
-            Some(o) => Ok(o.terms),
+        match self.option_index(j, f) {
+            Some(k) => Ok(self.options(j)[k].terms),
             None => self
                 .objective
                 .option_terms(self.perf, job, f.workers, f.ps, f.mode, &f.gpu_type)

@@ -14,9 +14,10 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "1x2,2x4,3x6,4x8,5x10,6x12,8x12,8x16"
+        default_value = "1x2,2x4,3x6,4x8,5x10,6x12,8x12,8x16",
+        value_parser = range::size
     )]
-    pub sizes: Vec<String>,
+    pub sizes: Vec<(usize, usize)>,
     /// Seeds per size.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     pub seeds: Vec<u64>,
@@ -89,19 +90,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             ));
         }
     } else {
-        for size in &sizes {
-            let bad = || {
-                coda::Error::invalid(
-                    "--sizes",
-                    0,
-                    "sizes",
-                    size,
-                    "expected SERVERSxJOBS, e.g. 8x16",
-                )
-            };
-            let (a, b) = size.split_once('x').ok_or_else(bad)?;
-            let servers: usize = a.parse().map_err(|_| bad())?;
-            let jobs: usize = b.parse().map_err(|_| bad())?;
+        for &(servers, jobs) in &sizes {
             for &seed in &seeds {
                 let snap = coda::workload::scaling_instance(servers, jobs, seed, &perf)?;
                 let name = format!("gen_s{servers:02}_j{jobs:02}_seed{seed}");
@@ -155,7 +144,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             .map(|r| r.objective)
             .fold(f64::NEG_INFINITY, f64::max);
         for r in &mut rows[first..] {
-            r.root_gap = scaling::root_gap(r.root_bound, best);
+            r.root_gap = coda::ilp::relative_gap(r.root_bound, best);
         }
     }
     scaling::write_csv(&rows, &out.join("solve_scaling.csv"))?;

@@ -20,8 +20,8 @@ use crate::{perf_model, range};
 #[derive(clap::Args)]
 pub struct Args {
     /// Round sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8")]
-    pub sizes: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8", value_parser = range::size)]
+    pub sizes: Vec<(usize, usize)>,
     /// Rounds per size.
     #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
     pub rounds: usize,
@@ -132,27 +132,8 @@ fn resume(path: &Path) -> coda::Result<std::collections::HashSet<String>> {
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
-    let mut sizes = Vec::new();
-    for size in &args.sizes {
-        let bad = || {
-            coda::Error::invalid(
-                "--sizes",
-                0,
-                "sizes",
-                size,
-                "expected SERVERSxJOBS, e.g. 4x8",
-            )
-        };
-        let (a, b) = size.split_once('x').ok_or_else(bad)?;
-        let servers: usize = a.parse().map_err(|_| bad())?;
-        let jobs: usize = b.parse().map_err(|_| bad())?;
-        if servers == 0 || jobs == 0 || servers > 1_000 || jobs > 10_000 {
-            return Err(bad());
-        }
-        sizes.push((servers, jobs));
-    }
     let spec = LabelSpec {
-        sizes,
+        sizes: args.sizes,
         rounds: args.rounds,
         seed: args.seed,
         running_fraction: args.running_fraction,

@@ -105,6 +105,15 @@ pub fn jobs(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A round size `SERVERSxJOBS` (e.g. `8x16`): servers as [`servers`], jobs as [`jobs`].
+pub fn size(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .trim()
+        .split_once('x')
+        .ok_or_else(|| format!("`{s}`: expected SERVERSxJOBS, e.g. 8x16"))?;
+    Ok((servers(a)?, jobs(b)?))
+}
+
 /// A worker count in [1, the most GPUs one server may have].
 pub fn workers(s: &str) -> Result<u32, String> {
     let hi = coda::model::MAX_GPUS_PER_SERVER;
