@@ -1,7 +1,9 @@
-//! Schedule one round exactly and compare it with keeping everyone in place.
+//! Schedule one round exactly, and with the learned policy, and compare both with keeping
+//! everyone in place.
 //!
 //! `cargo run --release --example schedule_round [-- examples/instances/hetero.json]`
 
+use coda::policies::learned::LearnedScheduler;
 use coda::{CalibratedPerf, ClusterSnapshot, Objective, current_schedule, ilp};
 
 fn main() -> coda::Result<()> {
@@ -42,6 +44,18 @@ fn main() -> coda::Result<()> {
     println!(
         "warm-started from the current placement: {:?}, gap {:.2e}",
         solved.report.status, solved.report.gap
+    );
+    // The learned policy: no solver, a few milliseconds, valid by construction.
+    let mut policy = LearnedScheduler::shipped(perf, objective)?;
+    let t = std::time::Instant::now();
+    let learned = coda::schedule_with(&snapshot, &mut policy)?;
+    let learned_s = t.elapsed().as_secs_f64();
+    println!(
+        "learned policy:             objective {:.4}, {} jobs on {} GPUs, {:.2} ms",
+        objective.score(perf, &snapshot, &learned)?.total,
+        learned.assignments.len(),
+        learned.gpus_used(),
+        1e3 * learned_s
     );
     Ok(())
 }

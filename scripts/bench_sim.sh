@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Simulator benchmark (set-up included): every heuristic baseline on the Philly window and on
-# ITP cluster 06 with their default clusters, one simulation at a time (single-core wall times):
+# Simulator benchmark (set-up included): every heuristic baseline and the learned policy on the
+# Philly window and on ITP cluster 06 with their default clusters (the learned policy on the
+# shipped estimates only; README lists its sensitivity runs), one simulation at a time (single-core wall times):
 # as shipped, with every contention estimate charged on top of the trace durations
 # (`--contention-allowance 1`), and with every contention estimate off; the ILP against the
 # heuristics on a small Philly slice; and the sensitivity of every policy to every named estimate
@@ -37,8 +38,9 @@ e.update(colocation_coupling=0.0, pcie_share_comm_penalty=0.0,
          cross_socket_comm_factor=1.0, nic_bandwidth_fraction=0.0)
 json.dump(p, open(sys.argv[1], "w"), indent=2)
 PY
+every=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random
 for t in philly itp-cluster06; do
-  run "$t" compare --trace "$t"
+  run "$t" compare --trace "$t" --policies "$every,learned"
   run "$t-allowance1" compare --trace "$t" --contention-allowance 1
   run "$t-contention-off" compare --trace "$t" --params "$out/contention_off.json"
 done
@@ -46,6 +48,9 @@ rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
   --policies fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,ilp \
   --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10
+run philly150-4x8-learned compare --trace philly --take 150 --cluster 4x8 --policies "$every,learned"
+run itp-cluster06-300-8x8-learned compare --trace itp-cluster06 --take 300 --cluster 8x8 \
+  --policies "$every,learned"
 # The ILP on ITP cluster 06 is left out: with these limits a replay of 300 jobs on 8 x 8 GPUs
 # did not finish in 50 minutes, nor 150 jobs on 4 x 8 in 40 (README, "Measured").
 for t in philly itp-cluster06; do

@@ -35,7 +35,11 @@ $coda solve --instance examples/instances/hetero.json --time-limit 60 --out "$ou
 $coda validate --instance examples/instances/hetero.json --schedule "$out/hetero.ilp.json" | head -2
 $coda solve --instance examples/instances/hetero.json --export-mps "$out/hetero.mps" --export-only
 
-echo "== 6. replay the Philly window (5,745 jobs, 64 DGX-1 servers) under four baselines, in parallel"
-echo "   (the contention allowance is measured first by a FIFO replay: see the README)"
-$coda compare --trace philly --policies fifo,tiresias,sjf-bco,pollux --quiet --out "$out/sim"
+echo "== 6. the learned policy (shipped weights) against the exact program on held-out rounds"
+$coda gap --labels benches/results/gap/held_out.jsonl --out "$out/gap" \
+  | grep -E '^\| (rounds|all) \| (policy|learned|learned-greedy|best-heuristic|pollux|expert) \|'
+
+echo "== 7. replay the Philly window (5,745 jobs, 64 DGX-1 servers) under four baselines and the"
+echo "   learned policy, in parallel (the contention allowance is measured first by a FIFO replay)"
+$coda compare --trace philly --policies fifo,tiresias,sjf-bco,pollux,learned --quiet --out "$out/sim"
 echo "   table, JCT CDF and utilisation plots: $out/sim/comparison.md, $out/sim/*.svg"

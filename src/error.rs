@@ -139,6 +139,15 @@ pub enum Error {
         /// What it said.
         reason: String,
     },
+    /// A policy weights file that cannot be used: not safetensors, another format or version,
+    /// features that differ from this build's, a tensor missing or of the wrong shape.
+    #[error("{path}: policy weights: {reason}")]
+    ModelFile {
+        /// The file (or what the bytes came from).
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A calibration could not be computed (too few rows, singular fit).
     #[error("calibration of `{model}` failed: {reason}")]
     Calibration {

@@ -59,7 +59,7 @@ pub use model::{
 pub use objective::{Objective, RoundPricing, Score};
 pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
 pub use scheduler::{RoundSolve, Scheduler};
-pub use util::{check_writable, write_atomic};
+pub use util::{check_writable, write_atomic, write_csv};
 pub use workload::{GenerateOptions, current_schedule, generate};
 
 /// Schedules one round with the shipped performance model, the default objective and the
@@ -74,4 +74,35 @@ pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
     let exact = ExactScheduler::new(perf, objective, SolveSettings::default())
         .with_start(Box::new(policies::BestHeuristic::new(perf, objective)));
     policies::Backfill::new(Box::new(exact), perf, objective).schedule(snapshot)
+}
+
+/// Schedules one round with a scheduler of the caller's choice — the learned policy
+/// ([`policies::learned::LearnedScheduler`]), a baseline ([`policies::by_name`]) or an
+/// [`ExactScheduler`] with other settings — after checking the snapshot as [`schedule`] does;
+/// a schedule that does not validate is an error naming its first violation, never returned.
+///
+/// ```
+/// use coda::{CalibratedPerf, GenerateOptions, Objective, generate};
+/// use coda::policies::learned::LearnedScheduler;
+///
+/// let perf = CalibratedPerf::shipped();
+/// let snapshot = generate(&GenerateOptions { servers: 4, jobs: 8, seed: 1, ..Default::default() }, perf)?;
+/// let mut policy = LearnedScheduler::shipped(perf, Objective::default())?;
+/// let schedule = coda::schedule_with(&snapshot, &mut policy)?;
+/// assert!(schedule.validate(&snapshot).is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
+pub fn schedule_with(
+    snapshot: &ClusterSnapshot,
+    scheduler: &mut dyn Scheduler,
+) -> Result<Schedule> {
+    snapshot.check("schedule_with: its snapshot")?;
+    let schedule = scheduler.schedule(snapshot)?;
+    if let Some(v) = schedule.validate(snapshot).first() {
+        return Err(Error::InvalidInstance {
+            context: format!("scheduler `{}`", scheduler.name()),
+            reason: format!("returned an invalid schedule: {v}"),
+        });
+    }
+    Ok(schedule)
 }

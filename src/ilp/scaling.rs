@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{SolveSettings, SolveStatus, relative_gap, relaxation_bound, solve};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
@@ -96,13 +96,5 @@ pub fn measure(
 
 /// Writes rows as CSV (atomically).
 pub fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r)
-            .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
-    }
-    let bytes = w
-        .into_inner()
-        .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
-    crate::util::write_atomic(path, &bytes)
+    crate::util::write_csv(path, rows)
 }

@@ -64,9 +64,11 @@ pub struct RoundLabel {
     pub status: SolveStatus,
     /// The schedule's objective.
     pub objective: f64,
-    /// The best bound the solver proved (NaN when it proved none).
+    /// The best bound the solver proved (NaN when it proved none; JSON `null`).
+    #[serde(deserialize_with = "nan_if_null")]
     pub best_bound: f64,
-    /// Relative gap of the schedule to that bound.
+    /// Relative gap of the schedule to that bound (NaN / `null` without a bound).
+    #[serde(deserialize_with = "nan_if_null")]
     pub gap: f64,
     /// Whether the expert is exact here (proven optimal); a time-limited label is not.
     pub proven: bool,
@@ -156,6 +158,7 @@ pub fn trace_rounds(
     perf: &dyn PerfModel,
     objective: &Objective,
     policy: &str,
+    opts: &crate::policies::PolicyOptions,
     every: usize,
     count: usize,
     max_jobs: usize,
@@ -168,8 +171,7 @@ pub fn trace_rounds(
             "a heuristic policy, every >= 1 and max_jobs >= 1",
         ));
     }
-    let mut baseline =
-        crate::policies::by_name(policy, perf, &crate::policies::PolicyOptions::default())?;
+    let mut baseline = crate::policies::by_name(policy, perf, opts)?;
     let config = SimConfig {
         objective: *objective,
         unplaceable: Unplaceable::Skip,
@@ -397,4 +399,33 @@ pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedu
     }
     out.sort_by_key(|a| a.job);
     Ok(Schedule { assignments: out })
+}
+
+/// JSON writes a NaN as `null`; it reads back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// Every label of a JSON-lines file (what `coda label` writes), in file order; a line that is
+/// not a label is an error naming the file, line and field.
+pub fn read_labels(path: &std::path::Path) -> Result<Vec<RoundLabel>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let origin = path.display().to_string();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut de = serde_json::Deserializer::from_str(line);
+        let label: RoundLabel =
+            serde_path_to_error::deserialize(&mut de).map_err(|e| Error::Json {
+                file: origin.clone(),
+                line: n + 1,
+                column: e.inner().column(),
+                field: e.path().to_string(),
+                message: e.inner().to_string(),
+            })?;
+        out.push(label);
+    }
+    Ok(out)
 }

@@ -3,10 +3,15 @@
 //! options the program's `y_jk` chooses from, or wait) and the level-2 placement (GPUs per PCIe
 //! switch and PS per server, the program's own granularity) — in a fixed canonical order.
 //!
-//! This layer reads the solver and the workload generators; it names no training backend.
+//! This layer reads the solver and the workload generators. Only `train` (behind the `train`
+//! feature) names the training backend.
 
+pub mod examples;
 pub mod labels;
+#[cfg(feature = "train")]
+pub mod train;
 
 pub use labels::{
-    JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, rebuild, trace_rounds,
+    JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, read_labels, rebuild,
+    trace_rounds,
 };

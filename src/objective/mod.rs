@@ -323,38 +323,52 @@ impl Objective {
         snapshot: &ClusterSnapshot,
         job: &Job,
     ) -> Vec<JobOption> {
-        let mut types: Vec<&str> = snapshot
-            .cluster
-            .servers
+        self.job_options_in(perf, &ClusterShape::of(&snapshot.cluster), job)
+    }
+
+    /// [`Objective::job_options`] on a cluster summarised once (what a round priced for many
+    /// jobs does: the summary is the only part that reads every server).
+    pub(crate) fn job_options_in(
+        &self,
+        perf: &dyn PerfModel,
+        shape: &ClusterShape,
+        job: &Job,
+    ) -> Vec<JobOption> {
+        let g = job.demand.gpus_per_worker;
+        let types: Vec<&(String, Vec<(u32, u64)>)> = shape
+            .types
             .iter()
-            .filter(|s| job.allows_gpu(&s.gpu_type) && s.num_gpus() >= job.demand.gpus_per_worker)
-            .map(|s| s.gpu_type.as_str())
+            .filter(|(t, sizes)| job.allows_gpu(t) && sizes.iter().any(|&(n, _)| n >= g))
             .collect();
-        types.sort_unstable();
-        types.dedup();
-        let multi_socket = snapshot.cluster.servers.iter().any(|s| {
-            s.topology
-                .iter()
-                .filter(|sw| sw.iter().sum::<u32>() > 0)
-                .count()
-                > 1
-        });
         let modes: &[Mode] = match job.arch {
-            Architecture::AllReduce if multi_socket => {
+            Architecture::AllReduce if shape.multi_socket => {
                 &[Mode::Single, Mode::CrossSocket, Mode::Multi]
             }
             Architecture::AllReduce => &[Mode::Single, Mode::Multi],
             Architecture::ParameterServer => &[Mode::Single, Mode::Multi],
         };
-        let multi_server = snapshot.cluster.servers.len() > 1;
-        let (w_hi, p_hi) = enumerable(perf, snapshot, job);
+        let (measured_w, measured_p) = perf.task_limits(job).unwrap_or((u32::MAX, u32::MAX));
+        let p_hi = job
+            .ps
+            .max
+            .min(u32::try_from(shape.ps_slots(job)).unwrap_or(u32::MAX))
+            .min(measured_p)
+            .max(job.ps.min);
         let mut out = Vec::new();
-        for &t in &types {
-            let w_hi = w_hi(t);
+        for (t, sizes) in types {
+            let slots: u64 = sizes
+                .iter()
+                .map(|&(n, c)| c * u64::from(n / g.max(1)))
+                .sum();
+            let w_hi = job
+                .workers
+                .max
+                .min(u32::try_from(slots).unwrap_or(u32::MAX))
+                .min(measured_w);
             for w in job.workers.min..=w_hi {
                 for p in job.ps.min..=p_hi {
                     for &mode in modes {
-                        if mode == Mode::Multi && !multi_server {
+                        if mode == Mode::Multi && !shape.multi_server {
                             continue;
                         }
                         if let Some(terms) = self.option_terms(perf, job, w, p, mode, t) {
@@ -362,7 +376,7 @@ impl Objective {
                                 workers: w,
                                 ps: p,
                                 mode,
-                                gpu_type: t.to_string(),
+                                gpu_type: t.clone(),
                                 terms,
                             });
                         }
@@ -450,31 +464,66 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
     norm(a) == norm(b)
 }
 
-/// The largest worker count (per GPU type) and PS count worth enumerating for `job`: its own
+/// What enumerating a job's options reads of a cluster, summarised once: per GPU type (by
+/// name) its servers' GPU counts with how many servers have each, the distinct (cores, memory)
+/// of servers with their counts, and whether any server has several sockets and whether there
+/// are several servers.
+///
+/// A job's largest worker count (per GPU type) and PS count worth enumerating are its own
 /// maxima clipped to what the cluster can hold (workers: the GPUs of that type in whole
 /// workers; PS: the servers' cores and memory in whole PS tasks) and to the range the
 /// performance model prices. Ranges in an instance may be far larger (`workers.max =
 /// 4294967295`); the options, and so the program's size, stay bounded by the cluster.
-fn enumerable<'a>(
-    perf: &dyn PerfModel,
-    snapshot: &'a ClusterSnapshot,
-    job: &'a Job,
-) -> (impl Fn(&str) -> u32 + 'a, u32) {
-    let (measured_w, measured_p) = perf.task_limits(job).unwrap_or((u32::MAX, u32::MAX));
-    let d = job.demand;
-    let servers = &snapshot.cluster.servers;
-    let w_hi = move |t: &str| {
-        let slots: u64 = servers
-            .iter()
-            .filter(|s| s.gpu_type == t)
-            .map(|s| u64::from(s.num_gpus() / d.gpus_per_worker.max(1)))
-            .sum();
-        let slots = u32::try_from(slots).unwrap_or(u32::MAX);
-        job.workers.max.min(slots).min(measured_w)
-    };
-    // PS tasks a server can hold; a demand of zero cores and memory is bounded by the most
-    // tasks any server may hold (one per GPU slot of the largest server allowed).
-    let per_server = |s: &crate::model::Server| -> u64 {
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClusterShape {
+    types: Vec<(String, Vec<(u32, u64)>)>,
+    capacities: Vec<(f64, f64, u64)>,
+    multi_socket: bool,
+    multi_server: bool,
+}
+
+impl ClusterShape {
+    pub(crate) fn of(cluster: &crate::model::Cluster) -> Self {
+        let mut types: Vec<(String, Vec<(u32, u64)>)> = Vec::new();
+        let mut capacities: Vec<(f64, f64, u64)> = Vec::new();
+        for s in &cluster.servers {
+            let sizes = match types.iter_mut().find(|(t, _)| *t == s.gpu_type) {
+                Some((_, v)) => v,
+                None => {
+                    types.push((s.gpu_type.clone(), Vec::new()));
+                    &mut types.last_mut().expect("just pushed").1
+                }
+            };
+            match sizes.iter_mut().find(|(n, _)| *n == s.num_gpus()) {
+                Some((_, c)) => *c += 1,
+                None => sizes.push((s.num_gpus(), 1)),
+            }
+            match capacities.iter_mut().find(|(c, m, _)| {
+                c.to_bits() == s.cpu_cores.to_bits() && m.to_bits() == s.memory_gib.to_bits()
+            }) {
+                Some((_, _, n)) => *n += 1,
+                None => capacities.push((s.cpu_cores, s.memory_gib, 1)),
+            }
+        }
+        types.sort_by(|a, b| a.0.cmp(&b.0));
+        ClusterShape {
+            types,
+            capacities,
+            multi_socket: cluster.servers.iter().any(|s| {
+                s.topology
+                    .iter()
+                    .filter(|sw| sw.iter().sum::<u32>() > 0)
+                    .count()
+                    > 1
+            }),
+            multi_server: cluster.servers.len() > 1,
+        }
+    }
+
+    /// PS tasks of `job` the cluster can hold; a demand of zero cores and memory is bounded by
+    /// the most tasks any server may hold (one per GPU slot of the largest server allowed).
+    fn ps_slots(&self, job: &Job) -> u64 {
+        let d = job.demand;
         let by = |have: f64, need: f64| {
             if need > 0.0 {
                 (have / need).floor().min(f64::from(MAX_GPUS_PER_SERVER)) as u64
@@ -482,14 +531,9 @@ fn enumerable<'a>(
                 u64::from(MAX_GPUS_PER_SERVER)
             }
         };
-        by(s.cpu_cores, d.cpu_per_ps).min(by(s.memory_gib, d.mem_per_ps_gib))
-    };
-    let ps_slots: u64 = servers.iter().map(per_server).sum();
-    let p_hi = job
-        .ps
-        .max
-        .min(u32::try_from(ps_slots).unwrap_or(u32::MAX))
-        .min(measured_p)
-        .max(job.ps.min);
-    (w_hi, p_hi)
+        self.capacities
+            .iter()
+            .map(|&(c, m, n)| n * by(c, d.cpu_per_ps).min(by(m, d.mem_per_ps_gib)))
+            .sum()
+    }
 }

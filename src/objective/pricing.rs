@@ -9,7 +9,9 @@
 
 use std::cell::OnceCell;
 
-use super::{JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment};
+use super::{
+    ClusterShape, JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment,
+};
 use crate::error::{Error, Result};
 use crate::model::{
     Architecture, Assignment, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
@@ -40,6 +42,8 @@ pub struct RoundPricing<'a> {
     objective: Objective,
     topology: Topology,
     options: Vec<OnceCell<Vec<JobOption>>>,
+    /// What option enumeration reads of the cluster, summarised once for all jobs.
+    shape: ClusterShape,
     restart: Vec<OnceCell<f64>>,
     /// Per job, the index of its model in `models`.
     model_of: Vec<usize>,
@@ -81,6 +85,7 @@ impl<'a> RoundPricing<'a> {
             objective,
             topology: Topology::of(&snapshot.cluster),
             options: (0..n).map(|_| OnceCell::new()).collect(),
+            shape: ClusterShape::of(&snapshot.cluster),
             restart: (0..n).map(|_| OnceCell::new()).collect(),
             model_of,
             type_of,
@@ -119,7 +124,7 @@ impl<'a> RoundPricing<'a> {
     pub fn options(&self, j: usize) -> &[JobOption] {
         self.options[j].get_or_init(|| {
             self.objective
-                .job_options(self.perf, self.snapshot, &self.snapshot.jobs[j])
+                .job_options_in(self.perf, &self.shape, &self.snapshot.jobs[j])
         })
     }
 

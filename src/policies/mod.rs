@@ -13,6 +13,7 @@
 //! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested size, smallest GPU-time first | balanced: k least-loaded servers, k chosen by the in-context price | no |
 //! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
+//! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
 //! | `ilp` | coda's program | exact, re-solved every round on the running jobs + the waiting ones the objective values most (`--ilp-max-jobs`, a quarter of it kept for waiting jobs), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
 //!
 //! Differences from the papers, said once here:
@@ -43,6 +44,7 @@
 
 mod baselines;
 mod expert;
+pub mod learned;
 mod packer;
 mod sizing;
 
@@ -53,7 +55,7 @@ use rand_chacha::ChaCha8Rng;
 
 pub use baselines::POLLUX_RESTART_PENALTY;
 pub use expert::{Backfill, BestHeuristic, Revisit};
-pub use packer::{Packer, Placement};
+pub use packer::{GpuChoice, Packer, Placement};
 
 use baselines::*;
 use sizing::Base;
@@ -66,8 +68,8 @@ use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
 
 /// Every baseline's name, in the order reports list them.
-pub const POLICIES: [&str; 9] = [
-    "fifo", "srtf", "drf", "tiresias", "optimus", "sjf-bco", "pollux", "random", "ilp",
+pub const POLICIES: [&str; 10] = [
+    "fifo", "srtf", "drf", "tiresias", "optimus", "sjf-bco", "pollux", "random", "ilp", "learned",
 ];
 
 /// Settings shared by the baselines.
@@ -94,6 +96,11 @@ pub struct PolicyOptions {
     /// jobs, every one where it was put) only every this many rounds ([`Revisit`]); 1: every
     /// round.
     pub ilp_revisit_rounds: u32,
+    /// Weights of the `learned` policy (default: the shipped `models/policy.safetensors`).
+    pub policy_weights: Option<std::path::PathBuf>,
+    /// Decodings per round of the `learned` policy (1: greedy; see
+    /// [`learned::DEFAULT_SAMPLES`]), drawn from `seed`.
+    pub policy_samples: usize,
 }
 
 impl Default for PolicyOptions {
@@ -109,6 +116,8 @@ impl Default for PolicyOptions {
             },
             ilp_max_jobs: 12,
             ilp_revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
+            policy_weights: None,
+            policy_samples: learned::DEFAULT_SAMPLES,
         }
     }
 }
@@ -188,6 +197,24 @@ pub fn by_name<'a>(
                 opts.objective,
             );
             Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
+        }
+        "learned" => {
+            let net = match &opts.policy_weights {
+                Some(path) => learned::PolicyNet::load(path)?,
+                None => learned::LearnedScheduler::shipped(perf, opts.objective)?
+                    .net()
+                    .clone(),
+            };
+            // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
+            // are filled under the same pricing.
+            Box::new(Backfill::new(
+                Box::new(
+                    learned::LearnedScheduler::new(perf, opts.objective, net)
+                        .with_samples(opts.policy_samples, opts.seed),
+                ),
+                perf,
+                opts.objective,
+            ))
         }
         other => {
             return Err(Error::UnknownName {

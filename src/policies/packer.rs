@@ -32,6 +32,16 @@ pub enum Placement {
     Balanced,
 }
 
+/// How [`Packer::place_plan`] chooses GPUs within a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuChoice {
+    /// Under as few PCIe switches and sockets as possible (the baselines' rule).
+    Compact,
+    /// Under switches no other job uses, within one socket, when the server has that room
+    /// (no PCIe sharing: the objective charges every (switch, other job) pair); else compact.
+    OwnSwitches,
+}
+
 /// What one server has left, and who runs there.
 #[derive(Debug, Clone)]
 struct ServerState {
@@ -207,8 +217,100 @@ impl<'a> Packer<'a> {
         self.tracking = true;
     }
 
+    /// Free GPUs of server `s`, one flag per GPU.
+    pub fn free_gpus_on(&self, s: usize) -> &[bool] {
+        &self.servers[s].free
+    }
+
+    /// Free cores and GiB of memory of server `s`.
+    pub fn free_cpu_mem(&self, s: usize) -> (f64, f64) {
+        (self.servers[s].cpu, self.servers[s].mem)
+    }
+
+    /// Places `job` exactly on `plan` (server, workers), its GPUs chosen by `gpus` and its `ps`
+    /// parameter servers by the shared PS rule; commits and returns `true`, or returns `false`
+    /// and takes nothing when the plan or the PS do not fit.
+    pub fn place_plan(
+        &mut self,
+        job: &Job,
+        plan: &[(usize, u32)],
+        ps: u32,
+        gpus: GpuChoice,
+    ) -> bool {
+        let mut seen = vec![false; self.servers.len()];
+        for &(s, k) in plan {
+            if s >= self.servers.len() || seen[s] || k == 0 || self.capacity(job, s) < k {
+                return false;
+            }
+            seen[s] = true;
+        }
+        if plan.is_empty() || !self.ps_fit(job, plan, ps) {
+            return false;
+        }
+        let mut a = self.build(job, plan, ps, None);
+        if gpus == GpuChoice::OwnSwitches {
+            let g = job.demand.gpus_per_worker as usize;
+            let mut workers = Vec::with_capacity(a.workers.len());
+            for &(s, k) in plan {
+                let chosen = self
+                    .own_switch_gpus(s, k * job.demand.gpus_per_worker)
+                    .unwrap_or_else(|| self.compact_gpus(s, k * job.demand.gpus_per_worker));
+                workers.extend(chosen.chunks(g).map(|c| WorkerTask {
+                    server: s,
+                    gpus: c.to_vec(),
+                }));
+            }
+            a.workers = workers;
+        }
+        self.commit(job, a);
+        true
+    }
+
+    /// `n` GPUs of server `s` under PCIe switches no one uses yet, all under one socket (the
+    /// tightest socket that has room): the smallest free switch that holds them, else the
+    /// largest free switches first; `None` if no socket has that much untouched room.
+    fn own_switch_gpus(&self, s: usize, n: u32) -> Option<Vec<u32>> {
+        let st = &self.servers[s];
+        let slots = &self.occupancy.slots()[s];
+        // (socket, switch, its GPUs) of switches whose every GPU is free.
+        let mut whole: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        for (i, slot) in slots.iter().enumerate() {
+            match whole.iter_mut().find(|w| w.1 == slot.switch) {
+                Some(w) => w.2.push(i as u32),
+                None => whole.push((slot.socket, slot.switch, vec![i as u32])),
+            }
+        }
+        whole.retain(|w| w.2.iter().all(|&i| st.free[i as usize]));
+        let room = |so: u32| -> u32 {
+            whole
+                .iter()
+                .filter(|w| w.0 == so)
+                .map(|w| w.2.len() as u32)
+                .sum()
+        };
+        let socket = dedup(whole.iter().map(|w| w.0))
+            .into_iter()
+            .filter(|&so| room(so) >= n)
+            .min_by_key(|&so| (room(so), so))?;
+        let mut mine: Vec<&(u32, u32, Vec<u32>)> = whole.iter().filter(|w| w.0 == socket).collect();
+        if let Some(w) = mine
+            .iter()
+            .filter(|w| w.2.len() as u32 >= n)
+            .min_by_key(|w| (w.2.len(), w.1))
+        {
+            return Some(w.2.iter().copied().take(n as usize).collect());
+        }
+        mine.sort_by_key(|w| (std::cmp::Reverse(w.2.len()), w.1));
+        Some(
+            mine.iter()
+                .flat_map(|w| w.2.iter().copied())
+                .take(n as usize)
+                .collect(),
+        )
+    }
+
     /// Workers of `job` that fit on server `s` now.
-    fn capacity(&self, job: &Job, s: usize) -> u32 {
+    pub fn capacity(&self, job: &Job, s: usize) -> u32 {
         let d = &job.demand;
         let st = &self.servers[s];
         let mut cap = st.free_count / d.gpus_per_worker;
@@ -305,6 +407,19 @@ impl<'a> Packer<'a> {
         self.perf
             .speed(&JobQuery::of(job), gpu_type, &shape)
             .map_or(0.0, |s| s.iterations_per_s)
+    }
+
+    /// The consolidated rule's plan (see [`Placement::Consolidated`]) for `workers` workers of
+    /// `job` on servers of `gpu_type` only: the best-fitting server if one suffices, else the
+    /// servers with the most room first.
+    pub fn consolidated_plan(
+        &self,
+        job: &Job,
+        gpu_type: &str,
+        workers: u32,
+    ) -> Option<Vec<(usize, u32)>> {
+        let (_, members) = self.groups.iter().find(|(t, _)| t == gpu_type)?;
+        self.consolidated(job, members, workers)
     }
 
     fn consolidated(

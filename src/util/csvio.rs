@@ -157,3 +157,17 @@ impl Row<'_> {
         Ok(v)
     }
 }
+
+/// Writes `rows` as CSV with a header from their field names, atomically (nothing is left half
+/// written if serialising or writing fails).
+pub fn write_csv<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r)
+            .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+    crate::util::write_atomic(path, &bytes)
+}

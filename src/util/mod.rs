@@ -5,4 +5,5 @@ pub(crate) mod csvio;
 pub(crate) mod json;
 pub(crate) mod total;
 
+pub use csvio::write_csv;
 pub use json::{check_writable, write_atomic};

@@ -167,8 +167,18 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     )
     .unwrap();
     let cut = || {
-        coda::learn::trace_rounds("philly", &w, perf, &Objective::default(), "pollux", 3, 6, 8)
-            .unwrap()
+        coda::learn::trace_rounds(
+            "philly",
+            &w,
+            perf,
+            &Objective::default(),
+            "pollux",
+            &Default::default(),
+            3,
+            6,
+            8,
+        )
+        .unwrap()
     };
     let a = cut();
     assert_eq!(a.len(), 6);
@@ -190,7 +200,17 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     }
     // The ILP is no policy to replay a trace under here.
     assert!(
-        coda::learn::trace_rounds("philly", &w, perf, &Objective::default(), "ilp", 3, 6, 8)
-            .is_err()
+        coda::learn::trace_rounds(
+            "philly",
+            &w,
+            perf,
+            &Objective::default(),
+            "ilp",
+            &Default::default(),
+            3,
+            6,
+            8
+        )
+        .is_err()
     );
 }

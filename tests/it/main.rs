@@ -10,6 +10,7 @@ mod generate;
 mod ilp;
 mod layout;
 mod learn;
+mod learned;
 mod perf;
 mod pricing;
 mod robustness;

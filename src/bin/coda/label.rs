@@ -22,8 +22,8 @@ pub struct Args {
     /// Round sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8", value_parser = range::size)]
     pub sizes: Vec<(usize, usize)>,
-    /// Rounds per size.
-    #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
+    /// Rounds per size (0: trace rounds only).
+    #[arg(long, default_value_t = 10)]
     pub rounds: usize,
     /// Base seed (each round draws its own from it).
     #[arg(long, default_value_t = 0)]
@@ -50,9 +50,14 @@ pub struct Args {
     /// Cluster of the replay (default: the trace's own).
     #[arg(long)]
     pub cluster: Option<String>,
-    /// Heuristic policy the replay runs under (the states it visits are labelled).
+    /// Policy the replay runs under (the states it visits are labelled): a baseline, or
+    /// `learned` for on-policy states.
     #[arg(long, default_value = "pollux")]
     pub trace_policy: String,
+    /// Weights of the `learned` policy when it runs the replay (DAgger: the states the policy
+    /// itself visits, labelled by the program; default: the shipped weights).
+    #[arg(long)]
+    pub policy_weights: Option<PathBuf>,
     /// Label every this-many-th round of the replay.
     #[arg(long, default_value_t = 6, value_parser = range::at_least_one)]
     pub trace_every: usize,
@@ -168,6 +173,10 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             &perf,
             &objective,
             &args.trace_policy,
+            &coda::policies::PolicyOptions {
+                policy_weights: args.policy_weights.clone(),
+                ..Default::default()
+            },
             args.trace_every,
             args.trace_rounds,
             args.max_jobs,
@@ -239,11 +248,12 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     };
     out!(
         "{written} round(s) labelled ({} already in {}), {proven} proven optimal, mean gap {:.2e}, \
-         {:.1} s on {threads} thread(s)",
+         {:.1} s on {} thread(s)",
         done.len(),
         args.out.display(),
         mean_gap,
-        t0.elapsed().as_secs_f64()
+        t0.elapsed().as_secs_f64(),
+        pool.current_num_threads()
     );
     Ok(ExitCode::SUCCESS)
 }

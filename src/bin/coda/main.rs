@@ -17,8 +17,10 @@ macro_rules! out {
     }};
 }
 
+mod bench_decide;
 mod bench_solve;
 mod calibrate;
+mod gap;
 mod generate;
 mod label;
 mod perf;
@@ -28,6 +30,8 @@ mod sensitivity;
 mod simulate;
 mod solve;
 mod trace;
+#[cfg(feature = "train")]
+mod train;
 mod validate;
 
 #[derive(Parser)]
@@ -56,18 +60,27 @@ enum Cmd {
     Solve(solve::Args),
     /// Measure build and solve time against cluster size; write a CSV and an SVG plot.
     BenchSolve(bench_solve::Args),
+    /// The learned policy's decision time for one round against cluster size (CSV).
+    BenchDecide(bench_decide::Args),
     /// Write a random instance.
     Generate(generate::Args),
     /// Expert labels for the learned scheduler: generated rounds solved exactly, decoded per job
     /// into the level-1 allocation and level-2 placement (JSON lines, resumable).
     Label(label::Args),
+    /// The learned policy's optimality gap on held-out labelled rounds, next to every
+    /// heuristic's, by size, with decision times (`gap.csv`, `gap.md`).
+    Gap(gap::Args),
+    /// Train the learned policy (built with the `train` feature).
+    #[cfg(feature = "train")]
+    #[command(subcommand)]
+    Train(train::Cmd),
     /// Load a trace, assign models, print a summary.
     Trace(trace::Args),
     /// Replay a trace under one policy: metrics JSON, per-job and utilisation CSVs, plots.
     Simulate {
         #[command(flatten)]
         sim: simulate::SimArgs,
-        /// `fifo`, `srtf`, `drf`, `tiresias`, `optimus`, `sjf-bco`, `pollux`, `random`, `ilp`.
+        /// `fifo`, `srtf`, `drf`, `tiresias`, `optimus`, `sjf-bco`, `pollux`, `random`, `ilp`, `learned`.
         #[arg(long)]
         policy: String,
     },
@@ -123,7 +136,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Validate(args) => validate::run(args, params),
         Cmd::Solve(args) => solve::run(args, params),
         Cmd::BenchSolve(args) => bench_solve::run(args, params),
+        Cmd::BenchDecide(args) => bench_decide::run(args, params),
         Cmd::Label(args) => label::run(args, params),
+        Cmd::Gap(args) => gap::run(args, params),
+        #[cfg(feature = "train")]
+        Cmd::Train(cmd) => train::run(cmd, params),
         Cmd::Generate(args) => generate::run(args, params),
         Cmd::Trace(args) => trace::run(args, params),
         Cmd::Simulate { sim, policy } => {

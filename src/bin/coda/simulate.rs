@@ -83,6 +83,12 @@ pub struct SimArgs {
     /// returns to the highest queue; 0 disables promotion).
     #[arg(long, default_value_t = 4.0, value_parser = range::non_negative)]
     pub tiresias_promote_knob: f64,
+    /// `learned` policy: its weights file (default: the shipped `models/policy.safetensors`).
+    #[arg(long)]
+    pub policy_weights: Option<PathBuf>,
+    /// `learned` policy: decodings per round (1: greedy), the best under the objective kept.
+    #[arg(long, default_value_t = coda::policies::learned::DEFAULT_SAMPLES, value_parser = range::at_least_one)]
+    pub policy_samples: usize,
     /// Leave out (and report) jobs the cluster can never run — their smallest or requested
     /// allocation exceeds it — instead of refusing the workload.
     #[arg(long)]
@@ -198,6 +204,8 @@ impl SimArgs {
             ilp_max_jobs: self.ilp_max_jobs,
             ilp_revisit_rounds: self.ilp_revisit_rounds,
             tiresias_promote_knob: self.tiresias_promote_knob,
+            policy_weights: self.policy_weights.clone(),
+            policy_samples: self.policy_samples,
             ..PolicyOptions::default()
         })
     }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The training side (the `train` feature, libtorch): installs libtorch (CPU) when missing, runs
+# the tests that need it (tch and plain-Rust forward passes agree) and trains a small policy end
+# to end on a few fresh labels, then scores it with `coda gap` from the libtorch-free build.
+# Not part of scripts/test.sh: the default test command must not need libtorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/setup_train.sh
+(
+  . scripts/train_env.sh
+  cargo test --release --locked --features train --test it learned
+  cargo build --release --locked --features train
+)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+train="${CODA_TRAIN_TARGET:-$(pwd)/target/train}/release/coda"
+( . scripts/train_env.sh
+  "$train" label --sizes 2x4,3x6 --rounds 4 --seed 5 --node-limit 200 --threads 1 --out "$tmp/l.jsonl"
+  "$train" train imitation --labels "$tmp/l.jsonl" --epochs-level1 10 --epochs-level2 10 \
+    --epochs-joint 5 --out "$tmp/p.safetensors" --run-dir "$tmp/run" )
+. scripts/env.sh
+cargo build --release --locked
+target/release/coda gap --labels "$tmp/l.jsonl" --policy-weights "$tmp/p.safetensors" --out "$tmp/gap" \
+  | grep -E '^\| all \| (learned|expert) '

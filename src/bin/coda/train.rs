@@ -1,0 +1,162 @@
+//! `coda train imitation`: the learned policy from expert labels (the `train` feature, libtorch).
+//! Writes the weights (safetensors, loadable without libtorch), checkpoints and a learning curve.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use coda::Objective;
+use coda::learn::examples::{ChoiceExample, PlaceExample, examples};
+use coda::learn::read_labels;
+use coda::learn::train::{TrainConfig, train, write_curve};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::{perf_model, range};
+
+/// `coda train …`.
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Imitation of the exact program's labels: level 1, then level 2, then both.
+    Imitation(Args),
+}
+
+/// Arguments of `coda train imitation`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Label files (JSON lines from `coda label`), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub labels: Vec<PathBuf>,
+    /// Weights file to write.
+    #[arg(long, default_value = "models/policy.safetensors")]
+    pub out: PathBuf,
+    /// Folder for checkpoints and `curve.csv`.
+    #[arg(long, default_value = "train-run")]
+    pub run_dir: PathBuf,
+    /// Seed of initialisation and batch order.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Epochs of level 1 alone.
+    #[arg(long, default_value_t = 40)]
+    pub epochs_level1: usize,
+    /// Epochs of level 2 alone.
+    #[arg(long, default_value_t = 40)]
+    pub epochs_level2: usize,
+    /// Epochs of both together.
+    #[arg(long, default_value_t = 20)]
+    pub epochs_joint: usize,
+    /// Labelled rounds per batch.
+    #[arg(long, default_value_t = 8, value_parser = range::at_least_one)]
+    pub batch_rounds: usize,
+    /// AdamW's learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    pub learning_rate: f64,
+    /// AdamW's weight decay.
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f64,
+    /// Every this-many-th labelled round (by id order) is held out for validation.
+    #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
+    pub validate_every: usize,
+    /// Train only on labels proven optimal (time-limited labels are imperfect experts).
+    #[arg(long)]
+    pub proven_only: bool,
+}
+
+/// Runs the command.
+pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let Cmd::Imitation(args) = cmd;
+    let t0 = Instant::now();
+    let perf = perf_model(params)?;
+    let objective = Objective::default();
+    coda::check_writable(&args.out)?;
+    std::fs::create_dir_all(&args.run_dir).map_err(|e| coda::Error::io(&args.run_dir, e))?;
+    let mut labels = Vec::new();
+    for f in &args.labels {
+        labels.extend(read_labels(f)?);
+    }
+    let total = labels.len();
+    if args.proven_only {
+        labels.retain(|l| l.proven);
+    }
+    labels.sort_by(|a, b| a.id.cmp(&b.id));
+    labels.dedup_by(|a, b| a.id == b.id);
+    let ex: Vec<(ChoiceExample, Vec<PlaceExample>)> = labels
+        .par_iter()
+        .map(|l| examples(&perf, objective, l))
+        .collect::<coda::Result<_>>()?;
+    let (mut tr, mut va) = (Vec::new(), Vec::new());
+    for (i, e) in ex.into_iter().enumerate() {
+        if i % args.validate_every == args.validate_every - 1 {
+            va.push(e);
+        } else {
+            tr.push(e);
+        }
+    }
+    let cfg = TrainConfig {
+        seed: args.seed,
+        epochs: (args.epochs_level1, args.epochs_level2, args.epochs_joint),
+        batch_rounds: args.batch_rounds,
+        learning_rate: args.learning_rate,
+        weight_decay: args.weight_decay,
+        checkpoint_every: 20,
+        run_dir: args.run_dir.clone(),
+    };
+    let epochs = args.epochs_level1 + args.epochs_level2 + args.epochs_joint;
+    let bar = ProgressBar::new(epochs as u64);
+    bar.set_style(
+        ProgressStyle::with_template("train {bar:40} {pos}/{len} epochs, {elapsed} {msg}")
+            .expect("a valid template"),
+    );
+    let prep_s = t0.elapsed().as_secs_f64();
+    let trained = train(&cfg, &tr, &va, &mut |log| {
+        bar.set_message(format!(
+            "{} val acc L1 {:.3} L2 {:.3}",
+            log.phase, log.l1_val_acc, log.l2_val_acc
+        ));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    write_curve(&args.run_dir.join("curve.csv"), &trained.curve)?;
+    let last = trained.curve.last();
+    let names: Vec<String> = args
+        .labels
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let meta = [
+        ("labels", names.join(",")),
+        (
+            "rounds",
+            format!("{} of {total} ({} validation)", labels.len(), va.len()),
+        ),
+        ("decisions", format!("{:?}", trained.sizes)),
+        ("seed", args.seed.to_string()),
+        ("epochs", format!("{:?}", cfg.epochs)),
+        ("best_validation_loss", format!("{:?}", trained.best_val)),
+        ("device", trained.device.clone()),
+        ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
+    ];
+    coda::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
+    out!(
+        "{} rounds ({} training, {} validation): level-1 decisions {} / {}, level-2 steps {} / {}; \
+         {epochs} epochs on {}; kept the epochs of lowest validation loss ({:.3}, {:.3}); \
+         final validation accuracy level 1 {:.3}, level 2 {:.3}; \
+         examples {:.1} s, total {:.1} s; wrote {}",
+        labels.len(),
+        tr.len(),
+        va.len(),
+        trained.sizes[0],
+        trained.sizes[2],
+        trained.sizes[1],
+        trained.sizes[3],
+        trained.device,
+        trained.best_val[0],
+        trained.best_val[1],
+        last.map_or(f64::NAN, |l| l.l1_val_acc),
+        last.map_or(f64::NAN, |l| l.l2_val_acc),
+        prep_s,
+        t0.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,605 @@
+//! Imitation training of the two levels with libtorch (the `train` feature; the only module that
+//! names `tch`). The networks are the ones [`PolicyNet`] evaluates in plain Rust; the trained
+//! weights leave through [`TchPolicy::to_policy_net`], and a parity test checks that both
+//! forward passes agree.
+//!
+//! Level 1 minimises the cross-entropy of the expert's choice among each job's rows (options and
+//! wait); level 2 the cross-entropy of the expert's server among the candidates of each
+//! teacher-forced step ([`crate::learn::examples`]). Each level is first trained on its own,
+//! then both together. Everything random takes the seed; libtorch runs one intra-op thread (its
+//! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+use super::examples::{ChoiceExample, PlaceExample};
+use crate::error::{Error, Result};
+use crate::policies::learned::features::{JOB_FEATURES, L1_WIDTH, PLACE_FEATURES};
+use crate::policies::learned::{EMBED, HIDDEN, PolicyNet};
+
+/// Training settings (defaults written down here, checked once by [`TrainConfig::check`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainConfig {
+    /// Seed of initialisation and batch order.
+    pub seed: u64,
+    /// Epochs of level 1 alone, of level 2 alone, then of both.
+    pub epochs: (usize, usize, usize),
+    /// Rounds per level-1 batch; level-2 batches hold the steps of as many rounds.
+    pub batch_rounds: usize,
+    /// AdamW's learning rate.
+    pub learning_rate: f64,
+    /// AdamW's decoupled weight decay.
+    pub weight_decay: f64,
+    /// Every this many epochs, a checkpoint in `run_dir` (0: none).
+    pub checkpoint_every: usize,
+    /// Where checkpoints and the learning curve go.
+    pub run_dir: PathBuf,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            seed: 0,
+            epochs: (40, 40, 20),
+            batch_rounds: 8,
+            learning_rate: 1e-3,
+            weight_decay: 0.01,
+            checkpoint_every: 20,
+            run_dir: PathBuf::from("train-run"),
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Rejects settings out of range.
+    pub fn check(&self) -> Result<()> {
+        if self.batch_rounds == 0 {
+            return Err(Error::setting(
+                "train config",
+                "batch_rounds",
+                0,
+                "must be >= 1",
+            ));
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(Error::setting(
+                "train config",
+                "weight_decay",
+                self.weight_decay,
+                "must be >= 0 and finite",
+            ));
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return Err(Error::setting(
+                "train config",
+                "learning_rate",
+                self.learning_rate,
+                "must be positive and finite",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One epoch's numbers: a row of the learning curve.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EpochLog {
+    /// 1-based, over all phases.
+    pub epoch: usize,
+    /// `level1`, `level2` or `joint`.
+    pub phase: &'static str,
+    /// Mean training cross-entropy per decision, level 1 (NaN if not trained this epoch).
+    pub l1_train_loss: f64,
+    /// Validation cross-entropy, level 1.
+    pub l1_val_loss: f64,
+    /// Validation accuracy (the expert's row ranked first), level 1.
+    pub l1_val_acc: f64,
+    /// Mean training cross-entropy per step, level 2 (NaN if not trained this epoch).
+    pub l2_train_loss: f64,
+    /// Validation cross-entropy, level 2.
+    pub l2_val_loss: f64,
+    /// Validation accuracy, level 2.
+    pub l2_val_acc: f64,
+    /// Seconds since training began.
+    pub seconds: f64,
+}
+
+/// The two levels as libtorch modules, named as the weights file names them.
+pub struct TchPolicy {
+    vs: nn::VarStore,
+    phi: nn::Linear,
+    l1: [nn::Linear; 3],
+    l2: [nn::Linear; 3],
+}
+
+impl TchPolicy {
+    /// Fresh modules of the default widths on `device`.
+    pub fn new(device: Device) -> Self {
+        let vs = nn::VarStore::new(device);
+        let root = vs.root();
+        let l1 = &root / "l1";
+        let l2 = &root / "l2";
+        let lin =
+            |p: nn::Path, i: usize, o: usize| nn::linear(p, i as i64, o as i64, Default::default());
+        let phi = lin(&l1 / "phi", JOB_FEATURES.len(), EMBED);
+        let l1m = [
+            lin(&l1 / "fc1", L1_WIDTH + EMBED, HIDDEN),
+            lin(&l1 / "fc2", HIDDEN, HIDDEN),
+            lin(&l1 / "out", HIDDEN, 1),
+        ];
+        let np = PLACE_FEATURES.len();
+        let l2m = [
+            lin(&l2 / "fc1", np, HIDDEN),
+            lin(&l2 / "fc2", HIDDEN, HIDDEN),
+            lin(&l2 / "out", HIDDEN, 1),
+        ];
+        TchPolicy {
+            vs,
+            phi,
+            l1: l1m,
+            l2: l2m,
+        }
+    }
+
+    /// Copies `net`'s weights in (its widths must be the defaults).
+    pub fn load(&mut self, net: &PolicyNet) -> Result<()> {
+        let tensors: HashMap<String, (Vec<usize>, Vec<f32>)> = net
+            .tensors()
+            .into_iter()
+            .map(|(n, s, d)| (n, (s, d)))
+            .collect();
+        tch::no_grad(|| {
+            for (name, mut var) in self.vs.variables() {
+                let (shape, data) = tensors.get(&name).ok_or_else(|| Error::ModelFile {
+                    path: "policy".into(),
+                    reason: format!("no tensor `{name}`"),
+                })?;
+                let dims: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
+                if var.size() != dims {
+                    return Err(Error::ModelFile {
+                        path: "policy".into(),
+                        reason: format!("`{name}` is {shape:?}, the trainer's {:?}", var.size()),
+                    });
+                }
+                var.copy_(&Tensor::from_slice(data).view(dims.as_slice()));
+            }
+            Ok(())
+        })
+    }
+
+    /// Level-1 logits of normalised candidate rows `cx` (`[C, L1_WIDTH]`), with jobs `jx`
+    /// (`[J, jobs features]`) pooled per round (`j_round`, `c_round`: round of each row).
+    pub fn level1(
+        &self,
+        jx: &Tensor,
+        j_round: &Tensor,
+        rounds: i64,
+        cx: &Tensor,
+        c_round: &Tensor,
+    ) -> Tensor {
+        let h = self.phi.forward(jx).relu();
+        let sums = Tensor::zeros([rounds, EMBED as i64], (Kind::Float, jx.device()))
+            .index_add(0, j_round, &h);
+        let counts = Tensor::zeros([rounds], (Kind::Float, jx.device()))
+            .index_add(
+                0,
+                j_round,
+                &Tensor::ones([jx.size()[0]], (Kind::Float, jx.device())),
+            )
+            .clamp_min(1.0);
+        let mean = sums / counts.unsqueeze(1);
+        let x = Tensor::cat(&[cx.shallow_clone(), mean.index_select(0, c_round)], 1);
+        let h = self.l1[0].forward(&x).relu();
+        let h = self.l1[1].forward(&h).relu();
+        self.l1[2].forward(&h).squeeze_dim(1)
+    }
+
+    /// Level-2 scores of normalised rows `x` (`[N, place features]`).
+    pub fn level2(&self, x: &Tensor) -> Tensor {
+        let h = self.l2[0].forward(x).relu();
+        let h = self.l2[1].forward(&h).relu();
+        self.l2[2].forward(&h).squeeze_dim(1)
+    }
+
+    /// The weights as a plain-Rust network, with the given normalisation.
+    pub fn to_policy_net(&self, norm: &Norm) -> Result<PolicyNet> {
+        let mut map: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
+        for (name, t) in self.vs.variables() {
+            let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
+            let data =
+                Vec::<f32>::try_from(t.to_device(Device::Cpu).flatten(0, -1)).map_err(|e| {
+                    Error::ModelFile {
+                        path: name.clone(),
+                        reason: e.to_string(),
+                    }
+                })?;
+            map.insert(name, (shape, data));
+        }
+        map.insert("l1.mean".into(), (vec![L1_WIDTH], norm.l1_mean.clone()));
+        map.insert("l1.std".into(), (vec![L1_WIDTH], norm.l1_std.clone()));
+        let np = PLACE_FEATURES.len();
+        map.insert("l2.mean".into(), (vec![np], norm.l2_mean.clone()));
+        map.insert("l2.std".into(), (vec![np], norm.l2_std.clone()));
+        PolicyNet::from_tensors(&map, "trainer")
+    }
+}
+
+/// Per-feature mean and standard deviation of the training rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Norm {
+    /// Level 1.
+    pub l1_mean: Vec<f32>,
+    /// Level 1 (1 where a feature is constant).
+    pub l1_std: Vec<f32>,
+    /// Level 2.
+    pub l2_mean: Vec<f32>,
+    /// Level 2.
+    pub l2_std: Vec<f32>,
+}
+
+fn moments<'a>(rows: impl Iterator<Item = &'a [f32]>, width: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut n = 0.0f64;
+    let mut s = vec![0.0f64; width];
+    let mut s2 = vec![0.0f64; width];
+    for r in rows {
+        n += 1.0;
+        for k in 0..width {
+            s[k] += f64::from(r[k]);
+            s2[k] += f64::from(r[k]) * f64::from(r[k]);
+        }
+    }
+    let n = n.max(1.0);
+    let mean: Vec<f32> = s.iter().map(|x| (x / n) as f32).collect();
+    let std: Vec<f32> = (0..width)
+        .map(|k| {
+            let v = (s2[k] / n - (s[k] / n).powi(2)).max(0.0).sqrt();
+            if v > 1e-6 { v as f32 } else { 1.0 }
+        })
+        .collect();
+    (mean, std)
+}
+
+impl Norm {
+    /// From the training examples.
+    pub fn of(choices: &[ChoiceExample], steps: &[PlaceExample]) -> Self {
+        let (l1_mean, l1_std) = moments(
+            choices
+                .iter()
+                .flat_map(|c| c.candidates.iter().flatten().map(Vec::as_slice)),
+            L1_WIDTH,
+        );
+        let (l2_mean, l2_std) = moments(
+            steps.iter().flat_map(|s| s.rows.iter().map(Vec::as_slice)),
+            PLACE_FEATURES.len(),
+        );
+        Norm {
+            l1_mean,
+            l1_std,
+            l2_mean,
+            l2_std,
+        }
+    }
+}
+
+/// One batch of level-1 decisions, as tensors.
+struct L1Batch {
+    jx: Tensor,
+    j_round: Tensor,
+    rounds: i64,
+    cx: Tensor,
+    c_round: Tensor,
+    /// `[J', K]` indices into the logits (padding: the appended −∞ slot), jobs with a target.
+    pad: Tensor,
+    target: Tensor,
+    decisions: i64,
+}
+
+fn normalised(row: &[f32], mean: &[f32], std: &[f32], out: &mut Vec<f32>) {
+    out.extend(row.iter().zip(mean).zip(std).map(|((x, m), s)| (x - m) / s));
+}
+
+fn l1_batch(choices: &[&ChoiceExample], norm: &Norm, device: Device) -> Option<L1Batch> {
+    let nj = JOB_FEATURES.len();
+    let (mut jx, mut j_round, mut cx, mut c_round) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut groups: Vec<(Vec<i64>, i64)> = Vec::new();
+    let mut c = 0i64;
+    for (r, ex) in choices.iter().enumerate() {
+        for (j, job) in ex.jobs.iter().enumerate() {
+            normalised(job, &norm.l1_mean[..nj], &norm.l1_std[..nj], &mut jx);
+            j_round.push(r as i64);
+            let idx: Vec<i64> = (0..ex.candidates[j].len() as i64).map(|k| c + k).collect();
+            for row in &ex.candidates[j] {
+                normalised(row, &norm.l1_mean, &norm.l1_std, &mut cx);
+                c_round.push(r as i64);
+            }
+            if let Some(t) = ex.targets[j] {
+                groups.push((idx, t as i64));
+            }
+            c += ex.candidates[j].len() as i64;
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let (pad, target, decisions) = grouped(&groups, c, device);
+    let jn = j_round.len() as i64;
+    Some(L1Batch {
+        jx: Tensor::from_slice(&jx)
+            .view([jn, nj as i64])
+            .to_device(device),
+        j_round: Tensor::from_slice(&j_round).to_device(device),
+        rounds: choices.len() as i64,
+        cx: Tensor::from_slice(&cx)
+            .view([c, L1_WIDTH as i64])
+            .to_device(device),
+        c_round: Tensor::from_slice(&c_round).to_device(device),
+        pad,
+        target,
+        decisions,
+    })
+}
+
+/// Groups of candidate indices (each with its target's position) as a padded `[groups, k]`
+/// index tensor — padding points at `pad_index`, one past the candidates — the targets, and the
+/// number of groups.
+fn grouped(groups: &[(Vec<i64>, i64)], pad_index: i64, device: Device) -> (Tensor, Tensor, i64) {
+    let k = groups.iter().map(|g| g.0.len()).max().unwrap_or(1);
+    let mut pad = Vec::with_capacity(groups.len() * k);
+    for (idx, _) in groups {
+        pad.extend(idx.iter().copied());
+        pad.extend(std::iter::repeat_n(pad_index, k - idx.len()));
+    }
+    let target: Vec<i64> = groups.iter().map(|g| g.1).collect();
+    (
+        Tensor::from_slice(&pad)
+            .view([groups.len() as i64, k as i64])
+            .to_device(device),
+        Tensor::from_slice(&target).to_device(device),
+        groups.len() as i64,
+    )
+}
+
+struct L2Batch {
+    x: Tensor,
+    pad: Tensor,
+    target: Tensor,
+    decisions: i64,
+}
+
+fn l2_batch(steps: &[&PlaceExample], norm: &Norm, device: Device) -> Option<L2Batch> {
+    if steps.is_empty() {
+        return None;
+    }
+    let mut x = Vec::new();
+    let mut groups = Vec::new();
+    let mut n = 0i64;
+    for s in steps {
+        for r in &s.rows {
+            normalised(r, &norm.l2_mean, &norm.l2_std, &mut x);
+        }
+        groups.push((
+            (n..n + s.rows.len() as i64).collect::<Vec<_>>(),
+            s.target as i64,
+        ));
+        n += s.rows.len() as i64;
+    }
+    let (pad, target, decisions) = grouped(&groups, n, device);
+    Some(L2Batch {
+        x: Tensor::from_slice(&x)
+            .view([n, PLACE_FEATURES.len() as i64])
+            .to_device(device),
+        pad,
+        target,
+        decisions,
+    })
+}
+
+/// Summed cross-entropy and correct count of grouped `logits` (`pad` rows index into them;
+/// the padding index is one past the end).
+fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64) {
+    let ext = Tensor::cat(
+        &[
+            logits.shallow_clone(),
+            Tensor::from_slice(&[-1e9f32]).to_device(logits.device()),
+        ],
+        0,
+    );
+    let shape = pad.size();
+    let padded = ext.index_select(0, &pad.view(-1)).view(shape.as_slice());
+    let logp = padded.log_softmax(1, Kind::Float);
+    let nll = -logp.gather(1, &target.unsqueeze(1), false).sum(Kind::Float);
+    let correct = padded
+        .argmax(1, false)
+        .eq_tensor(target)
+        .sum(Kind::Int64)
+        .int64_value(&[]);
+    (nll, correct)
+}
+
+impl TchPolicy {
+    fn l1_loss(&self, b: &L1Batch) -> (Tensor, i64) {
+        let logits = self.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
+        grouped_loss(&logits, &b.pad, &b.target)
+    }
+
+    fn l2_loss(&self, b: &L2Batch) -> (Tensor, i64) {
+        grouped_loss(&self.level2(&b.x), &b.pad, &b.target)
+    }
+}
+
+/// The device training runs on: CUDA when libtorch sees one, else the CPU.
+pub fn device() -> Device {
+    Device::cuda_if_available()
+}
+
+/// What training produced.
+pub struct Trained {
+    /// The plain-Rust network: each level's weights from the epoch of its lowest validation
+    /// loss (early stopping without stopping: the curve shows every epoch).
+    pub net: PolicyNet,
+    /// Those lowest validation losses, level 1 and level 2.
+    pub best_val: [f64; 2],
+    /// The learning curve.
+    pub curve: Vec<EpochLog>,
+    /// Level-1 decisions and level-2 steps trained on, and held out for validation.
+    pub sizes: [usize; 4],
+    /// Where it ran.
+    pub device: String,
+}
+
+/// Trains both levels on `train`, validating on `val` (each: per labelled round, its level-1
+/// example and level-2 steps). `observe` sees every epoch; checkpoints go to `cfg.run_dir`.
+pub fn train(
+    cfg: &TrainConfig,
+    train: &[(ChoiceExample, Vec<PlaceExample>)],
+    val: &[(ChoiceExample, Vec<PlaceExample>)],
+    observe: &mut dyn FnMut(&EpochLog),
+) -> Result<Trained> {
+    cfg.check()?;
+    tch::set_num_threads(1);
+    tch::manual_seed(cfg.seed as i64);
+    let device = device();
+    let started = std::time::Instant::now();
+    let choices: Vec<ChoiceExample> = train.iter().map(|t| t.0.clone()).collect();
+    let steps: Vec<PlaceExample> = train.iter().flat_map(|t| t.1.clone()).collect();
+    let norm = Norm::of(&choices, &steps);
+    let policy = TchPolicy::new(device);
+    let mut opt = nn::AdamW {
+        wd: cfg.weight_decay,
+        ..Default::default()
+    }
+    .build(&policy.vs, cfg.learning_rate)
+    .map_err(|e| Error::Solver {
+        solver: "libtorch".into(),
+        reason: e.to_string(),
+    })?;
+
+    // Fixed batches (tensors built once); their order is shuffled every epoch.
+    let batches: Vec<(Option<L1Batch>, Option<L2Batch>)> = train
+        .chunks(cfg.batch_rounds)
+        .map(|chunk| {
+            let c: Vec<&ChoiceExample> = chunk.iter().map(|t| &t.0).collect();
+            let s: Vec<&PlaceExample> = chunk.iter().flat_map(|t| t.1.iter()).collect();
+            (l1_batch(&c, &norm, device), l2_batch(&s, &norm, device))
+        })
+        .collect();
+    let val_c: Vec<&ChoiceExample> = val.iter().map(|t| &t.0).collect();
+    let val_s: Vec<&PlaceExample> = val.iter().flat_map(|t| t.1.iter()).collect();
+    let val_l1 = l1_batch(&val_c, &norm, device);
+    let val_l2 = l2_batch(&val_s, &norm, device);
+    let count = |b: &Option<L1Batch>| b.as_ref().map_or(0, |b| b.decisions as usize);
+    let count2 = |b: &Option<L2Batch>| b.as_ref().map_or(0, |b| b.decisions as usize);
+    let sizes = [
+        batches.iter().map(|b| count(&b.0)).sum(),
+        batches.iter().map(|b| count2(&b.1)).sum(),
+        count(&val_l1),
+        count2(&val_l2),
+    ];
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut curve = Vec::new();
+    let phases = [
+        ("level1", cfg.epochs.0, true, false),
+        ("level2", cfg.epochs.1, false, true),
+        ("joint", cfg.epochs.2, true, true),
+    ];
+    let mut epoch = 0;
+    // Each level's weights at its lowest validation loss (with no validation set, the last).
+    let mut best: [(f64, Option<PolicyNet>); 2] = [(f64::INFINITY, None), (f64::INFINITY, None)];
+    for (phase, n, do1, do2) in phases {
+        for _ in 0..n {
+            epoch += 1;
+            let mut order: Vec<usize> = (0..batches.len()).collect();
+            order.shuffle(&mut rng);
+            let (mut s1, mut n1, mut s2, mut n2) = (0.0, 0i64, 0.0, 0i64);
+            for i in order {
+                let (b1, b2) = &batches[i];
+                // Each level's mean cross-entropy per decision; summed when both train.
+                let mut parts: Vec<Tensor> = Vec::new();
+                if do1 && let Some(b) = b1 {
+                    let (l, _) = policy.l1_loss(b);
+                    s1 += l.double_value(&[]);
+                    n1 += b.decisions;
+                    parts.push(l / b.decisions as f64);
+                }
+                if do2 && let Some(b) = b2 {
+                    let (l, _) = policy.l2_loss(b);
+                    s2 += l.double_value(&[]);
+                    n2 += b.decisions;
+                    parts.push(l / b.decisions as f64);
+                }
+                if !parts.is_empty() {
+                    opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
+                }
+            }
+            let (v1, a1, v2, a2) = tch::no_grad(|| {
+                let (v1, a1) = val_l1.as_ref().map_or((f64::NAN, f64::NAN), |b| {
+                    let (l, c) = policy.l1_loss(b);
+                    (
+                        l.double_value(&[]) / b.decisions as f64,
+                        c as f64 / b.decisions as f64,
+                    )
+                });
+                let (v2, a2) = val_l2.as_ref().map_or((f64::NAN, f64::NAN), |b| {
+                    let (l, c) = policy.l2_loss(b);
+                    (
+                        l.double_value(&[]) / b.decisions as f64,
+                        c as f64 / b.decisions as f64,
+                    )
+                });
+                (v1, a1, v2, a2)
+            });
+            let log = EpochLog {
+                epoch,
+                phase,
+                l1_train_loss: if n1 > 0 { s1 / n1 as f64 } else { f64::NAN },
+                l1_val_loss: v1,
+                l1_val_acc: a1,
+                l2_train_loss: if n2 > 0 { s2 / n2 as f64 } else { f64::NAN },
+                l2_val_loss: v2,
+                l2_val_acc: a2,
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            for (level, trained, loss) in [(0, do1, v1), (1, do2, v2)] {
+                // Without validation rounds (NaN loss) the last epoch stands.
+                if trained && (loss < best[level].0 || loss.is_nan()) {
+                    best[level] = (loss, Some(policy.to_policy_net(&norm)?));
+                }
+            }
+            observe(&log);
+            curve.push(log);
+            if cfg.checkpoint_every > 0 && epoch % cfg.checkpoint_every == 0 {
+                let net = policy.to_policy_net(&norm)?;
+                let path = cfg
+                    .run_dir
+                    .join(format!("checkpoint-{epoch:04}.safetensors"));
+                crate::write_atomic(&path, &net.to_safetensors(&[("epoch", epoch.to_string())])?)?;
+            }
+        }
+    }
+    let last = policy.to_policy_net(&norm)?;
+    let mut net = best[0].1.clone().unwrap_or_else(|| last.clone());
+    if let Some(l2) = &best[1].1 {
+        net.l2_mean = l2.l2_mean.clone();
+        net.l2_std = l2.l2_std.clone();
+        net.l2 = l2.l2.clone();
+    }
+    Ok(Trained {
+        net,
+        best_val: [best[0].0, best[1].0],
+        curve,
+        sizes,
+        device: format!("{device:?}"),
+    })
+}
+
+/// Writes the learning curve as CSV.
+pub fn write_curve(path: &Path, curve: &[EpochLog]) -> Result<()> {
+    crate::write_csv(path, curve)
+}

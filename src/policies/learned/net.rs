@@ -1,0 +1,400 @@
+//! The policy's two networks as plain matrices (nalgebra), read from a safetensors file: no
+//! training backend is needed to decide.
+//!
+//! Level 1 is a deep set: every job's features go through a shared embedding `φ`, their mean
+//! summarises the round, and every (job, option) row is scored by an MLP from its own features
+//! and that summary — so one model serves any number of jobs and the order of jobs does not
+//! matter. Level 2 scores each candidate server with an MLP on that server's row alone, so its
+//! cost grows linearly with servers (and identical rows share one score).
+//!
+//! File layout (row-major f32, `[out, in]` weights, as libtorch writes them): `l1.mean`,
+//! `l1.std` (`[L1_WIDTH]`), `l1.phi.{weight,bias}`, `l1.fc1`, `l1.fc2`, `l1.out`, `l2.mean`,
+//! `l2.std`, `l2.fc1`, `l2.fc2`, `l2.out`; metadata `format = coda-policy`, `version`, and the
+//! three feature lists, which must equal the code's.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use nalgebra::{DMatrix, DVector};
+use safetensors::tensor::{Dtype, SafeTensors};
+
+use super::features::{JOB_FEATURES, L1_WIDTH, OPTION_FEATURES, PLACE_FEATURES};
+use crate::error::{Error, Result};
+
+/// Version of the weights layout; a file of another version is refused.
+pub const FORMAT_VERSION: &str = "1";
+
+/// Width of the job embedding `φ` a new network is built with.
+pub const EMBED: usize = 16;
+/// Hidden width of both levels' MLPs in a new network.
+pub const HIDDEN: usize = 32;
+
+/// One affine layer, `y = W x + b`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dense {
+    /// `[out, in]`.
+    pub weight: DMatrix<f32>,
+    /// `[out]`.
+    pub bias: DVector<f32>,
+}
+
+impl Dense {
+    /// Rows of `x` (`[batch, in]`) through the layer: `[batch, out]`.
+    fn forward(&self, x: &DMatrix<f32>) -> DMatrix<f32> {
+        let mut y = x * self.weight.transpose();
+        for mut row in y.row_iter_mut() {
+            row += self.bias.transpose();
+        }
+        y
+    }
+
+    fn inputs(&self) -> usize {
+        self.weight.ncols()
+    }
+
+    fn outputs(&self) -> usize {
+        self.weight.nrows()
+    }
+}
+
+fn relu(mut m: DMatrix<f32>) -> DMatrix<f32> {
+    m.apply(|x| *x = x.max(0.0));
+    m
+}
+
+/// The two levels' weights and input normalisation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyNet {
+    /// Level-1 row normalisation: mean and standard deviation per feature.
+    pub l1_mean: DVector<f32>,
+    /// See `l1_mean`.
+    pub l1_std: DVector<f32>,
+    /// Job embedding.
+    pub phi: Dense,
+    /// Level-1 MLP: `[row, summary] → hidden → hidden → 1`.
+    pub l1: [Dense; 3],
+    /// Level-2 row normalisation.
+    pub l2_mean: DVector<f32>,
+    /// See `l2_mean`.
+    pub l2_std: DVector<f32>,
+    /// Level-2 MLP: `row → hidden → hidden → 1`.
+    pub l2: [Dense; 3],
+}
+
+fn normalise(x: &mut DMatrix<f32>, mean: &DVector<f32>, std: &DVector<f32>) {
+    for mut row in x.row_iter_mut() {
+        for (k, v) in row.iter_mut().enumerate() {
+            *v = (*v - mean[k]) / std[k];
+        }
+    }
+}
+
+fn rows_matrix(rows: &[&[f32]], width: usize) -> DMatrix<f32> {
+    DMatrix::from_fn(rows.len(), width, |i, k| rows[i][k])
+}
+
+impl PolicyNet {
+    /// A network of the default widths with seeded random weights (uniform in ±1/√fan-in, as
+    /// libtorch initialises linear layers) and identity normalisation: the trainer's starting
+    /// point, and what the property tests decode with to show that validity never depends on
+    /// the weights.
+    pub fn untrained(seed: u64) -> Self {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut dense = |inputs: usize, outputs: usize| {
+            let bound = 1.0 / (inputs as f32).sqrt();
+            Dense {
+                weight: DMatrix::from_fn(outputs, inputs, |_, _| rng.random_range(-bound..=bound)),
+                bias: DVector::from_fn(outputs, |_, _| rng.random_range(-bound..=bound)),
+            }
+        };
+        let nj = JOB_FEATURES.len();
+        let np = PLACE_FEATURES.len();
+        PolicyNet {
+            l1_mean: DVector::zeros(L1_WIDTH),
+            l1_std: DVector::from_element(L1_WIDTH, 1.0),
+            phi: dense(nj, EMBED),
+            l1: [
+                dense(L1_WIDTH + EMBED, HIDDEN),
+                dense(HIDDEN, HIDDEN),
+                dense(HIDDEN, 1),
+            ],
+            l2_mean: DVector::zeros(np),
+            l2_std: DVector::from_element(np, 1.0),
+            l2: [dense(np, HIDDEN), dense(HIDDEN, HIDDEN), dense(HIDDEN, 1)],
+        }
+    }
+
+    /// Level-1 logits: per job, one per candidate row (its options, then wait).
+    pub fn level1_logits(&self, jobs: &[Vec<f32>], candidates: &[Vec<Vec<f32>>]) -> Vec<Vec<f32>> {
+        let nj = JOB_FEATURES.len();
+        let job_rows: Vec<&[f32]> = jobs.iter().map(Vec::as_slice).collect();
+        let mut x = rows_matrix(&job_rows, nj);
+        let mean = self.l1_mean.rows(0, nj).into_owned();
+        let std = self.l1_std.rows(0, nj).into_owned();
+        normalise(&mut x, &mean, &std);
+        let h = relu(self.phi.forward(&x));
+        let summary: DVector<f32> = if jobs.is_empty() {
+            DVector::zeros(self.phi.outputs())
+        } else {
+            h.row_sum().transpose() / jobs.len() as f32
+        };
+        let cand_rows: Vec<&[f32]> = candidates.iter().flatten().map(Vec::as_slice).collect();
+        let e = summary.len();
+        let mut input = DMatrix::zeros(cand_rows.len(), L1_WIDTH + e);
+        for (i, r) in cand_rows.iter().enumerate() {
+            for k in 0..L1_WIDTH {
+                input[(i, k)] = (r[k] - self.l1_mean[k]) / self.l1_std[k];
+            }
+            for k in 0..e {
+                input[(i, L1_WIDTH + k)] = summary[k];
+            }
+        }
+        let out = self.mlp(&self.l1, input);
+        let mut it = out.iter().copied();
+        candidates
+            .iter()
+            .map(|c| it.by_ref().take(c.len()).collect())
+            .collect()
+    }
+
+    /// Level-2 scores of `rows`, [`PLACE_FEATURES`] values each, one row after another.
+    pub fn level2_scores(&self, rows: &[f32]) -> Vec<f32> {
+        let w = PLACE_FEATURES.len();
+        let n = rows.len() / w;
+        if n == 0 {
+            return Vec::new();
+        }
+        let x = DMatrix::from_fn(n, w, |i, k| {
+            (rows[i * w + k] - self.l2_mean[k]) / self.l2_std[k]
+        });
+        self.mlp(&self.l2, x).iter().copied().collect()
+    }
+
+    fn mlp(&self, layers: &[Dense; 3], x: DMatrix<f32>) -> DMatrix<f32> {
+        let h = relu(layers[0].forward(&x));
+        let h = relu(layers[1].forward(&h));
+        layers[2].forward(&h)
+    }
+
+    /// Every tensor by its file name, with its shape and row-major data (what a trainer
+    /// exports, what [`PolicyNet::from_tensors`] reads).
+    pub fn tensors(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut out = Vec::new();
+        let vec = |out: &mut Vec<_>, name: &str, v: &DVector<f32>| {
+            out.push((name.to_string(), vec![v.len()], v.iter().copied().collect()));
+        };
+        let dense = |out: &mut Vec<_>, name: &str, d: &Dense| {
+            let (r, c) = d.weight.shape();
+            let data: Vec<f32> = (0..r)
+                .flat_map(|i| (0..c).map(move |k| (i, k)))
+                .map(|ix| d.weight[ix])
+                .collect();
+            out.push((format!("{name}.weight"), vec![r, c], data));
+            out.push((
+                format!("{name}.bias"),
+                vec![d.bias.len()],
+                d.bias.iter().copied().collect(),
+            ));
+        };
+        vec(&mut out, "l1.mean", &self.l1_mean);
+        vec(&mut out, "l1.std", &self.l1_std);
+        dense(&mut out, "l1.phi", &self.phi);
+        for (d, n) in self.l1.iter().zip(["l1.fc1", "l1.fc2", "l1.out"]) {
+            dense(&mut out, n, d);
+        }
+        vec(&mut out, "l2.mean", &self.l2_mean);
+        vec(&mut out, "l2.std", &self.l2_std);
+        for (d, n) in self.l2.iter().zip(["l2.fc1", "l2.fc2", "l2.out"]) {
+            dense(&mut out, n, d);
+        }
+        out
+    }
+
+    /// The network from named tensors (shapes checked against each other and against the
+    /// feature lists); `origin` names the source in errors.
+    pub fn from_tensors(
+        tensors: &HashMap<String, (Vec<usize>, Vec<f32>)>,
+        origin: &str,
+    ) -> Result<Self> {
+        let bad = |reason: String| Error::ModelFile {
+            path: origin.to_string(),
+            reason,
+        };
+        let get = |name: &str| {
+            tensors
+                .get(name)
+                .ok_or_else(|| bad(format!("missing tensor `{name}`")))
+        };
+        let vector = |name: &str, len: usize| -> Result<DVector<f32>> {
+            let (shape, data) = get(name)?;
+            if shape != &[len] {
+                return Err(bad(format!(
+                    "tensor `{name}` has shape {shape:?}, expected [{len}]"
+                )));
+            }
+            Ok(DVector::from_vec(data.clone()))
+        };
+        let dense = |name: &str, inputs: usize| -> Result<Dense> {
+            let (shape, data) = get(&format!("{name}.weight"))?;
+            if shape.len() != 2 || shape[1] != inputs || shape[0] == 0 {
+                return Err(bad(format!(
+                    "tensor `{name}.weight` has shape {shape:?}, expected [_, {inputs}]"
+                )));
+            }
+            let weight = DMatrix::from_row_slice(shape[0], shape[1], data);
+            let bias = vector(&format!("{name}.bias"), shape[0])?;
+            Ok(Dense { weight, bias })
+        };
+        let positive = |name: &str, v: &DVector<f32>| -> Result<()> {
+            if v.iter().all(|x| x.is_finite() && *x > 0.0) {
+                Ok(())
+            } else {
+                Err(bad(format!("tensor `{name}` must be finite and positive")))
+            }
+        };
+        let l1_mean = vector("l1.mean", L1_WIDTH)?;
+        let l1_std = vector("l1.std", L1_WIDTH)?;
+        positive("l1.std", &l1_std)?;
+        let phi = dense("l1.phi", JOB_FEATURES.len())?;
+        let fc1 = dense("l1.fc1", L1_WIDTH + phi.outputs())?;
+        let fc2 = dense("l1.fc2", fc1.outputs())?;
+        let out1 = dense("l1.out", fc2.outputs())?;
+        let l2_mean = vector("l2.mean", PLACE_FEATURES.len())?;
+        let l2_std = vector("l2.std", PLACE_FEATURES.len())?;
+        positive("l2.std", &l2_std)?;
+        let g1 = dense("l2.fc1", PLACE_FEATURES.len())?;
+        let g2 = dense("l2.fc2", g1.outputs())?;
+        let out2 = dense("l2.out", g2.outputs())?;
+        for (name, d) in [("l1.out", &out1), ("l2.out", &out2)] {
+            if d.outputs() != 1 {
+                return Err(bad(format!(
+                    "`{name}` must have one output, has {}",
+                    d.outputs()
+                )));
+            }
+        }
+        let net = PolicyNet {
+            l1_mean,
+            l1_std,
+            phi,
+            l1: [fc1, fc2, out1],
+            l2_mean,
+            l2_std,
+            l2: [g1, g2, out2],
+        };
+        if net
+            .tensors()
+            .iter()
+            .any(|(_, _, d)| d.iter().any(|x| !x.is_finite()))
+        {
+            return Err(bad("a weight is not finite".into()));
+        }
+        debug_assert_eq!(net.phi.inputs(), JOB_FEATURES.len());
+        Ok(net)
+    }
+
+    /// The network from safetensors bytes; `origin` names the source in errors.
+    pub fn from_safetensors(bytes: &[u8], origin: &str) -> Result<Self> {
+        let bad = |reason: String| Error::ModelFile {
+            path: origin.to_string(),
+            reason,
+        };
+        let (_, meta) = SafeTensors::read_metadata(bytes)
+            .map_err(|e| bad(format!("not a safetensors file: {e}")))?;
+        let md = meta.metadata().clone().unwrap_or_default();
+        let field = |k: &str| md.get(k).map(String::as_str).unwrap_or("");
+        if field("format") != "coda-policy" {
+            return Err(bad(format!(
+                "metadata `format` = {:?}, expected \"coda-policy\"",
+                field("format")
+            )));
+        }
+        if field("version") != FORMAT_VERSION {
+            return Err(bad(format!(
+                "metadata `version` = {:?}, this build reads version {FORMAT_VERSION}",
+                field("version")
+            )));
+        }
+        for (k, names) in [
+            ("job_features", &JOB_FEATURES[..]),
+            ("option_features", &OPTION_FEATURES[..]),
+            ("place_features", &PLACE_FEATURES[..]),
+        ] {
+            if field(k) != names.join(",") {
+                return Err(bad(format!(
+                    "metadata `{k}` = {:?} differs from this build's features ({})",
+                    field(k),
+                    names.join(",")
+                )));
+            }
+        }
+        let st = SafeTensors::deserialize(bytes).map_err(|e| bad(e.to_string()))?;
+        let mut map = HashMap::new();
+        for (name, view) in st.tensors() {
+            if view.dtype() != Dtype::F32 {
+                return Err(bad(format!(
+                    "tensor `{name}` is {:?}, expected F32",
+                    view.dtype()
+                )));
+            }
+            let data: Vec<f32> = view
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            map.insert(name, (view.shape().to_vec(), data));
+        }
+        Self::from_tensors(&map, origin)
+    }
+
+    /// The network from a safetensors file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Self::from_safetensors(&bytes, &path.display().to_string())
+    }
+
+    /// The file's bytes, with `extra` metadata (training facts) added to the layout's own.
+    /// Written by hand in the safetensors layout (an 8-byte little-endian header length, a JSON
+    /// header with sorted keys padded to 8 bytes, then the tensors' bytes in name order), so
+    /// that the same weights always give the same bytes.
+    pub fn to_safetensors(&self, extra: &[(&str, String)]) -> Result<Vec<u8>> {
+        use std::collections::BTreeMap;
+        let mut meta: BTreeMap<String, String> = BTreeMap::from([
+            ("format".to_string(), "coda-policy".to_string()),
+            ("version".to_string(), FORMAT_VERSION.to_string()),
+            ("job_features".to_string(), JOB_FEATURES.join(",")),
+            ("option_features".to_string(), OPTION_FEATURES.join(",")),
+            ("place_features".to_string(), PLACE_FEATURES.join(",")),
+        ]);
+        for (k, v) in extra {
+            meta.insert((*k).to_string(), v.clone());
+        }
+        let mut tensors = self.tensors();
+        tensors.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut header = serde_json::Map::new();
+        header.insert(
+            "__metadata__".into(),
+            serde_json::to_value(&meta).expect("strings serialise"),
+        );
+        let mut data: Vec<u8> = Vec::new();
+        for (name, shape, values) in &tensors {
+            let start = data.len();
+            data.extend(values.iter().flat_map(|x| x.to_le_bytes()));
+            header.insert(
+                name.clone(),
+                serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+            );
+        }
+        let mut text = serde_json::to_string(&header).expect("a JSON map serialises");
+        while !text.len().is_multiple_of(8) {
+            text.push(' ');
+        }
+        let mut out = Vec::with_capacity(8 + text.len() + data.len());
+        out.extend((text.len() as u64).to_le_bytes());
+        out.extend(text.as_bytes());
+        out.extend(data);
+        Ok(out)
+    }
+}

@@ -1,0 +1,376 @@
+//! The learned policy: every schedule it emits validates whatever its weights (masks, not the
+//! network, decide feasibility), its decisions repeat, its weights file round-trips and a bad
+//! one is a typed error, and the training examples match the labels they come from.
+
+use coda::learn::examples::examples;
+use coda::learn::{LabelSpec, label_round};
+use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
+use coda::{CalibratedPerf, Error, GenerateOptions, Objective, Scheduler, SolveSettings, generate};
+use proptest::prelude::*;
+
+fn snapshot(
+    servers: usize,
+    jobs: usize,
+    seed: u64,
+    running: f64,
+    mixed: bool,
+) -> coda::ClusterSnapshot {
+    let gpu_types = if mixed {
+        vec!["v100".to_string(), "k80".to_string()]
+    } else {
+        GenerateOptions::default().gpu_types
+    };
+    generate(
+        &GenerateOptions {
+            servers,
+            jobs,
+            seed,
+            running_fraction: running,
+            gpu_types,
+            ..Default::default()
+        },
+        CalibratedPerf::shipped(),
+    )
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random weights, random rounds (running jobs, mixed GPU types): every schedule validates,
+    /// with either level 2, and the same weights give the same schedule.
+    #[test]
+    fn every_schedule_validates_whatever_the_weights(
+        servers in 1usize..7, jobs in 1usize..16, seed in 0u64..10_000,
+        running in 0.0f64..0.8, mixed: bool, weights in 0u64..1_000,
+    ) {
+        let perf = CalibratedPerf::shipped();
+        let snap = snapshot(servers, jobs, seed, running, mixed);
+        for placer in [Placer::Learned, Placer::Packer] {
+            let p = LearnedScheduler::new(perf, Objective::default(), PolicyNet::untrained(weights))
+                .with_placer(placer);
+            let s = p.decide(&snap);
+            prop_assert!(s.validate(&snap).is_empty(), "{:?}", s.validate(&snap));
+            prop_assert_eq!(&s, &p.decide(&snap));
+        }
+    }
+}
+
+#[test]
+fn the_shipped_policy_loads_and_decides_valid_schedules() {
+    let perf = CalibratedPerf::shipped();
+    let mut p = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
+    for seed in 0..8 {
+        let snap = snapshot(4, 10, seed, 0.3, seed % 2 == 0);
+        let s = p.schedule(&snap).unwrap();
+        assert!(s.validate(&snap).is_empty());
+    }
+    // On an empty cluster with jobs waiting, the shipped policy runs someone.
+    let snap = snapshot(2, 4, 3, 0.0, false);
+    assert!(!p.schedule(&snap).unwrap().assignments.is_empty());
+}
+
+#[test]
+fn weights_round_trip_and_bad_files_are_typed_errors() {
+    let net = PolicyNet::untrained(7);
+    let bytes = net.to_safetensors(&[("note", "test".into())]).unwrap();
+    assert_eq!(PolicyNet::from_safetensors(&bytes, "x").unwrap(), net);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.safetensors");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(PolicyNet::load(&path).unwrap(), net);
+
+    let is_model_error = |r: coda::Result<PolicyNet>, needle: &str| match r {
+        Err(Error::ModelFile { reason, .. }) => assert!(reason.contains(needle), "{reason}"),
+        other => panic!("expected a model-file error about {needle}, got {other:?}"),
+    };
+    is_model_error(
+        PolicyNet::from_safetensors(b"not a model", "x"),
+        "safetensors",
+    );
+    // Another version.
+    let mut tensors: Vec<(String, Vec<usize>, Vec<f32>)> = net.tensors();
+    let rebuild = |tensors: &[(String, Vec<usize>, Vec<f32>)], meta: &[(&str, &str)]| {
+        let data: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+            .iter()
+            .map(|(n, s, d)| {
+                (
+                    n.clone(),
+                    s.clone(),
+                    d.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                )
+            })
+            .collect();
+        let views: Vec<(String, safetensors::tensor::TensorView)> = data
+            .iter()
+            .map(|(n, s, d)| {
+                (
+                    n.clone(),
+                    safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), d)
+                        .unwrap(),
+                )
+            })
+            .collect();
+        let md: std::collections::HashMap<String, String> = meta
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        safetensors::tensor::serialize(views, Some(md)).unwrap()
+    };
+    let f = coda::policies::learned::features::JOB_FEATURES.join(",");
+    let o = coda::policies::learned::features::OPTION_FEATURES.join(",");
+    let p = coda::policies::learned::features::PLACE_FEATURES.join(",");
+    // The layout's metadata with one field replaced.
+    let meta = |field: &'static str, value: &'static str| -> Vec<(&'static str, String)> {
+        let mut m = vec![
+            ("format", "coda-policy".to_string()),
+            (
+                "version",
+                coda::policies::learned::FORMAT_VERSION.to_string(),
+            ),
+            ("job_features", f.clone()),
+            ("option_features", o.clone()),
+            ("place_features", p.clone()),
+        ];
+        for (k, v) in m.iter_mut() {
+            if *k == field {
+                *v = value.to_string();
+            }
+        }
+        m
+    };
+    let bytes = |tensors: &[(String, Vec<usize>, Vec<f32>)], m: Vec<(&'static str, String)>| {
+        let m: Vec<(&str, &str)> = m.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        rebuild(tensors, &m)
+    };
+    is_model_error(
+        PolicyNet::from_safetensors(&bytes(&tensors, meta("version", "999")), "x"),
+        "version",
+    );
+    // Features of another build.
+    is_model_error(
+        PolicyNet::from_safetensors(&bytes(&tensors, meta("job_features", "a,b")), "x"),
+        "job_features",
+    );
+    // A weight of the wrong shape, and a missing tensor.
+    let i = tensors.iter().position(|t| t.0 == "l2.fc1.weight").unwrap();
+    tensors[i].1 = vec![tensors[i].2.len() / 2, 2];
+    is_model_error(
+        PolicyNet::from_safetensors(&bytes(&tensors, meta("", "")), "x"),
+        "l2.fc1.weight",
+    );
+    tensors.remove(i);
+    is_model_error(
+        PolicyNet::from_safetensors(&bytes(&tensors, meta("", "")), "x"),
+        "missing",
+    );
+    // A missing file names it.
+    match PolicyNet::load(dir.path().join("none.safetensors")) {
+        Err(Error::Io { path, .. }) => assert!(path.ends_with("none.safetensors")),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The examples carry one level-1 target per job the expert decided, pointing at the row of its
+/// option (or at the wait row), and level-2 targets point at one of the offered servers.
+#[test]
+fn training_examples_follow_the_labels() {
+    let perf = CalibratedPerf::shipped();
+    let spec = LabelSpec {
+        sizes: vec![(2, 5), (3, 6)],
+        rounds: 2,
+        seed: 11,
+        running_fraction: 0.3,
+        settings: SolveSettings {
+            time_limit_s: 20.0,
+            node_limit: Some(200),
+            ..Default::default()
+        },
+    };
+    let mut steps_seen = 0;
+    for (id, seed, servers, jobs) in spec.rounds() {
+        let snap = spec.snapshot(seed, servers, jobs, perf).unwrap();
+        let label = label_round(&id, &snap, perf, &Objective::default(), &spec.settings).unwrap();
+        let (choice, steps) = examples(perf, Objective::default(), &label).unwrap();
+        assert_eq!(choice.jobs.len(), snap.jobs.len());
+        for (j, t) in choice.targets.iter().enumerate() {
+            let t = t.expect("every option the expert takes is in the list");
+            let runs = label.schedule.assignment(snap.jobs[j].id).is_some();
+            let wait = choice.candidates[j].len() - 1;
+            assert_eq!(t == wait, !runs);
+            assert!(t < choice.candidates[j].len());
+        }
+        for s in &steps {
+            assert!(s.target < s.rows.len());
+        }
+        steps_seen += steps.len();
+    }
+    assert!(steps_seen > 0);
+}
+
+/// The libtorch forward pass (training) and the plain-Rust one (inference) agree on the same
+/// weights, normalisation included.
+#[cfg(feature = "train")]
+#[test]
+fn tch_and_plain_rust_forward_passes_agree() {
+    use coda::RoundPricing;
+    use coda::learn::train::TchPolicy;
+    use coda::policies::learned::features::{self, L1_WIDTH, PLACE_FEATURES};
+    use tch::{Device, Tensor};
+
+    let perf = CalibratedPerf::shipped();
+    let mut net = PolicyNet::untrained(3);
+    net.l1_mean = nalgebra::DVector::from_fn(L1_WIDTH, |i, _| 0.1 * i as f32);
+    net.l1_std = nalgebra::DVector::from_fn(L1_WIDTH, |i, _| 0.5 + 0.05 * i as f32);
+    net.l2_mean = nalgebra::DVector::from_fn(PLACE_FEATURES.len(), |i, _| -0.2 * i as f32);
+    net.l2_std = nalgebra::DVector::from_fn(PLACE_FEATURES.len(), |i, _| 1.5 + 0.1 * i as f32);
+    let mut t = TchPolicy::new(Device::Cpu);
+    t.load(&net).unwrap();
+
+    let snap = snapshot(3, 9, 5, 0.4, true);
+    let pricing = RoundPricing::new(perf, &snap, Objective::default());
+    let rows = features::level1(&pricing);
+    let plain = net.level1_logits(&rows.jobs, &rows.candidates);
+    let nj = features::JOB_FEATURES.len();
+    let norm = |r: &[f32], m: &nalgebra::DVector<f32>, s: &nalgebra::DVector<f32>| -> Vec<f32> {
+        r.iter()
+            .enumerate()
+            .map(|(k, x)| (x - m[k]) / s[k])
+            .collect()
+    };
+    let jx: Vec<f32> = rows
+        .jobs
+        .iter()
+        .flat_map(|r| norm(r, &net.l1_mean, &net.l1_std)[..nj].to_vec())
+        .collect();
+    let cx: Vec<f32> = rows
+        .candidates
+        .iter()
+        .flatten()
+        .flat_map(|r| norm(r, &net.l1_mean, &net.l1_std))
+        .collect();
+    let c = rows.candidates.iter().map(Vec::len).sum::<usize>() as i64;
+    let j = rows.jobs.len() as i64;
+    let out = tch::no_grad(|| {
+        t.level1(
+            &Tensor::from_slice(&jx).view([j, nj as i64]),
+            &Tensor::zeros([j], (tch::Kind::Int64, Device::Cpu)),
+            1,
+            &Tensor::from_slice(&cx).view([c, L1_WIDTH as i64]),
+            &Tensor::zeros([c], (tch::Kind::Int64, Device::Cpu)),
+        )
+    });
+    let tl = Vec::<f32>::try_from(out).unwrap();
+    let pl: Vec<f32> = plain.into_iter().flatten().collect();
+    assert_eq!(tl.len(), pl.len());
+    for (a, b) in tl.iter().zip(&pl) {
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+            "level 1: {a} vs {b}"
+        );
+    }
+
+    let place: Vec<Vec<f32>> = (0..40)
+        .map(|i| {
+            (0..PLACE_FEATURES.len())
+                .map(|k| ((i * 7 + k * 3) % 11) as f32 * 0.3 - 1.0)
+                .collect()
+        })
+        .collect();
+    let flat: Vec<f32> = place.iter().flatten().copied().collect();
+    let plain2 = net.level2_scores(&flat);
+    let x: Vec<f32> = place
+        .iter()
+        .flat_map(|r| norm(r, &net.l2_mean, &net.l2_std))
+        .collect();
+    let out2 =
+        tch::no_grad(|| t.level2(&Tensor::from_slice(&x).view([40, PLACE_FEATURES.len() as i64])));
+    let t2 = Vec::<f32>::try_from(out2).unwrap();
+    for (a, b) in t2.iter().zip(&plain2) {
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+            "level 2: {a} vs {b}"
+        );
+    }
+    // And the trainer's export reads back as the same network.
+    let back = t
+        .to_policy_net(&coda::learn::train::Norm {
+            l1_mean: net.l1_mean.iter().copied().collect(),
+            l1_std: net.l1_std.iter().copied().collect(),
+            l2_mean: net.l2_mean.iter().copied().collect(),
+            l2_std: net.l2_std.iter().copied().collect(),
+        })
+        .unwrap();
+    assert_eq!(back, net);
+}
+
+/// `coda gap` scores the shipped policy, its variants and every heuristic on labelled rounds:
+/// every schedule valid, the expert's own gap 0 on proven rounds, no policy above the proven
+/// optimum; and a labels file with a broken line is an error naming the file and line.
+#[test]
+fn gap_command_scores_every_policy_against_the_expert() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.jsonl");
+    let o = std::process::Command::new(crate::common::coda_bin())
+        .args([
+            "label", "--sizes", "2x3,2x4", "--rounds", "2", "--seed", "9",
+        ])
+        .args(["--node-limit", "200", "--threads", "1", "--out"])
+        .arg(&labels)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.path().join("gap");
+    let run_gap = || {
+        std::process::Command::new(crate::common::coda_bin())
+            .args(["gap", "--labels"])
+            .arg(&labels)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let o = run_gap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut r = csv::Reader::from_path(out.join("gap.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let (policy, gap, valid, proven) = (col("policy"), col("gap"), col("valid"), col("proven"));
+    let mut policies = std::collections::BTreeSet::new();
+    let mut rows = 0;
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        rows += 1;
+        policies.insert(rec[policy].to_string());
+        assert_eq!(&rec[valid], "true");
+        let g: f64 = rec[gap].parse().unwrap();
+        if &rec[proven] == "true" {
+            assert!(g >= -1e-9, "{} beats a proven optimum: {g}", &rec[policy]);
+            if &rec[policy] == "expert" {
+                assert!(g.abs() < 1e-9);
+            }
+        }
+    }
+    assert!(rows > 0);
+    for p in [
+        "learned",
+        "learned-greedy",
+        "expert-l1+learned-l2",
+        "best-heuristic",
+        "fifo",
+        "pollux",
+        "expert",
+    ] {
+        assert!(policies.contains(p), "{p} missing from {policies:?}");
+    }
+    // A broken line names the file and the line.
+    let text = std::fs::read_to_string(&labels).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(1, "{\"id\": 3}");
+    std::fs::write(&labels, lines.join("\n")).unwrap();
+    let o = run_gap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("labels.jsonl:2:"), "{err}");
+}
