@@ -19,7 +19,7 @@ mkdir -p "$out"
 limits=(--time-limit 20 --node-limit 500)
 t0=$(date +%s)
 
-echo "== 1. expert labels: generated rounds (2-6 servers), Philly and Alibaba replay rounds"
+echo "== 1. expert labels: generated rounds (2-8 servers), Philly, Alibaba and ITP 02 replay rounds"
 $coda label --sizes 2x4,2x6,3x6,3x8,4x8,4x10 --rounds 25 --seed 1 "${limits[@]}" \
   --trace philly --trace-rounds 30 --out "$out/expert1.jsonl"
 $coda label --sizes 2x4,2x6,3x6,3x8,4x8 --rounds 40 --seed 2 "${limits[@]}" --out "$out/expert2.jsonl"
@@ -27,10 +27,12 @@ $coda label --sizes 5x10,6x12 --rounds 15 --seed 3 "${limits[@]}" \
   --trace alibaba --trace-policy drf --trace-rounds 30 --trace-every 5 --out "$out/expert3.jsonl"
 $coda label --rounds 0 "${limits[@]}" --trace itp-cluster02 --take 300 --cluster 8x8 \
   --trace-policy pollux --trace-rounds 40 --trace-every 5 --max-jobs 8 --out "$out/expert4.jsonl"
+# Lightly loaded clusters (fewer jobs than servers), where the expert spreads and scales up.
+$coda label --sizes 4x2,6x3,8x4,8x6 --rounds 25 --seed 5 "${limits[@]}" --out "$out/expert5.jsonl"
 t1=$(date +%s)
 
 echo "== 2. imitation training on them"
-labels="$out/expert1.jsonl,$out/expert2.jsonl,$out/expert3.jsonl,$out/expert4.jsonl"
+labels="$out/expert1.jsonl,$out/expert2.jsonl,$out/expert3.jsonl,$out/expert4.jsonl,$out/expert5.jsonl"
 $coda train imitation --labels "$labels" --out "$out/round0.safetensors" --run-dir "$out/run0"
 t2=$(date +%s)
 

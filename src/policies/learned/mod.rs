@@ -26,9 +26,8 @@
 //!    cannot be placed falls to the next; a job with none left waits.
 //! 5. With samples (the default, [`DEFAULT_SAMPLES`]), steps 1–4 are repeated with level 1's
 //!    scores perturbed by seeded Gumbel noise (sampling from its distribution; level 2's too in
-//!    every other decoding), and the decoding
-//!    the objective scores highest is returned — the network proposes, the objective the expert
-//!    maximises chooses among the proposals.
+//!    every other decoding), and the decoding the objective scores highest is returned — the
+//!    networks propose, the objective the expert maximises chooses among the proposals.
 
 pub mod features;
 mod net;
