@@ -144,8 +144,9 @@ impl LabelSpec {
     }
 }
 
-/// Rounds cut from a trace replay, running jobs included: `workload` replayed under the
-/// baseline `policy` (one of [`crate::policies::POLICIES`] other than `ilp`), every `every`-th
+/// Rounds cut from a trace replay, running jobs included: `workload` replayed under `policy`
+/// with `opts` (one of [`crate::policies::POLICIES`] other than `ilp`; `learned` visits the
+/// policy's own states, for DAgger), every `every`-th
 /// round with at least two jobs present, up to `count` rounds, each cut to the `ilp` policy's
 /// own window ([`crate::ilp::WindowedIlp::window`]): every running job, and waiting ones by
 /// [`RoundPricing::alone_value`] up to `max_jobs` in all but at least `max_jobs / 4` (so a round
