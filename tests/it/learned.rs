@@ -374,3 +374,26 @@ fn gap_command_scores_every_policy_against_the_expert() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("labels.jsonl:2:"), "{err}");
 }
+
+/// `coda solve --warm-start policy` starts HiGHS from the learned policy's schedule and, as
+/// every solve, never returns less than its start.
+#[test]
+fn solve_takes_the_policy_as_its_warm_start() {
+    let o = std::process::Command::new(crate::common::coda_bin())
+        .args([
+            "solve",
+            "--instance",
+            "formulations/instances/gen_s02_j04_seed1.json",
+        ])
+        .args(["--warm-start", "policy", "--node-limit", "200", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["warm_started"], true);
+    let (obj, start) = (
+        v["objective"].as_f64().unwrap(),
+        v["start_objective"].as_f64().unwrap(),
+    );
+    assert!(obj >= start - 1e-9, "{obj} < {start}");
+}

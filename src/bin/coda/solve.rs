@@ -28,7 +28,8 @@ pub struct Args {
     /// Solver seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u32,
-    /// MIP start from this schedule.
+    /// MIP start from this schedule file, or `policy` for the learned policy's schedule of the
+    /// round (the shipped weights).
     #[arg(long)]
     pub warm_start: Option<PathBuf>,
     /// Do not order interchangeable servers.
@@ -120,10 +121,13 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let start = warm_start
-        .as_ref()
-        .map(Schedule::from_json_file)
-        .transpose()?;
+    let start = match warm_start.as_ref() {
+        Some(p) if p.as_os_str() == "policy" => Some(
+            coda::policies::learned::LearnedScheduler::shipped(&perf, objective)?.decide(&snap),
+        ),
+        Some(p) => Some(Schedule::from_json_file(p)?),
+        None => None,
+    };
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
     let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
