@@ -18,8 +18,21 @@ train="${CODA_TRAIN_TARGET:-$(pwd)/target/train}/release/coda"
 ( . scripts/train_env.sh
   "$train" label --sizes 2x4,3x6 --rounds 4 --seed 5 --node-limit 200 --threads 1 --out "$tmp/l.jsonl"
   "$train" train imitation --labels "$tmp/l.jsonl" --epochs-level1 10 --epochs-level2 10 \
-    --epochs-joint 5 --out "$tmp/p.safetensors" --run-dir "$tmp/run" )
+    --epochs-joint 5 --out "$tmp/p.safetensors" --run-dir "$tmp/run"
+  # The co-location ablation's switch, and RL from that checkpoint: a short curriculum.
+  "$train" train imitation --labels "$tmp/l.jsonl" --epochs-level1 2 --epochs-level2 2 \
+    --epochs-joint 1 --drop-features coloc_coef,corunners --out "$tmp/drop.safetensors" \
+    --run-dir "$tmp/run-drop"
+  "$train" train rl --start "$tmp/p.safetensors" --out "$tmp/rl.safetensors" --run-dir "$tmp/rl" \
+    --pool 120 --stages place:2x8:20:1:2,joint:2x8:20:2:12 --validation 2x8:20:60 \
+    --episodes 1 --rollouts 2 --validate-every 1
+  test "$(wc -l < "$tmp/rl/curve.csv")" -eq 4 )
 . scripts/env.sh
 cargo build --release --locked
 target/release/coda gap --labels "$tmp/l.jsonl" --policy-weights "$tmp/p.safetensors" --out "$tmp/gap" \
   | grep -E '^\| all \| (learned|expert) '
+for w in rl drop; do
+  run=$(target/release/coda simulate --trace philly --take 40 --cluster 2x8 --policy learned \
+    --policy-weights "$tmp/$w.safetensors" --quiet --out "$tmp/sim-$w" --json)
+  grep -q '"jobs_unfinished":0' <<< "$run"
+done

@@ -51,6 +51,20 @@ impl Decoder {
         self.index_of[&v]
     }
 
+    /// The integer columns of job `j` (snapshot index): its option, workers, presence, GPUs
+    /// per switch, PS, sockets and keep — what fixes its assignment.
+    pub fn integer_columns_of(&self, j: usize) -> Vec<Variable> {
+        let Some(jv) = self.jobs.iter().find(|jv| jv.job == j) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Variable> = jv.y.clone();
+        out.extend(jv.m.iter().chain(&jv.v).chain(&jv.q).chain(&jv.a).flatten());
+        out.extend(jv.g.values().flat_map(|&(g, u)| [g, u]));
+        out.extend(jv.t.values().chain(jv.zeta.values()));
+        out.extend(jv.keep);
+        out
+    }
+
     /// Constant added to the solver objective.
     pub fn objective_constant(&self) -> f64 {
         self.constant

@@ -14,8 +14,8 @@ pub struct ExactScheduler<'a> {
     perf: &'a dyn PerfModel,
     objective: Objective,
     settings: SolveSettings,
-    /// A heuristic whose schedule is a candidate start every round.
-    start: Option<Box<dyn Scheduler + 'a>>,
+    /// Heuristics (or a learned policy) whose schedules are candidate starts every round.
+    start: Vec<Box<dyn Scheduler + 'a>>,
     last: Option<SolveReport>,
     /// Rounds solved; rounds a limit stopped before any schedule; rounds the solver's schedule
     /// did not beat the start.
@@ -31,7 +31,7 @@ impl<'a> ExactScheduler<'a> {
             perf,
             objective,
             settings,
-            start: None,
+            start: Vec::new(),
             last: None,
             rounds: (0, 0, 0),
             log: Vec::new(),
@@ -39,10 +39,11 @@ impl<'a> ExactScheduler<'a> {
     }
 
     /// Also offers `heuristic`'s schedule of each round as a start (a MIP start, and the
-    /// fallback if the solver does no better). A heuristic that fails or returns an invalid
-    /// schedule is passed over for that round.
+    /// fallback if the solver does no better); called again, adds another (the best start is
+    /// used). A heuristic that fails or returns an invalid schedule is passed over for that
+    /// round.
     pub fn with_start(mut self, heuristic: Box<dyn Scheduler + 'a>) -> Self {
-        self.start = Some(heuristic);
+        self.start.push(heuristic);
         self
     }
 
@@ -77,10 +78,11 @@ impl Scheduler for ExactScheduler<'_> {
     /// The solver's schedule if it beats the start, else the start; [`Scheduler::notes`] counts
     /// the rounds a limit stopped the solver before any schedule and those the start won.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
-        let candidates: Vec<Schedule> = match self.start.as_mut() {
-            Some(h) => h.schedule(snapshot).into_iter().collect(),
-            None => Vec::new(),
-        };
+        let candidates: Vec<Schedule> = self
+            .start
+            .iter_mut()
+            .filter_map(|h| h.schedule(snapshot).ok())
+            .collect();
         let s = solve_from(
             snapshot,
             self.perf,

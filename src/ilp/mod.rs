@@ -22,7 +22,7 @@ mod window;
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
 pub use solve::{
-    SolveReport, SolveSettings, SolveStatus, Solved, export_mps, relative_gap, relaxation_bound,
-    solve, solve_from,
+    FixReport, SolveReport, SolveSettings, SolveStatus, Solved, export_mps, fix_and_solve,
+    relative_gap, relaxation_bound, solve, solve_from, solve_restricted,
 };
 pub use window::WindowedIlp;

@@ -179,7 +179,39 @@ pub fn solve_from(
     warm_start: Option<&Schedule>,
     candidates: &[Schedule],
 ) -> Result<Solved> {
+    solve_restricted(
+        snapshot,
+        perf,
+        objective,
+        settings,
+        warm_start,
+        candidates,
+        &[],
+    )
+}
+
+/// [`solve_from`] with the jobs `fixed` held to what `warm_start` does with them (their option
+/// or waiting, and every worker, PS, GPU switch and socket): a smaller program. Its bound is
+/// the restricted program's, **not** a bound of the round; [`fix_and_solve`] frees the jobs
+/// afterwards to report an honest one.
+pub fn solve_restricted(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+    warm_start: Option<&Schedule>,
+    candidates: &[Schedule],
+    fixed: &[crate::model::JobId],
+) -> Result<Solved> {
     settings.check()?;
+    if !fixed.is_empty() && warm_start.is_none() {
+        return Err(Error::setting(
+            "solve",
+            "fixed jobs",
+            fixed.len(),
+            "fixing jobs needs the warm start that says what to fix them to",
+        ));
+    }
     // A snapshot built in code gets the checks a JSON instance gets (finite work, unique ids,
     // jobs that fit, consistent current placements) before any of it reaches the solver.
     snapshot.check("snapshot")?;
@@ -189,20 +221,43 @@ pub fn solve_from(
     let pricing = RoundPricing::new(perf, snapshot, *objective);
     let form = Formulation::from_pricing(&pricing, settings.formulation())?;
     let size = form.size();
-    let (vars, obj, constraints, decoder) = form.into_parts();
+    let (vars, obj, mut constraints, decoder) = form.into_parts();
     // The caller's start must be usable; the others are tried. Keeping every running job where
     // it is is always valid (the snapshot's check), so there is always a start to fall back on.
+    // Every start is relabelled onto the ordering of interchangeable servers and switches the
+    // program imposes (group 13): otherwise HiGHS finds the start infeasible and drops it.
+    let canonical = |s: &Schedule| {
+        if settings.symmetry_breaking {
+            super::formulation::relabel(snapshot, pricing.topology(), s)
+        } else {
+            s.clone()
+        }
+    };
     let user = match warm_start {
-        Some(s) => Some((s.clone(), decoder.encode(&pricing, s)?)),
+        Some(s) => {
+            let s = canonical(s);
+            let x = decoder.encode(&pricing, &s)?;
+            Some((s, x))
+        }
         None => None,
     };
+    if let Some((_, x)) = &user {
+        for id in fixed {
+            let Some(j) = snapshot.job_index(*id) else {
+                continue;
+            };
+            for v in decoder.integer_columns_of(j) {
+                constraints.push(good_lp::constraint::eq(v, x[decoder.index(v)].round()));
+            }
+        }
+    }
     let keep = snapshot.current_schedule();
     // (schedule, its score, its encoding if the program can express it)
     let mut best: Option<(Schedule, f64, Option<Vec<f64>>)> = None;
     // Everyone waiting is valid too, should a running job's current allocation not be priced.
     let others = [keep, Schedule::default()]
         .into_iter()
-        .chain(candidates.iter().cloned());
+        .chain(candidates.iter().map(canonical));
     let tried = user
         .map(|(s, x)| (s, Some(x)))
         .into_iter()
@@ -325,6 +380,89 @@ pub fn solve_from(
         returned_start,
     };
     Ok(Solved { schedule, report })
+}
+
+/// What [`fix_and_solve`] did, phase by phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FixReport {
+    /// Jobs fixed in the first phase.
+    pub fixed: usize,
+    /// The restricted program's objective and status after the first phase.
+    pub restricted_objective: f64,
+    /// Its status.
+    pub restricted_status: SolveStatus,
+    /// Seconds of the first phase (build included).
+    pub restricted_s: f64,
+}
+
+/// Fix-and-solve: the jobs `fixed` are held to what `start` does with them while the smaller
+/// program is solved (at most `share` of the time limit), then every job is freed and the whole
+/// program is solved from the best schedule so far with the time left. The result is the best
+/// valid schedule seen, never below `start` or `candidates`, and its bound and gap are those
+/// of the whole program (the second phase), so they are honest. With no job to fix, the first
+/// phase is skipped.
+#[allow(clippy::too_many_arguments)]
+pub fn fix_and_solve(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    settings: &SolveSettings,
+    start: &Schedule,
+    candidates: &[Schedule],
+    fixed: &[crate::model::JobId],
+    share: f64,
+) -> Result<(Solved, FixReport)> {
+    if !(share > 0.0 && share < 1.0) {
+        return Err(Error::setting(
+            "fix and solve",
+            "share",
+            share,
+            "strictly between 0 and 1",
+        ));
+    }
+    let t0 = Instant::now();
+    let (restricted, report) = if fixed.is_empty() {
+        (None, None)
+    } else {
+        let first = SolveSettings {
+            time_limit_s: settings.time_limit_s * share,
+            ..settings.clone()
+        };
+        let r = solve_restricted(
+            snapshot,
+            perf,
+            objective,
+            &first,
+            Some(start),
+            candidates,
+            fixed,
+        )?;
+        let rep = FixReport {
+            fixed: fixed.len(),
+            restricted_objective: r.report.objective,
+            restricted_status: r.report.status,
+            restricted_s: t0.elapsed().as_secs_f64(),
+        };
+        (Some(r.schedule), Some(rep))
+    };
+    let left = (settings.time_limit_s - t0.elapsed().as_secs_f64()).max(0.01);
+    let second = SolveSettings {
+        time_limit_s: left,
+        ..settings.clone()
+    };
+    let mut all: Vec<Schedule> = candidates.to_vec();
+    all.push(start.clone());
+    let warm = restricted.as_ref().unwrap_or(start);
+    let mut solved = solve_from(snapshot, perf, objective, &second, Some(warm), &all)?;
+    // The whole run's time, both phases, so that it compares with a single solve's.
+    solved.report.wall_time_s = t0.elapsed().as_secs_f64();
+    let report = report.unwrap_or(FixReport {
+        fixed: 0,
+        restricted_objective: f64::NAN,
+        restricted_status: SolveStatus::NoSolution,
+        restricted_s: 0.0,
+    });
+    Ok((solved, report))
 }
 
 /// `(bound − objective)⁺ / max(|objective|, 1e-9)`: how far a bound is above a schedule's

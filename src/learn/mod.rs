@@ -3,11 +3,15 @@
 //! options the program's `y_jk` chooses from, or wait) and the level-2 placement (GPUs per PCIe
 //! switch and PS per server, the program's own granularity) — in a fixed canonical order.
 //!
+//! [`rl`] is reinforcement learning's environment side: episodes, rollouts of the policy in the
+//! simulator, per-level rewards and baselines.
+//!
 //! This layer reads the solver and the workload generators. Only `train` (behind the `train`
 //! feature) names the training backend.
 
 pub mod examples;
 pub mod labels;
+pub mod rl;
 #[cfg(feature = "train")]
 pub mod train;
 

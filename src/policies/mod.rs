@@ -68,8 +68,19 @@ use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
 
 /// Every baseline's name, in the order reports list them.
-pub const POLICIES: [&str; 10] = [
-    "fifo", "srtf", "drf", "tiresias", "optimus", "sjf-bco", "pollux", "random", "ilp", "learned",
+pub const POLICIES: [&str; 12] = [
+    "fifo",
+    "srtf",
+    "drf",
+    "tiresias",
+    "optimus",
+    "sjf-bco",
+    "pollux",
+    "random",
+    "ilp",
+    "learned",
+    "learned-rl",
+    "learned-packer",
 ];
 
 /// Settings shared by the baselines.
@@ -101,6 +112,9 @@ pub struct PolicyOptions {
     /// Decodings per round of the `learned` policy (1: greedy; see
     /// [`learned::DEFAULT_SAMPLES`]), drawn from `seed`.
     pub policy_samples: usize,
+    /// The `ilp` policy also starts each round's solve from the learned policy's schedule of
+    /// the round (weights: `policy_weights`), besides the best heuristic's.
+    pub ilp_policy_start: bool,
 }
 
 impl Default for PolicyOptions {
@@ -118,6 +132,7 @@ impl Default for PolicyOptions {
             ilp_revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
             policy_weights: None,
             policy_samples: learned::DEFAULT_SAMPLES,
+            ilp_policy_start: false,
         }
     }
 }
@@ -184,8 +199,14 @@ pub fn by_name<'a>(
                     "must be >= 1",
                 ));
             }
-            let exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
+            let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
                 .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
+            if opts.ilp_policy_start {
+                exact = exact.with_start(Box::new(
+                    learned::LearnedScheduler::new(perf, opts.objective, learned_net(perf, opts)?)
+                        .with_samples(opts.policy_samples, opts.seed),
+                ));
+            }
             let backfilled = Backfill::new(
                 Box::new(WindowedIlp::new(
                     exact,
@@ -198,18 +219,29 @@ pub fn by_name<'a>(
             );
             Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
         }
-        "learned" => {
-            let net = match &opts.policy_weights {
-                Some(path) => learned::PolicyNet::load(path)?,
-                None => learned::LearnedScheduler::shipped(perf, opts.objective)?
-                    .net()
-                    .clone(),
+        "learned" | "learned-rl" | "learned-packer" => {
+            // `learned-rl`: the shipped weights refined by RL (unless weights are given);
+            // `learned-packer`: level 1 with the baselines' consolidated placement (the
+            // ablation of level 2).
+            let net = match (name, &opts.policy_weights) {
+                ("learned-rl", None) => {
+                    learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
+                        .net()
+                        .clone()
+                }
+                _ => learned_net(perf, opts)?,
+            };
+            let placer = if name == "learned-packer" {
+                learned::Placer::Packer
+            } else {
+                learned::Placer::Learned
             };
             // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
             // are filled under the same pricing.
             Box::new(Backfill::new(
                 Box::new(
                     learned::LearnedScheduler::new(perf, opts.objective, net)
+                        .with_placer(placer)
                         .with_samples(opts.policy_samples, opts.seed),
                 ),
                 perf,
@@ -225,6 +257,16 @@ pub fn by_name<'a>(
         }
     };
     Ok(Box::new(Checked(policy)))
+}
+
+/// The learned policy's weights: `policy_weights`, or the shipped ones.
+fn learned_net(perf: &dyn PerfModel, opts: &PolicyOptions) -> Result<learned::PolicyNet> {
+    Ok(match &opts.policy_weights {
+        Some(path) => learned::PolicyNet::load(path)?,
+        None => learned::LearnedScheduler::shipped(perf, opts.objective)?
+            .net()
+            .clone(),
+    })
 }
 
 /// A policy that first checks the snapshot it is handed, as an instance file is checked

@@ -13,6 +13,7 @@ mod learn;
 mod learned;
 mod perf;
 mod pricing;
+mod rl;
 mod robustness;
 mod sim;
 mod trace;

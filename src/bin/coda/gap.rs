@@ -135,7 +135,7 @@ fn rows_of(
     out.push((VARIANTS[4].into(), s, t));
     let opts = PolicyOptions::default();
     for name in policies::POLICIES {
-        if name == "ilp" || name == "learned" {
+        if name == "ilp" || name.starts_with("learned") {
             continue;
         }
         let mut p = policies::by_name(name, perf, &opts)?;

@@ -19,6 +19,7 @@ macro_rules! out {
 
 mod bench_decide;
 mod bench_solve;
+mod bench_warm;
 mod calibrate;
 mod gap;
 mod generate;
@@ -32,6 +33,8 @@ mod solve;
 mod trace;
 #[cfg(feature = "train")]
 mod train;
+#[cfg(feature = "train")]
+mod train_rl;
 mod validate;
 
 #[derive(Parser)]
@@ -60,6 +63,9 @@ enum Cmd {
     Solve(solve::Args),
     /// Measure build and solve time against cluster size; write a CSV and an SVG plot.
     BenchSolve(bench_solve::Args),
+    /// The learned policy as the solver's start: default start vs MIP start vs fix-and-solve
+    /// on every instance (time to a proven optimum, or gap at the limit).
+    BenchWarmStart(bench_warm::Args),
     /// The learned policy's decision time for one round against cluster size (CSV).
     BenchDecide(bench_decide::Args),
     /// Write a random instance.
@@ -136,6 +142,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Validate(args) => validate::run(args, params),
         Cmd::Solve(args) => solve::run(args, params),
         Cmd::BenchSolve(args) => bench_solve::run(args, params),
+        Cmd::BenchWarmStart(args) => bench_warm::run(args, params),
         Cmd::BenchDecide(args) => bench_decide::run(args, params),
         Cmd::Label(args) => label::run(args, params),
         Cmd::Gap(args) => gap::run(args, params),

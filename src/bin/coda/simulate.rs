@@ -32,9 +32,12 @@ pub struct SimArgs {
     /// Seed of the trace's model assignment and of every random choice of the policy.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Only the first N jobs of the trace.
+    /// Only the first N jobs of the trace (after `--skip`).
     #[arg(long, value_parser = range::at_least_one)]
     pub take: Option<usize>,
+    /// Leave out the first N jobs of the trace (e.g. those a policy was trained on).
+    #[arg(long, default_value_t = 0)]
+    pub skip: usize,
     /// Folder of the shipped data.
     #[arg(long, default_value = "datasets")]
     pub datasets: PathBuf,
@@ -83,6 +86,10 @@ pub struct SimArgs {
     /// returns to the highest queue; 0 disables promotion).
     #[arg(long, default_value_t = 4.0, value_parser = range::non_negative)]
     pub tiresias_promote_knob: f64,
+    /// `ilp` policy: also start every round's solve from the learned policy's schedule (a MIP
+    /// start; the best heuristic's is always offered).
+    #[arg(long)]
+    pub ilp_policy_start: bool,
     /// `learned` policy: its weights file (default: the shipped `models/policy.safetensors`).
     #[arg(long)]
     pub policy_weights: Option<PathBuf>,
@@ -206,6 +213,7 @@ impl SimArgs {
             tiresias_promote_knob: self.tiresias_promote_knob,
             policy_weights: self.policy_weights.clone(),
             policy_samples: self.policy_samples,
+            ilp_policy_start: self.ilp_policy_start,
             ..PolicyOptions::default()
         })
     }
@@ -215,14 +223,24 @@ impl SimArgs {
             seed: self.seed,
             ..TraceOptions::default()
         };
-        workload::load(
+        let mut wl = workload::load(
             &self.trace,
             &self.datasets,
             self.cluster.as_deref(),
-            self.take,
+            self.take.map(|t| t + self.skip),
             &opts,
             perf,
-        )
+        )?;
+        if self.skip >= wl.jobs.len() {
+            return Err(Error::setting(
+                "simulate",
+                "--skip",
+                self.skip,
+                format!("fewer than the trace's {} jobs", wl.jobs.len()),
+            ));
+        }
+        wl.jobs.drain(..self.skip);
+        Ok(wl)
     }
 }
 

@@ -32,6 +32,18 @@ pub struct Args {
     /// round (the shipped weights).
     #[arg(long)]
     pub warm_start: Option<PathBuf>,
+    /// Weights of the learned policy for `--warm-start policy` (default: the shipped ones).
+    #[arg(long)]
+    pub policy_weights: Option<PathBuf>,
+    /// Fix-and-solve (with `--warm-start policy`): the jobs level 1 gives at least this
+    /// probability, and that the policy's schedule treats so, are held to the policy's
+    /// schedule while the smaller program is solved; then every job is freed and the whole
+    /// program solved with the time left (the bound and gap reported are the whole program's).
+    #[arg(long, value_parser = range::fraction)]
+    pub fix_confident: Option<f64>,
+    /// Fix-and-solve: share of the time limit the fixed phase may use.
+    #[arg(long, default_value_t = 0.5, value_parser = range::fraction)]
+    pub fix_share: f64,
     /// Do not order interchangeable servers.
     #[arg(long)]
     pub no_symmetry_breaking: bool,
@@ -74,6 +86,9 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         threads,
         seed,
         warm_start,
+        policy_weights,
+        fix_confident,
+        fix_share,
         no_symmetry_breaking,
         colocation_cuts,
         round_s,
@@ -121,24 +136,67 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+    let policy = match (warm_start.as_ref(), &policy_weights) {
+        (Some(p), w) if p.as_os_str() == "policy" => Some(match w {
+            Some(w) => coda::policies::learned::LearnedScheduler::new(
+                &perf,
+                objective,
+                coda::policies::learned::PolicyNet::load(w)?,
+            ),
+            None => coda::policies::learned::LearnedScheduler::shipped(&perf, objective)?,
+        }),
+        _ => None,
+    };
+    if fix_confident.is_some() && policy.is_none() {
+        return Err(coda::Error::setting(
+            "coda solve",
+            "--fix-confident",
+            fix_confident.unwrap_or_default(),
+            "needs --warm-start policy (the policy says which jobs it is confident about)",
+        ));
+    }
+    if fix_share <= 0.0 || fix_share >= 1.0 {
+        return Err(coda::Error::setting(
+            "coda solve",
+            "--fix-share",
+            fix_share,
+            "strictly between 0 and 1",
+        ));
+    }
     let start = match warm_start.as_ref() {
-        Some(p) if p.as_os_str() == "policy" => Some(
-            coda::policies::learned::LearnedScheduler::shipped(&perf, objective)?.decide(&snap),
-        ),
+        Some(_) if policy.is_some() => policy.as_ref().map(|p| p.decide(&snap)),
         Some(p) => Some(Schedule::from_json_file(p)?),
         None => None,
     };
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
     let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
-    let solved = coda::ilp::solve_from(
-        &snap,
-        &perf,
-        &objective,
-        &settings,
-        start.as_ref(),
-        &[heuristic],
-    )?;
+    let mut fix_report = None;
+    let solved = match (fix_confident, &policy, &start) {
+        (Some(p), Some(policy), Some(start)) => {
+            let fixed = policy.confident_jobs(&snap, start, p as f32);
+            let (solved, rep) = coda::ilp::fix_and_solve(
+                &snap,
+                &perf,
+                &objective,
+                &settings,
+                start,
+                &[heuristic],
+                &fixed,
+                fix_share,
+            )?;
+            fix_report = Some(rep);
+            solved
+        }
+        _ => coda::ilp::solve_from(
+            &snap,
+            &perf,
+            &objective,
+            &settings,
+            start.as_ref(),
+            &[heuristic],
+        )?,
+    };
     let r = &solved.report;
     // A solve that neither improved on its start nor bounded the round (a limit hit before
     // any work: `--node-limit 0`) decided nothing.
@@ -158,6 +216,9 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let mut v = serde_json::to_value(r).expect("serialize");
         v["running_jobs"] = serde_json::json!(solved.schedule.assignments.len());
         v["gpus_used"] = serde_json::json!(solved.schedule.gpus_used());
+        if let Some(f) = &fix_report {
+            v["fix"] = serde_json::to_value(f).expect("serialize");
+        }
         out!("{v}");
     } else {
         out!("status      {:?}", r.status);
@@ -190,6 +251,15 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
         let warm = if r.warm_started { ", warm-started" } else { "" };
         out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
+        if let Some(f) = &fix_report {
+            out!(
+                "fixed       {} job(s) for {:.3} s: restricted program {:.6} ({:?}); then all freed",
+                f.fixed,
+                f.restricted_s,
+                f.restricted_objective,
+                f.restricted_status
+            );
+        }
         out!(
             "schedule    {} jobs running on {} GPUs",
             solved.schedule.assignments.len(),

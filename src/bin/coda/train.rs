@@ -19,6 +19,9 @@ use crate::{perf_model, range};
 pub enum Cmd {
     /// Imitation of the exact program's labels: level 1, then level 2, then both.
     Imitation(Args),
+    /// Reinforcement learning (PPO) in the simulator from an imitation checkpoint: level 1 on
+    /// job completion time, level 2 on placement efficiency.
+    Rl(crate::train_rl::Args),
 }
 
 /// Arguments of `coda train imitation`.
@@ -57,6 +60,10 @@ pub struct Args {
     /// Every this-many-th labelled round (by id order) is held out for validation.
     #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
     pub validate_every: usize,
+    /// Features the networks may not read (an ablation), comma-separated names from
+    /// models/POLICY.md.
+    #[arg(long, value_delimiter = ',')]
+    pub drop_features: Vec<String>,
     /// Train only on labels proven optimal (time-limited labels are imperfect experts).
     #[arg(long)]
     pub proven_only: bool,
@@ -64,7 +71,10 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
-    let Cmd::Imitation(args) = cmd;
+    let args = match cmd {
+        Cmd::Imitation(args) => args,
+        Cmd::Rl(args) => return crate::train_rl::run(args, params),
+    };
     let t0 = Instant::now();
     let perf = perf_model(params)?;
     let objective = Objective::default();
@@ -100,6 +110,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         weight_decay: args.weight_decay,
         checkpoint_every: 20,
         run_dir: args.run_dir.clone(),
+        drop_features: args.drop_features.clone(),
     };
     let epochs = args.epochs_level1 + args.epochs_level2 + args.epochs_joint;
     let bar = ProgressBar::new(epochs as u64);
@@ -123,7 +134,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let meta = [
+    let mut meta = vec![
         ("labels", names.join(",")),
         (
             "rounds",
@@ -136,6 +147,10 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         ("device", trained.device.clone()),
         ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
     ];
+    // Only an ablation names dropped features (the shipped file stays byte-for-byte the same).
+    if !args.drop_features.is_empty() {
+        meta.push(("dropped_features", args.drop_features.join(",")));
+    }
     coda::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
     out!(
         "{} rounds ({} training, {} validation): level-1 decisions {} / {}, level-2 steps {} / {}; \

@@ -32,6 +32,8 @@ mod symmetry;
 mod tests;
 mod vars;
 
+pub use symmetry::relabel;
+
 use std::collections::{BTreeMap, HashMap};
 
 use good_lp::{Constraint, Expression, IntoAffineExpression, ProblemVariables, Variable, variable};

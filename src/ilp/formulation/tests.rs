@@ -404,3 +404,25 @@ fn group_13_symmetry() {
     assert_breaks(&b, &b.encode(&on(1)), Group::Symmetry);
     assert_eq!(b.violated(&b.encode(&on(1))).len(), 1);
 }
+
+#[test]
+fn relabelled_starts_satisfy_symmetry_and_score_the_same() {
+    let snap = instance(["v100", "v100"]);
+    let b = build(&snap, true);
+    // Job 0 on the second server only, under its second switch: cut by both orderings.
+    let s = Schedule {
+        assignments: vec![assign(0, vec![w(1, 2), w(1, 3)], vec![])],
+    };
+    assert_breaks(&b, &b.encode(&s), Group::Symmetry);
+    let r = super::relabel(&snap, b.pricing.topology(), &s);
+    assert!(r.validate(&snap).is_empty());
+    assert!(b.violated(&b.encode(&r)).is_empty(), "{r:?}");
+    assert_eq!(r.assignments[0].workers[0].server, 0);
+    let score = |x: &Schedule| b.pricing.score(x).unwrap().total;
+    assert!((score(&r) - score(&s)).abs() < 1e-12);
+    // Every group, relabelled, on a busier schedule too.
+    let busy = busy_schedule();
+    let r = super::relabel(&snap, b.pricing.topology(), &busy);
+    assert!(b.violated(&b.encode(&r)).is_empty());
+    assert!((score(&r) - score(&busy)).abs() < 1e-12);
+}

@@ -45,8 +45,13 @@ use crate::perf::PerfModel;
 use crate::policies::{GpuChoice, Packer};
 use crate::scheduler::Scheduler;
 
-/// The weights shipped in `models/policy.safetensors` (see `models/POLICY.md`).
+/// The weights shipped in `models/policy.safetensors` (see `models/POLICY.md`): imitation of the
+/// exact program.
 const SHIPPED: &[u8] = include_bytes!("../../../models/policy.safetensors");
+
+/// The same refined by reinforcement learning on job completion time (`coda train rl`),
+/// `models/policy-rl.safetensors`.
+const SHIPPED_RL: &[u8] = include_bytes!("../../../models/policy-rl.safetensors");
 
 /// How level 2 places the jobs level 1 sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +82,7 @@ pub struct LearnedScheduler<'a> {
     placer: Placer,
     samples: usize,
     seed: u64,
+    temperature: f32,
 }
 
 /// Decodings per round of a new [`LearnedScheduler`]: the greedy one and seven sampled from
@@ -94,6 +100,7 @@ impl<'a> LearnedScheduler<'a> {
             placer: Placer::Learned,
             samples: DEFAULT_SAMPLES,
             seed: 0,
+            temperature: 1.0,
         }
     }
 
@@ -105,12 +112,30 @@ impl<'a> LearnedScheduler<'a> {
         self
     }
 
+    /// The same policy sampling from `softmax(scores / temperature)` at both levels (1: the
+    /// networks' own distributions; towards 0: towards greedy). Reinforcement learning explores
+    /// at a low temperature: at 1 a round's sampled decisions flip jobs in and out so often that
+    /// restarts dominate what the episode measures.
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = temperature;
+        self
+    }
+
     /// The policy with the shipped weights.
     pub fn shipped(perf: &'a dyn PerfModel, objective: Objective) -> Result<Self> {
         Ok(Self::new(
             perf,
             objective,
             PolicyNet::from_safetensors(SHIPPED, "models/policy.safetensors (built in)")?,
+        ))
+    }
+
+    /// The policy with the shipped weights refined by reinforcement learning.
+    pub fn shipped_rl(perf: &'a dyn PerfModel, objective: Objective) -> Result<Self> {
+        Ok(Self::new(
+            perf,
+            objective,
+            PolicyNet::from_safetensors(SHIPPED_RL, "models/policy-rl.safetensors (built in)")?,
         ))
     }
 
@@ -129,6 +154,37 @@ impl<'a> LearnedScheduler<'a> {
     pub fn logits(&self, pricing: &RoundPricing) -> Vec<Vec<f32>> {
         let rows = features::level1(pricing);
         self.net.level1_logits(&rows.jobs, &rows.candidates)
+    }
+
+    /// The jobs of `schedule` (a schedule of `snapshot`, typically this policy's) that level 1
+    /// is confident about: its most probable row has probability at least `threshold` and
+    /// `schedule` does with the job what that row says (runs it with that option, or leaves it
+    /// waiting). What fix-and-solve holds fixed ([`crate::ilp::fix_and_solve`]).
+    pub fn confident_jobs(
+        &self,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+        threshold: f32,
+    ) -> Vec<crate::model::JobId> {
+        let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
+        let logits = self.logits(&pricing);
+        let mut out = Vec::new();
+        for (j, l) in logits.iter().enumerate() {
+            let best = argmax(l);
+            let z: f32 = l.iter().map(|x| (x - l[best]).exp()).sum();
+            if 1.0 / z < threshold {
+                continue;
+            }
+            let job = &snapshot.jobs[j];
+            let row = match schedule.assignment(job.id) {
+                Some(a) => pricing.option_index(j, &pricing.option_of(j, a)),
+                None => Some(pricing.options(j).len()),
+            };
+            if row == Some(best) {
+                out.push(job.id);
+            }
+        }
+        out
     }
 
     /// Level 1's greedy decision on a priced round.
@@ -151,14 +207,18 @@ impl<'a> LearnedScheduler<'a> {
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
                 .iter()
-                .map(|l| l.iter().map(|x| x + gumbel(&mut rng)).collect())
+                .map(|l| {
+                    l.iter()
+                        .map(|x| x + self.temperature * gumbel(&mut rng))
+                        .collect()
+                })
                 .collect();
             // Level 2 sampled in every other decoding only: level 1's choices are explored
             // with level 2 at its best, and jointly.
             let s = if sample % 2 == 0 {
-                self.place_with(&pricing, &allocation(&noisy), Some(&mut rng))
+                self.place_with(&pricing, &allocation(&noisy), Some(&mut rng), None)
             } else {
-                self.place_with(&pricing, &allocation(&noisy), None)
+                self.place_with(&pricing, &allocation(&noisy), None, None)
             };
             let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
             if score > best_score {
@@ -171,16 +231,66 @@ impl<'a> LearnedScheduler<'a> {
 
     /// Level 2: places `alloc` (see the module docs); valid by construction.
     pub fn place(&self, pricing: &RoundPricing, alloc: &Allocation) -> Schedule {
-        self.place_with(pricing, alloc, None)
+        self.place_with(pricing, alloc, None, None)
+    }
+
+    /// One decoding sampled from both levels' distributions at the policy's temperature
+    /// (Gumbel-perturbed scores drawn from `seed`), with what was sampled: the material of a
+    /// policy-gradient step. The actions are level 1's first choice per job (a sample of the
+    /// softmax over its rows) and level 2's server per placement step (a sample of the softmax
+    /// over the candidates); the rest of the decoding (fallbacks, order, masks) is
+    /// deterministic given them.
+    pub fn sample(&self, snapshot: &ClusterSnapshot, seed: u64) -> (Schedule, Sampled) {
+        self.sampled(snapshot, Some(ChaCha8Rng::seed_from_u64(seed)))
+    }
+
+    /// The greedy decoding (one, without the samples of [`LearnedScheduler::decide`]), with its
+    /// choices recorded as [`LearnedScheduler::sample`] records its samples.
+    pub fn sample_greedy(&self, snapshot: &ClusterSnapshot) -> (Schedule, Sampled) {
+        self.sampled(snapshot, None)
+    }
+
+    fn sampled(
+        &self,
+        snapshot: &ClusterSnapshot,
+        mut rng: Option<ChaCha8Rng>,
+    ) -> (Schedule, Sampled) {
+        let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
+        let rows = features::level1(&pricing);
+        let mut logits = self.net.level1_logits(&rows.jobs, &rows.candidates);
+        if let Some(rng) = rng.as_mut() {
+            for v in logits.iter_mut().flatten() {
+                *v += self.temperature * gumbel(rng);
+            }
+        }
+        let chosen = logits.iter().map(|l| argmax(l)).collect();
+        let mut steps = Vec::new();
+        let schedule = self.place_with(
+            &pricing,
+            &allocation(&logits),
+            rng.as_mut(),
+            Some(&mut steps),
+        );
+        (
+            schedule,
+            Sampled {
+                jobs: rows.jobs,
+                candidates: rows.candidates,
+                chosen,
+                steps,
+            },
+        )
     }
 
     /// [`LearnedScheduler::place`], level 2's scores perturbed by Gumbel noise from `noise`
     /// when given (a sample from its distribution over servers instead of its best server).
+    /// Level 2's steps are appended to `record` when given.
     fn place_with(
         &self,
         pricing: &RoundPricing,
         alloc: &Allocation,
         mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
         let snap = pricing.snapshot();
         let mut st = PlaceState::new(pricing, self.perf);
@@ -226,12 +336,26 @@ impl<'a> LearnedScheduler<'a> {
         };
         selected.sort_by_key(|&j| std::cmp::Reverse(need_of(j)));
         for j in selected {
-            self.place_job(pricing, &mut st, j, &alloc.choices[j], noise.as_deref_mut());
+            self.place_job(
+                pricing,
+                &mut st,
+                j,
+                &alloc.choices[j],
+                noise.as_deref_mut(),
+                record.as_deref_mut(),
+            );
         }
         // ... then whatever is left goes, in level 1's order, to jobs not yet placed.
         for &j in &alloc.order {
             if !st.placed[j] {
-                self.place_job(pricing, &mut st, j, &alloc.choices[j], noise.as_deref_mut());
+                self.place_job(
+                    pricing,
+                    &mut st,
+                    j,
+                    &alloc.choices[j],
+                    noise.as_deref_mut(),
+                    record.as_deref_mut(),
+                );
             }
         }
         Schedule {
@@ -239,7 +363,8 @@ impl<'a> LearnedScheduler<'a> {
         }
     }
 
-    /// Places job `j` with the first of `choices` that fits; whether one did.
+    /// Places job `j` with the first of `choices` that fits; whether one did. Level 2's steps
+    /// of the plan committed go to `record` (those of plans that did not fit are dropped).
     fn place_job(
         &self,
         pricing: &RoundPricing,
@@ -247,6 +372,7 @@ impl<'a> LearnedScheduler<'a> {
         j: usize,
         choices: &[usize],
         mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
     ) -> bool {
         let job = &pricing.snapshot().jobs[j];
         for &k in choices {
@@ -264,9 +390,17 @@ impl<'a> LearnedScheduler<'a> {
                 mode: o.mode,
                 coloc_coef: o.terms.coloc_coef,
             };
+            let recorded = record.as_deref().map_or(0, Vec::len);
             let (plan, gpus) = match self.placer {
                 Placer::Learned => (
-                    self.learned_plan(pricing, st, task, st.types[t].1, noise.as_deref_mut()),
+                    self.learned_plan(
+                        pricing,
+                        st,
+                        task,
+                        st.types[t].1,
+                        noise.as_deref_mut(),
+                        record.as_deref_mut(),
+                    ),
                     GpuChoice::OwnSwitches,
                 ),
                 Placer::Packer => (
@@ -283,6 +417,9 @@ impl<'a> LearnedScheduler<'a> {
                 st.placed[j] = true;
                 return true;
             }
+            if let Some(r) = record.as_deref_mut() {
+                r.truncate(recorded);
+            }
         }
         false
     }
@@ -296,6 +433,7 @@ impl<'a> LearnedScheduler<'a> {
         task: PlaceTask,
         type_server: usize,
         mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
     ) -> Option<Vec<(usize, u32)>> {
         let (packer, occ, index) = (&st.packer, &st.occ, &st.index);
         let job = &pricing.snapshot().jobs[task.job];
@@ -340,15 +478,19 @@ impl<'a> LearnedScheduler<'a> {
             let mut scores = self.net.level2_scores(&rows);
             if let Some(rng) = noise.as_deref_mut() {
                 for v in &mut scores {
-                    *v += gumbel(rng);
+                    *v += self.temperature * gumbel(rng);
                 }
             }
-            // The highest score, the first server on ties.
-            let mut best = 0;
-            for (i, &v) in scores.iter().enumerate() {
-                if v > scores[best] {
-                    best = i;
-                }
+            let best = argmax(&scores);
+            if let Some(r) = record.as_deref_mut() {
+                r.push(SampledStep {
+                    job: task.job,
+                    rows: rows
+                        .chunks(PLACE_FEATURES.len())
+                        .map(<[f32]>::to_vec)
+                        .collect(),
+                    chosen: best,
+                });
             }
             let s = offered[best];
             let mut take = packer.capacity(job, s).min(rest);
@@ -383,6 +525,41 @@ impl<'a> LearnedScheduler<'a> {
                 .as_ref()
                 .is_some_and(|a| a.workers.iter().any(|w| w.server == s))
     }
+}
+
+/// The index of the highest value, the first on ties.
+fn argmax(v: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// What [`LearnedScheduler::sample`] sampled in one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// Per job (snapshot order), its level-1 features.
+    pub jobs: Vec<Vec<f32>>,
+    /// Per job, its level-1 rows (options, then wait).
+    pub candidates: Vec<Vec<Vec<f32>>>,
+    /// Per job, the row sampled first (the wait row: the job was not to run).
+    pub chosen: Vec<usize>,
+    /// Level 2's steps, in the order taken.
+    pub steps: Vec<SampledStep>,
+}
+
+/// One level-2 step of a sampled decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledStep {
+    /// The job placed (snapshot index).
+    pub job: usize,
+    /// One row per candidate server offered.
+    pub rows: Vec<Vec<f32>>,
+    /// The server sampled among them.
+    pub chosen: usize,
 }
 
 /// A draw of the standard Gumbel distribution: added to logits, their argmax is a sample of

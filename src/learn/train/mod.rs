@@ -1,13 +1,15 @@
-//! Imitation training of the two levels with libtorch (the `train` feature; the only module that
-//! names `tch`). The networks are the ones [`PolicyNet`] evaluates in plain Rust; the trained
-//! weights leave through [`TchPolicy::to_policy_net`], and a parity test checks that both
-//! forward passes agree.
+//! Imitation training of the two levels with libtorch (the `train` feature; with its [`rl`]
+//! submodule, reinforcement learning, the only code that names `tch`). The networks are the ones
+//! [`PolicyNet`] evaluates in plain Rust; the trained weights leave through
+//! [`TchPolicy::to_policy_net`], and a parity test checks that both forward passes agree.
 //!
 //! Level 1 minimises the cross-entropy of the expert's choice among each job's rows (options and
 //! wait); level 2 the cross-entropy of the expert's server among the candidates of each
 //! teacher-forced step ([`crate::learn::examples`]). Each level is first trained on its own,
 //! then both together. Everything random takes the seed; libtorch runs one intra-op thread (its
 //! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
+
+pub mod rl;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,9 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Where checkpoints and the learning curve go.
     pub run_dir: PathBuf,
+    /// Features the networks may not read (an ablation): normalised to a constant 0 in
+    /// training and, through the weights file's normalisation, at inference.
+    pub drop_features: Vec<String>,
 }
 
 impl Default for TrainConfig {
@@ -51,6 +56,7 @@ impl Default for TrainConfig {
             weight_decay: 0.01,
             checkpoint_every: 20,
             run_dir: PathBuf::from("train-run"),
+            drop_features: Vec::new(),
         }
     }
 }
@@ -58,6 +64,19 @@ impl Default for TrainConfig {
 impl TrainConfig {
     /// Rejects settings out of range.
     pub fn check(&self) -> Result<()> {
+        let known = |f: &String| {
+            JOB_FEATURES.contains(&f.as_str())
+                || crate::policies::learned::features::OPTION_FEATURES.contains(&f.as_str())
+                || PLACE_FEATURES.contains(&f.as_str())
+        };
+        if let Some(f) = self.drop_features.iter().find(|f| !known(f)) {
+            return Err(Error::setting(
+                "train config",
+                "drop_features",
+                f,
+                "a feature name of models/POLICY.md",
+            ));
+        }
         if self.batch_rounds == 0 {
             return Err(Error::setting(
                 "train config",
@@ -229,6 +248,10 @@ impl TchPolicy {
     }
 }
 
+/// The standard deviation of a dropped feature: every value the features take normalises to
+/// 0 (to within 1e-25).
+const DROPPED_STD: f32 = 1e30;
+
 /// Per-feature mean and standard deviation of the training rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Norm {
@@ -265,6 +288,30 @@ fn moments<'a>(rows: impl Iterator<Item = &'a [f32]>, width: usize) -> (Vec<f32>
 }
 
 impl Norm {
+    /// Makes the named features constant: mean 0 and a standard deviation so large that every
+    /// normalised value is 0 (a name in both levels' lists is dropped from both).
+    pub fn drop(&mut self, names: &[String]) {
+        let l1: Vec<&str> = JOB_FEATURES
+            .iter()
+            .chain(crate::policies::learned::features::OPTION_FEATURES.iter())
+            .copied()
+            .collect();
+        for name in names {
+            for (i, f) in l1.iter().enumerate() {
+                if f == name {
+                    self.l1_mean[i] = 0.0;
+                    self.l1_std[i] = DROPPED_STD;
+                }
+            }
+            for (i, f) in PLACE_FEATURES.iter().enumerate() {
+                if f == name {
+                    self.l2_mean[i] = 0.0;
+                    self.l2_std[i] = DROPPED_STD;
+                }
+            }
+        }
+    }
+
     /// From the training examples.
     pub fn of(choices: &[ChoiceExample], steps: &[PlaceExample]) -> Self {
         let (l1_mean, l1_std) = moments(
@@ -468,7 +515,8 @@ pub fn train(
     let started = std::time::Instant::now();
     let choices: Vec<ChoiceExample> = train.iter().map(|t| t.0.clone()).collect();
     let steps: Vec<PlaceExample> = train.iter().flat_map(|t| t.1.clone()).collect();
-    let norm = Norm::of(&choices, &steps);
+    let mut norm = Norm::of(&choices, &steps);
+    norm.drop(&cfg.drop_features);
     let policy = TchPolicy::new(device);
     let mut opt = nn::AdamW {
         wd: cfg.weight_decay,

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The learned policies on every shipped trace (set-up included): every heuristic baseline, the
+# imitation policy (`learned`), the same refined by RL (`learned-rl`) and level 1 with the
+# baselines' placement (`learned-packer`), on the Philly window, ITP clusters 06 and 02 and
+# Alibaba with their default clusters, and on the Philly jobs RL never saw (`--skip 2872`);
+# then the ablations of models/ablations/ (README, "Reinforcement learning"). Writes comparison
+# tables (CSV and Markdown) and JCT-CDF plots under benches/results/rl/ (or $1). Both cores.
+# CODA_BIN runs another build of coda (e.g. a copy, so that rebuilding does not disturb a run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+cargo build --release --locked
+coda=${CODA_BIN:-target/release/coda}
+out=${1:-benches/results/rl}
+mkdir -p "$out"
+{
+  echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "date: $(date -u +%Y-%m-%d)"
+} > "$out/machine.txt"
+
+run() { # name, then compare arguments
+  local name=$1; shift
+  $coda "$@" --quiet --out "$out/$name" > /dev/null
+  # Keep the tables and plots; the per-policy job and timeline CSVs are large.
+  rm -rf "${out:?}/$name"/*/
+  cat "$out/$name/comparison.md"
+}
+
+every=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random
+for t in philly itp-cluster06 itp-cluster02 alibaba; do
+  run "$t" compare --trace "$t" --policies "$every,learned,learned-rl,learned-packer"
+done
+# The Philly jobs after RL's training pool (the first 2,872 jobs): unseen by RL.
+run philly-heldout compare --trace philly --skip 2872 --policies "$every,learned,learned-rl"
+# Ablations: co-location features dropped from imitation (same labels and settings), and RL
+# with level 2 rewarded by level 1's return instead of placement efficiency.
+for t in philly itp-cluster06; do
+  run "$t-nocoloc" compare --trace "$t" --policies learned \
+    --policy-weights models/ablations/policy-nocoloc.safetensors
+  run "$t-rl-l2return" compare --trace "$t" --policies learned \
+    --policy-weights models/ablations/policy-rl-l2return.safetensors
+done

@@ -1,0 +1,241 @@
+//! `coda train rl`: PPO refinement of the learned policy in the simulator, from the imitation
+//! checkpoint (the `train` feature, libtorch). Episodes are windows of a trace's first part on a
+//! curriculum of clusters; validation windows come from the same part; the rest of the trace and
+//! every other trace stay unseen. Writes the weights of the lowest validation average JCT,
+//! checkpoints and `curve.csv`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use coda::learn::rl::Episode;
+use coda::learn::train::rl::{Level2Reward, RlConfig, Stage, train_rl, write_rl_curve};
+use coda::policies::learned::PolicyNet;
+use coda::workload::trace::TraceOptions;
+use coda::workload::{self, cluster_from_spec};
+use coda::{Error, Objective};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::{perf_model, range};
+
+/// Arguments of `coda train rl`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The imitation checkpoint to start from.
+    #[arg(long, default_value = "models/policy.safetensors")]
+    pub start: PathBuf,
+    /// Weights file to write.
+    #[arg(long, default_value = "models/policy-rl.safetensors")]
+    pub out: PathBuf,
+    /// Folder for checkpoints and `curve.csv`.
+    #[arg(long, default_value = "train-rl")]
+    pub run_dir: PathBuf,
+    /// Trace whose first part episodes are cut from.
+    #[arg(long, default_value = "philly")]
+    pub trace: String,
+    /// Jobs of the trace (in arrival order) episodes and validation windows may use; the rest
+    /// stay unseen.
+    #[arg(long, default_value_t = 2872, value_parser = range::at_least_one)]
+    pub pool: usize,
+    /// Folder of the shipped data.
+    #[arg(long, default_value = "datasets")]
+    pub datasets: PathBuf,
+    /// Seed of episodes, sampling and minibatches (and of the trace's model assignment).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The curriculum: `NAME:CLUSTER:WINDOW:ITERATIONS:LEVELS` stages, comma-separated, LEVELS
+    /// one of `1`, `2`, `12`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "place:4x8:100:10:2,alloc:4x8:100:15:1,joint-8x8:8x8:200:15:12,joint-16x8:16x8:400:10:12"
+    )]
+    pub stages: Vec<String>,
+    /// Validation windows: `CLUSTER:WINDOW:START` of the pool, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "8x8:200:600,8x8:200:1600,16x8:400:2300"
+    )]
+    pub validation: Vec<String>,
+    /// Episodes per iteration.
+    #[arg(long, default_value_t = 2, value_parser = range::at_least_one)]
+    pub episodes: usize,
+    /// Rollouts per episode (at least 2: each one's baseline is the others).
+    #[arg(long, default_value_t = 4)]
+    pub rollouts: usize,
+    /// PPO epochs per iteration.
+    #[arg(long, default_value_t = 4, value_parser = range::at_least_one)]
+    pub ppo_epochs: usize,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 3e-4)]
+    pub learning_rate: f64,
+    /// Weight of the entropy bonus.
+    #[arg(long, default_value_t = 0.003)]
+    pub entropy: f64,
+    /// Discount per round of level 1's return.
+    #[arg(long, default_value_t = 0.99)]
+    pub gamma: f64,
+    /// Sampling temperature of both levels during rollouts (the policy trained is
+    /// `softmax(scores / T)`; the deployed policy decodes greedily or best-of-samples).
+    #[arg(long, default_value_t = 0.3)]
+    pub temperature: f64,
+    /// Level 2's reward: `efficiency` (placement efficiency) or `return` (level 1's, the
+    /// ablation without a level-2 reward).
+    #[arg(long, default_value = "efficiency")]
+    pub level2_reward: String,
+    /// Validate every this many iterations.
+    #[arg(long, default_value_t = 5, value_parser = range::at_least_one)]
+    pub validate_every: usize,
+}
+
+fn bad_spec(field: &str, value: &str, expected: &str) -> Error {
+    Error::setting("coda train rl", field, value, expected)
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let t0 = Instant::now();
+    let perf = perf_model(params)?;
+    let objective = Objective::default();
+    coda::check_writable(&args.out)?;
+    std::fs::create_dir_all(&args.run_dir).map_err(|e| Error::io(&args.run_dir, e))?;
+    let start = PolicyNet::load(&args.start)?;
+    let mut stages = Vec::new();
+    for spec in &args.stages {
+        let p: Vec<&str> = spec.split(':').collect();
+        let expected = "NAME:CLUSTER:WINDOW:ITERATIONS:LEVELS (LEVELS 1, 2 or 12)";
+        let [name, cluster, window, iterations, levels] = p.as_slice() else {
+            return Err(bad_spec("--stages", spec, expected));
+        };
+        let (Ok(window), Ok(iterations)) = (window.parse::<usize>(), iterations.parse::<usize>())
+        else {
+            return Err(bad_spec("--stages", spec, expected));
+        };
+        let (level1, level2) = match *levels {
+            "1" => (true, false),
+            "2" => (false, true),
+            "12" => (true, true),
+            _ => return Err(bad_spec("--stages", spec, expected)),
+        };
+        stages.push(Stage {
+            name: name.to_string(),
+            cluster: cluster_from_spec(cluster, &args.datasets, &perf)?,
+            window,
+            iterations,
+            level1,
+            level2,
+        });
+    }
+    let first = args
+        .stages
+        .first()
+        .and_then(|s| s.split(':').nth(1))
+        .unwrap_or("4x8");
+    let opts = TraceOptions {
+        seed: args.seed,
+        ..TraceOptions::default()
+    };
+    let wl = workload::load(
+        &args.trace,
+        &args.datasets,
+        Some(first),
+        Some(args.pool),
+        &opts,
+        &perf,
+    )?;
+    let mut validation = Vec::new();
+    for spec in &args.validation {
+        let p: Vec<&str> = spec.split(':').collect();
+        let expected = "CLUSTER:WINDOW:START";
+        let [cluster, window, at] = p.as_slice() else {
+            return Err(bad_spec("--validation", spec, expected));
+        };
+        let (Ok(window), Ok(at)) = (window.parse::<usize>(), at.parse::<usize>()) else {
+            return Err(bad_spec("--validation", spec, expected));
+        };
+        let cluster = cluster_from_spec(cluster, &args.datasets, &perf)?;
+        validation.push(Episode::window(
+            &format!("{}-val", args.trace),
+            &wl.jobs,
+            at,
+            window,
+            &cluster,
+            &perf,
+            objective,
+        )?);
+    }
+    let level2_reward = match args.level2_reward.as_str() {
+        "efficiency" => Level2Reward::Efficiency,
+        "return" => Level2Reward::Return,
+        other => return Err(bad_spec("--level2-reward", other, "efficiency or return")),
+    };
+    let cfg = RlConfig {
+        seed: args.seed,
+        episodes: args.episodes,
+        rollouts: args.rollouts,
+        ppo_epochs: args.ppo_epochs,
+        learning_rate: args.learning_rate,
+        entropy: args.entropy,
+        gamma: args.gamma,
+        temperature: args.temperature,
+        level2_reward,
+        validate_every: args.validate_every,
+        run_dir: args.run_dir.clone(),
+        ..RlConfig::new(stages)
+    };
+    cfg.check()?;
+    let total: usize = cfg.stages.iter().map(|s| s.iterations).sum();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("rl {bar:40} {pos}/{len} iterations, {elapsed} {msg}")
+            .expect("a valid template"),
+    );
+    let trained = train_rl(
+        &cfg,
+        &start,
+        &perf,
+        objective,
+        &wl.jobs,
+        &validation,
+        &mut |log| {
+            bar.set_message(format!(
+                "{} train JCT {:.2} h, efficiency {:.3}",
+                log.stage, log.train_avg_jct_h, log.efficiency
+            ));
+            bar.inc(1);
+        },
+    )?;
+    bar.finish_and_clear();
+    write_rl_curve(&args.run_dir.join("curve.csv"), &trained.curve)?;
+    let meta = [
+        ("start", args.start.display().to_string()),
+        (
+            "trace_pool",
+            format!("{} first {} jobs", args.trace, args.pool),
+        ),
+        ("stages", args.stages.join(",")),
+        ("validation", args.validation.join(",")),
+        ("seed", args.seed.to_string()),
+        ("level2_reward", args.level2_reward.clone()),
+        ("temperature", args.temperature.to_string()),
+        (
+            "best_iteration",
+            format!("{} ({:.4} h)", trained.best.0, trained.best.1),
+        ),
+        ("device", trained.device.clone()),
+        ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
+    ];
+    coda::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
+    out!(
+        "{total} iterations on {}: validation average JCT {:.3} h at the start, {:.3} h at \
+         iteration {} (kept); {:.1} s; wrote {}",
+        trained.device,
+        trained.start_val,
+        trained.best.1,
+        trained.best.0,
+        t0.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,377 @@
+//! Reinforcement learning's half that needs no training backend: episodes, rollouts of the
+//! learned policy in the simulator's environment, per-level rewards and advantages. The
+//! gradient step lives in `train::rl` (behind the `train` feature).
+//!
+//! **Rewards.** Level 1 (how many resources each job gets, or none) is rewarded for average job
+//! completion time: a round's reward is minus the job-hours its snapshot's jobs spend in the
+//! system until the next round (until their finish, if sooner), so an episode's return is minus
+//! the total time in system of its jobs, up to the arrivals' own time before their first round,
+//! which no decision changes. Level 2 (where the tasks go) is rewarded for what placement
+//! controls: per job placed, its speed in context (co-runners, PCIe switches, NIC) divided by
+//! the speed of the same allocation packed alone — the placement efficiency.
+//!
+//! **Baselines** (variance reduction without a learned critic, as Decima does): every episode
+//! is rolled out several times with different sampling seeds; a round's level-1 baseline is the
+//! mean return of the *other* rollouts of the same episode from the same time on (the job
+//! arrival sequence is the input the baseline depends on). Level 2's baseline is the batch's
+//! mean efficiency.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::{Error, Result};
+use crate::learn::examples::{ChoiceExample, PlaceExample};
+use crate::model::{Cluster, ClusterSnapshot, Job, Schedule};
+use crate::objective::Objective;
+use crate::perf::{self, JobQuery, PerfModel, PlacementShape};
+use crate::policies::Backfill;
+use crate::policies::learned::{LearnedScheduler, PolicyNet, Sampled};
+use crate::scheduler::Scheduler;
+use crate::sim::{SimConfig, Simulator, Unplaceable};
+
+/// How long an episode runs after its last arrival, seconds: two days, several times the
+/// average completion time of every policy on the shipped traces (a setting).
+pub const EPISODE_TAIL_S: f64 = 2.0 * 86_400.0;
+
+/// One workload on one cluster: what a rollout replays.
+#[derive(Debug, Clone)]
+pub struct Episode {
+    /// Where it comes from (trace, window, cluster).
+    pub name: String,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The jobs, arrivals from 0.
+    pub jobs: Vec<Job>,
+    /// The simulator's settings (contention allowance measured for this episode).
+    pub config: SimConfig,
+}
+
+impl Episode {
+    /// Jobs `start .. start + len` of `pool` (trace order) on `cluster`, arrivals shifted to
+    /// begin at 0; the contention allowance is measured as `coda compare` measures it (a FIFO
+    /// replay of the same jobs); jobs the cluster can never run are left out. The run stops
+    /// [`EPISODE_TAIL_S`] after the last arrival (jobs left count to then): a poor sampled
+    /// policy cannot make an episode, and an iteration, arbitrarily long.
+    pub fn window(
+        name: &str,
+        pool: &[Job],
+        start: usize,
+        len: usize,
+        cluster: &Cluster,
+        perf: &dyn PerfModel,
+        objective: Objective,
+    ) -> Result<Self> {
+        let end = (start + len).min(pool.len());
+        if start >= end {
+            return Err(Error::setting(
+                "episode",
+                "window",
+                format!("{start}..{end} of {}", pool.len()),
+                "a non-empty window of the job pool",
+            ));
+        }
+        let t0 = pool[start].arrival_s;
+        let jobs: Vec<Job> = pool[start..end]
+            .iter()
+            .map(|j| Job {
+                arrival_s: j.arrival_s - t0,
+                ..j.clone()
+            })
+            .collect();
+        let base = SimConfig {
+            objective,
+            unplaceable: Unplaceable::Skip,
+            ..SimConfig::default()
+        };
+        let allowance =
+            crate::sim::contention_allowance(perf, base, cluster.clone(), jobs.clone())?;
+        let last = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+        Ok(Episode {
+            name: format!("{name}[{start}..{end}]"),
+            cluster: cluster.clone(),
+            jobs,
+            config: SimConfig {
+                contention_allowance: allowance,
+                horizon_s: last + EPISODE_TAIL_S,
+                ..base
+            },
+        })
+    }
+}
+
+/// One round of a rollout: what was sampled and what it earned.
+#[derive(Debug, Clone)]
+pub struct RoundSample {
+    /// The round's time, seconds from the episode's start.
+    pub time_s: f64,
+    /// Level 1: the round's rows and, as targets, the rows sampled.
+    pub choice: ChoiceExample,
+    /// Level 2: each step's candidates and, as target, the server sampled.
+    pub steps: Vec<PlaceExample>,
+    /// Per step, the placement efficiency of the job it placed.
+    pub efficiency: Vec<f64>,
+    /// Level-1 reward: minus the job-hours in the system until the next round.
+    pub reward: f64,
+}
+
+/// A whole episode under the sampling policy.
+#[derive(Debug, Clone)]
+pub struct Rollout {
+    /// The rounds, in time order.
+    pub rounds: Vec<RoundSample>,
+    /// Average completion time of the episode's jobs, hours (unfinished ones counted to the
+    /// end of the run).
+    pub avg_jct_h: f64,
+    /// Jobs finished, and jobs in the run.
+    pub finished: (usize, usize),
+}
+
+/// A scheduler that returns a schedule decided elsewhere (so the back-fill wraps it).
+struct Given(Schedule);
+
+impl Scheduler for Given {
+    fn name(&self) -> &str {
+        "learned"
+    }
+
+    fn schedule(&mut self, _snapshot: &ClusterSnapshot) -> Result<Schedule> {
+        Ok(self.0.clone())
+    }
+}
+
+/// How a rollout decodes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decoding {
+    /// Sampled from both levels at this temperature, seeded.
+    Sample {
+        /// `softmax(scores / temperature)`.
+        temperature: f32,
+        /// Seed of the draws.
+        seed: u64,
+    },
+    /// The argmax (the samples recorded are the greedy choices).
+    Greedy,
+}
+
+/// The policy with weights `net` replays `episode`, decoding as `decoding` says, back-filled
+/// as the `learned` policy is; every round's samples and rewards are kept.
+pub fn rollout(
+    perf: &dyn PerfModel,
+    objective: Objective,
+    net: &PolicyNet,
+    episode: &Episode,
+    decoding: Decoding,
+) -> Result<Rollout> {
+    let mut sim = Simulator::new(
+        perf,
+        episode.config,
+        episode.cluster.clone(),
+        episode.jobs.clone(),
+    )?;
+    let (temperature, seed) = match decoding {
+        Decoding::Sample { temperature, seed } => (temperature, seed),
+        Decoding::Greedy => (1.0, 0),
+    };
+    let policy = LearnedScheduler::new(perf, objective, net.clone()).with_temperature(temperature);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rounds = Vec::new();
+    while let Some(snap) = sim.next_round()? {
+        let snap = snap.clone();
+        let (schedule, sampled) = match decoding {
+            Decoding::Greedy => policy.sample_greedy(&snap),
+            Decoding::Sample { .. } => policy.sample(&snap, rng.random()),
+        };
+        let mut fill = Backfill::new(Box::new(Given(schedule)), perf, objective);
+        let schedule = fill.schedule(&snap)?;
+        let efficiency = efficiencies(perf, &snap, &schedule)?;
+        let out = sim.apply(&schedule)?;
+        let mut in_system = 0.0;
+        for j in &snap.jobs {
+            let end = out
+                .completed
+                .iter()
+                .find(|c| c.0 == j.id)
+                .map_or(out.end_s, |c| c.1.min(out.end_s));
+            in_system += (end - out.start_s).max(0.0);
+        }
+        rounds.push(round_sample(
+            &snap,
+            sampled,
+            &efficiency,
+            -in_system / 3600.0,
+        ));
+    }
+    let records = sim.records();
+    let end = sim.now();
+    let mut total = 0.0;
+    let mut finished = 0;
+    let mut n = 0;
+    for r in records {
+        if sim.unplaceable().iter().any(|u| u.0 == r.id) {
+            continue;
+        }
+        n += 1;
+        if r.finish_s.is_some() {
+            finished += 1;
+        }
+        total += r.finish_s.unwrap_or(end) - r.arrival_s;
+    }
+    Ok(Rollout {
+        rounds,
+        avg_jct_h: if n > 0 {
+            total / n as f64 / 3600.0
+        } else {
+            0.0
+        },
+        finished: (finished, n),
+    })
+}
+
+fn round_sample(
+    snap: &ClusterSnapshot,
+    sampled: Sampled,
+    efficiency: &[(crate::model::JobId, f64)],
+    reward: f64,
+) -> RoundSample {
+    let eff_of = |j: usize| {
+        efficiency
+            .iter()
+            .find(|e| e.0 == snap.jobs[j].id)
+            .map_or(1.0, |e| e.1)
+    };
+    let effs = sampled.steps.iter().map(|s| eff_of(s.job)).collect();
+    RoundSample {
+        time_s: snap.time_s,
+        choice: ChoiceExample {
+            jobs: sampled.jobs,
+            candidates: sampled.candidates,
+            targets: sampled.chosen.into_iter().map(Some).collect(),
+        },
+        steps: sampled
+            .steps
+            .into_iter()
+            .map(|s| PlaceExample {
+                rows: s.rows,
+                target: s.chosen,
+            })
+            .collect(),
+        efficiency: effs,
+        reward,
+    }
+}
+
+/// Per job of `schedule`, its placement efficiency: the speed in context over the speed of the
+/// same workers and PS packed alone on servers of its GPU type (capped at 2: a packed shape is
+/// not always the fastest, PS locality can beat it).
+pub fn efficiencies(
+    perf: &dyn PerfModel,
+    snap: &ClusterSnapshot,
+    schedule: &Schedule,
+) -> Result<Vec<(crate::model::JobId, f64)>> {
+    let speeds = perf::speeds(perf, snap, schedule)?;
+    let mut out = Vec::with_capacity(speeds.len());
+    for ((id, s), a) in speeds.iter().zip(&schedule.assignments) {
+        let (Some(job), Some(w)) = (snap.job(*id), a.workers.first()) else {
+            continue;
+        };
+        let server = &snap.cluster.servers[w.server];
+        let shape = PlacementShape::packed(
+            a.workers.len() as u32,
+            a.ps.len() as u32,
+            job.demand.gpus_per_worker,
+            server.num_gpus(),
+        );
+        let alone = perf.speed(&JobQuery::of(job), &server.gpu_type, &shape)?;
+        let e = if alone.iterations_per_s > 0.0 {
+            (s.iterations_per_s / alone.iterations_per_s).clamp(0.0, 2.0)
+        } else {
+            1.0
+        };
+        out.push((*id, e));
+    }
+    Ok(out)
+}
+
+/// Level-1 advantages of a group of rollouts of the same episode: per rollout, per round, the
+/// discounted return from that round on minus the mean return of the other rollouts from the
+/// same time on (0 for a rollout already over then). `gamma` discounts per round.
+pub fn advantages(group: &[Rollout], gamma: f64) -> Vec<Vec<f64>> {
+    let returns: Vec<Vec<f64>> = group
+        .iter()
+        .map(|r| {
+            let mut g = vec![0.0; r.rounds.len()];
+            let mut acc = 0.0;
+            for (i, round) in r.rounds.iter().enumerate().rev() {
+                acc = round.reward + gamma * acc;
+                g[i] = acc;
+            }
+            g
+        })
+        .collect();
+    let at = |k: usize, t: f64| -> f64 {
+        let i = group[k].rounds.partition_point(|r| r.time_s < t - 1e-6);
+        returns[k].get(i).copied().unwrap_or(0.0)
+    };
+    group
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            r.rounds
+                .iter()
+                .enumerate()
+                .map(|(i, round)| {
+                    let others: Vec<f64> = (0..group.len())
+                        .filter(|&o| o != k)
+                        .map(|o| at(o, round.time_s))
+                        .collect();
+                    let base = if others.is_empty() {
+                        0.0
+                    } else {
+                        others.iter().sum::<f64>() / others.len() as f64
+                    };
+                    returns[k][i] - base
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rollout_of(times: &[f64], rewards: &[f64]) -> Rollout {
+        Rollout {
+            rounds: times
+                .iter()
+                .zip(rewards)
+                .map(|(&t, &r)| RoundSample {
+                    time_s: t,
+                    choice: ChoiceExample {
+                        jobs: vec![],
+                        candidates: vec![],
+                        targets: vec![],
+                    },
+                    steps: vec![],
+                    efficiency: vec![],
+                    reward: r,
+                })
+                .collect(),
+            avg_jct_h: 0.0,
+            finished: (0, 0),
+        }
+    }
+
+    #[test]
+    fn advantages_are_returns_minus_the_other_rollouts_returns_at_the_same_time() {
+        let a = rollout_of(&[0.0, 300.0, 600.0], &[-1.0, -2.0, -3.0]);
+        let b = rollout_of(&[0.0, 300.0], &[-1.0, -1.0]);
+        let adv = advantages(&[a, b], 1.0);
+        // a's returns: -6, -5, -3; b's: -2, -1 (and 0 once over).
+        assert_eq!(adv[0], vec![-6.0 + 2.0, -5.0 + 1.0, -3.0 - 0.0]);
+        assert_eq!(adv[1], vec![-2.0 + 6.0, -1.0 + 5.0]);
+        // Alone, no baseline; discounting per round.
+        let c = rollout_of(&[0.0, 300.0], &[-1.0, -1.0]);
+        assert_eq!(advantages(&[c], 0.5), vec![vec![-1.5, -1.0]]);
+    }
+}

@@ -1,0 +1,567 @@
+//! Reinforcement learning from the imitation checkpoint: PPO (clipped surrogate, entropy bonus)
+//! on rollouts of the policy in the simulator ([`crate::learn::rl`]: episodes, rewards,
+//! baselines). Rollouts run in parallel (rayon) with the plain-Rust network; the update runs
+//! here with libtorch on the recorded rows, so both evaluate the same function (the parity test
+//! of the imitation trainer covers it).
+//!
+//! A curriculum of [`Stage`]s goes from small clusters and short windows to larger ones; each
+//! stage says which level trains (level 2 alone on placement efficiency, level 1 alone on job
+//! completion time, then both). Every `validate_every` iterations the greedy policy replays
+//! fixed validation episodes; the weights with the lowest validation average JCT are returned
+//! (the imitation start included, so RL never returns a policy worse on validation than its
+//! start).
+
+use std::path::PathBuf;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use tch::nn::{self, OptimizerConfig};
+use tch::{Kind, Tensor};
+
+use super::{Norm, TchPolicy, device, l1_batch, l2_batch};
+use crate::error::{Error, Result};
+use crate::learn::examples::{ChoiceExample, PlaceExample};
+use crate::learn::rl::{Decoding, Episode, Rollout, advantages, rollout};
+use crate::model::{Cluster, Job};
+use crate::objective::Objective;
+use crate::perf::PerfModel;
+use crate::policies::learned::PolicyNet;
+
+/// What level 2 is rewarded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level2Reward {
+    /// Placement efficiency (speed in context ÷ the same allocation packed alone).
+    Efficiency,
+    /// Level 1's job-completion-time advantage of the round (the ablation without a level-2
+    /// reward).
+    Return,
+}
+
+/// One step of the curriculum.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    /// Its name in the learning curve.
+    pub name: String,
+    /// The cluster its episodes run on.
+    pub cluster: Cluster,
+    /// Jobs per episode (a window of the pool).
+    pub window: usize,
+    /// PPO iterations.
+    pub iterations: usize,
+    /// Whether level 1 trains.
+    pub level1: bool,
+    /// Whether level 2 trains.
+    pub level2: bool,
+}
+
+/// Settings of [`train_rl`] (defaults written down in [`RlConfig::new`], checked once by
+/// [`RlConfig::check`]).
+#[derive(Debug, Clone)]
+pub struct RlConfig {
+    /// Seed of episode windows, sampling and minibatch order.
+    pub seed: u64,
+    /// The curriculum.
+    pub stages: Vec<Stage>,
+    /// Episodes (windows) per iteration.
+    pub episodes: usize,
+    /// Rollouts per episode (the baseline is the others' mean).
+    pub rollouts: usize,
+    /// PPO epochs over each iteration's samples.
+    pub ppo_epochs: usize,
+    /// Rounds per minibatch.
+    pub minibatch_rounds: usize,
+    /// PPO's ratio clip.
+    pub clip: f64,
+    /// Adam's learning rate.
+    pub learning_rate: f64,
+    /// Weight of the entropy bonus.
+    pub entropy: f64,
+    /// Discount per round of level 1's return.
+    pub gamma: f64,
+    /// Sampling temperature of both levels: the policy trained is `softmax(scores / T)`.
+    pub temperature: f64,
+    /// Level 2's reward.
+    pub level2_reward: Level2Reward,
+    /// Validate every this many iterations (and after the last).
+    pub validate_every: usize,
+    /// Checkpoint every this many iterations (0: none), in `run_dir`.
+    pub checkpoint_every: usize,
+    /// Where checkpoints go.
+    pub run_dir: PathBuf,
+}
+
+impl RlConfig {
+    /// The default settings with `stages`.
+    pub fn new(stages: Vec<Stage>) -> Self {
+        RlConfig {
+            seed: 0,
+            stages,
+            episodes: 2,
+            rollouts: 4,
+            ppo_epochs: 4,
+            minibatch_rounds: 64,
+            clip: 0.2,
+            learning_rate: 3e-4,
+            entropy: 0.003,
+            gamma: 0.99,
+            temperature: 0.3,
+            level2_reward: Level2Reward::Efficiency,
+            validate_every: 5,
+            checkpoint_every: 10,
+            run_dir: PathBuf::from("train-rl"),
+        }
+    }
+
+    /// Rejects settings out of range.
+    pub fn check(&self) -> Result<()> {
+        let bad = |field: &str, value: String, expected: &str| {
+            Err(Error::setting("rl config", field, value, expected))
+        };
+        if self.stages.is_empty() || self.stages.iter().any(|s| s.window == 0) {
+            return bad(
+                "stages",
+                format!("{}", self.stages.len()),
+                "at least one stage, each with a window >= 1",
+            );
+        }
+        if self.episodes == 0 || self.rollouts < 2 {
+            return bad(
+                "episodes / rollouts",
+                format!("{} / {}", self.episodes, self.rollouts),
+                "episodes >= 1 and rollouts >= 2 (the baseline is the other rollouts)",
+            );
+        }
+        if self.ppo_epochs == 0 || self.minibatch_rounds == 0 || self.validate_every == 0 {
+            return bad(
+                "ppo_epochs / minibatch_rounds / validate_every",
+                format!(
+                    "{} / {} / {}",
+                    self.ppo_epochs, self.minibatch_rounds, self.validate_every
+                ),
+                "each >= 1",
+            );
+        }
+        for (field, v, ok) in [
+            ("clip", self.clip, self.clip > 0.0 && self.clip < 1.0),
+            (
+                "learning_rate",
+                self.learning_rate,
+                self.learning_rate > 0.0 && self.learning_rate.is_finite(),
+            ),
+            (
+                "entropy",
+                self.entropy,
+                self.entropy >= 0.0 && self.entropy.is_finite(),
+            ),
+            ("gamma", self.gamma, self.gamma > 0.0 && self.gamma <= 1.0),
+            (
+                "temperature",
+                self.temperature,
+                self.temperature >= 0.01 && self.temperature.is_finite(),
+            ),
+        ] {
+            if !ok {
+                return bad(field, v.to_string(), "in range (see the docs)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One iteration's numbers: a row of the learning curve.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RlLog {
+    /// 1-based.
+    pub iteration: usize,
+    /// The curriculum stage.
+    pub stage: String,
+    /// Mean average JCT of the iteration's sampled rollouts, hours.
+    pub train_avg_jct_h: f64,
+    /// Mean placement efficiency of the level-2 steps.
+    pub efficiency: f64,
+    /// Level-1 decisions and level-2 steps in the iteration.
+    pub decisions: (usize, usize),
+    /// Mean entropy of level 1's distributions (nats), before the update.
+    pub l1_entropy: f64,
+    /// Mean entropy of level 2's.
+    pub l2_entropy: f64,
+    /// Mean approximate KL divergence of the update (old − new log-probability), level 1.
+    pub l1_kl: f64,
+    /// Share of level-1 decisions whose ratio was clipped in the last epoch.
+    pub clip_fraction: f64,
+    /// Mean average JCT of the greedy policy on the validation episodes, hours (NaN when not
+    /// validated this iteration).
+    pub val_avg_jct_h: f64,
+    /// Seconds since training began.
+    pub seconds: f64,
+}
+
+/// What RL produced.
+pub struct RlTrained {
+    /// The weights of the lowest validation average JCT.
+    pub net: PolicyNet,
+    /// Its iteration (0: the start) and validation average JCT.
+    pub best: (usize, f64),
+    /// The start's validation average JCT.
+    pub start_val: f64,
+    /// The learning curve.
+    pub curve: Vec<RlLog>,
+    /// Where the update ran.
+    pub device: String,
+}
+
+/// The normalisation a network was trained with (kept fixed through RL: the rows the
+/// rollouts record are normalised as the start's were).
+fn norm_of(net: &PolicyNet) -> Norm {
+    Norm {
+        l1_mean: net.l1_mean.iter().copied().collect(),
+        l1_std: net.l1_std.iter().copied().collect(),
+        l2_mean: net.l2_mean.iter().copied().collect(),
+        l2_std: net.l2_std.iter().copied().collect(),
+    }
+}
+
+/// Per group of `pad` (rows of candidate indices, padding one past `logits`), the
+/// log-probability of `target` under `softmax(logits / temperature)` and that distribution's
+/// entropy.
+fn grouped_logp(
+    logits: &Tensor,
+    pad: &Tensor,
+    target: &Tensor,
+    temperature: f64,
+) -> (Tensor, Tensor) {
+    let ext = Tensor::cat(
+        &[
+            logits / temperature,
+            Tensor::from_slice(&[-1e9f32]).to_device(logits.device()),
+        ],
+        0,
+    );
+    let shape = pad.size();
+    let padded = ext.index_select(0, &pad.view(-1)).view(shape.as_slice());
+    let logp = padded.log_softmax(1, Kind::Float);
+    let chosen = logp.gather(1, &target.unsqueeze(1), false).squeeze_dim(1);
+    let entropy = -(logp.exp() * &logp).sum_dim_intlist(1, false, Kind::Float);
+    (chosen, entropy)
+}
+
+/// Mean and standard deviation (1 when it is zero).
+fn moments(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    (mean, if var > 1e-12 { var.sqrt() } else { 1.0 })
+}
+
+/// One minibatch: level-1 rounds with a per-decision advantage, level-2 steps with theirs.
+struct Minibatch<'a> {
+    choices: Vec<&'a ChoiceExample>,
+    l1_adv: Vec<f32>,
+    steps: Vec<&'a PlaceExample>,
+    l2_adv: Vec<f32>,
+}
+
+/// The greedy policy's mean average JCT over `episodes`, hours.
+fn validate(
+    perf: &dyn PerfModel,
+    objective: Objective,
+    net: &PolicyNet,
+    episodes: &[Episode],
+) -> Result<f64> {
+    let runs: Vec<Result<Rollout>> = episodes
+        .par_iter()
+        .map(|e| rollout(perf, objective, net, e, Decoding::Greedy))
+        .collect();
+    let mut sum = 0.0;
+    for r in runs {
+        sum += r?.avg_jct_h;
+    }
+    Ok(sum / episodes.len().max(1) as f64)
+}
+
+/// PPO from `start` on windows of `pool` (trace order), stage by stage; `validation` episodes
+/// choose the weights returned. `observe` sees every iteration.
+pub fn train_rl(
+    cfg: &RlConfig,
+    start: &PolicyNet,
+    perf: &dyn PerfModel,
+    objective: Objective,
+    pool: &[Job],
+    validation: &[Episode],
+    observe: &mut dyn FnMut(&RlLog),
+) -> Result<RlTrained> {
+    cfg.check()?;
+    tch::set_num_threads(1);
+    tch::manual_seed(cfg.seed as i64);
+    let dev = device();
+    let started = std::time::Instant::now();
+    let norm = norm_of(start);
+    let mut policy = TchPolicy::new(dev);
+    policy.load(start)?;
+    let mut opt = nn::Adam::default()
+        .build(&policy.vs, cfg.learning_rate)
+        .map_err(|e| Error::Solver {
+            solver: "libtorch".into(),
+            reason: e.to_string(),
+        })?;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let start_val = validate(perf, objective, start, validation)?;
+    let mut best = (0usize, start_val, start.clone());
+    let mut curve = Vec::new();
+    let mut iteration = 0usize;
+    for stage in &cfg.stages {
+        for i in 0..stage.iterations {
+            iteration += 1;
+            let net = policy.to_policy_net(&norm)?;
+            // Episodes: windows of the pool at seeded offsets.
+            let mut episodes = Vec::with_capacity(cfg.episodes);
+            for _ in 0..cfg.episodes {
+                let hi = pool.len().saturating_sub(stage.window).max(1);
+                let at = rng.random_range(0..hi);
+                episodes.push(Episode::window(
+                    "pool",
+                    pool,
+                    at,
+                    stage.window,
+                    &stage.cluster,
+                    perf,
+                    objective,
+                )?);
+            }
+            let seeds: Vec<u64> = (0..cfg.episodes * cfg.rollouts)
+                .map(|_| rng.random())
+                .collect();
+            let rollouts: Vec<Result<Rollout>> = (0..cfg.episodes * cfg.rollouts)
+                .into_par_iter()
+                .map(|k| {
+                    rollout(
+                        perf,
+                        objective,
+                        &net,
+                        &episodes[k / cfg.rollouts],
+                        Decoding::Sample {
+                            temperature: cfg.temperature as f32,
+                            seed: seeds[k],
+                        },
+                    )
+                })
+                .collect();
+            let rollouts: Vec<Rollout> = rollouts.into_iter().collect::<Result<_>>()?;
+
+            // Advantages: level 1 per round against the other rollouts, normalised over the
+            // iteration; level 2 per step.
+            let mut rounds: Vec<(&ChoiceExample, f64, &[PlaceExample], &[f64])> = Vec::new();
+            for group in rollouts.chunks(cfg.rollouts) {
+                let adv = advantages(group, cfg.gamma);
+                for (r, a) in group.iter().zip(&adv) {
+                    for (round, &x) in r.rounds.iter().zip(a) {
+                        if !round.choice.jobs.is_empty() {
+                            rounds.push((&round.choice, x, &round.steps, &round.efficiency));
+                        }
+                    }
+                }
+            }
+            let (m1, s1) = moments(&rounds.iter().map(|r| r.1).collect::<Vec<_>>());
+            let effs: Vec<f64> = rounds.iter().flat_map(|r| r.3.iter().copied()).collect();
+            let (m2, s2) = moments(&effs);
+            let train_avg_jct_h =
+                rollouts.iter().map(|r| r.avg_jct_h).sum::<f64>() / rollouts.len() as f64;
+            let order: Vec<usize> = (0..rounds.len()).collect();
+            let batches: Vec<Minibatch> = order
+                .chunks(cfg.minibatch_rounds)
+                .map(|chunk| {
+                    let mut b = Minibatch {
+                        choices: Vec::new(),
+                        l1_adv: Vec::new(),
+                        steps: Vec::new(),
+                        l2_adv: Vec::new(),
+                    };
+                    for &k in chunk {
+                        let (c, a, steps, eff) = rounds[k];
+                        let a1 = ((a - m1) / s1) as f32;
+                        b.choices.push(c);
+                        b.l1_adv.extend(std::iter::repeat_n(a1, c.jobs.len()));
+                        for (s, &e) in steps.iter().zip(eff) {
+                            b.steps.push(s);
+                            b.l2_adv.push(match cfg.level2_reward {
+                                Level2Reward::Efficiency => ((e - m2) / s2) as f32,
+                                Level2Reward::Return => a1,
+                            });
+                        }
+                    }
+                    b
+                })
+                .collect();
+            let tensors: Vec<_> = batches
+                .iter()
+                .map(|b| {
+                    (
+                        l1_batch(&b.choices, &norm, dev),
+                        Tensor::from_slice(&b.l1_adv).to_device(dev),
+                        l2_batch(&b.steps, &norm, dev),
+                        Tensor::from_slice(&b.l2_adv).to_device(dev),
+                    )
+                })
+                .collect();
+            // The sampling policy's log-probabilities (the weights have not moved yet).
+            let (mut ent1, mut ent2, mut n1, mut n2) = (0.0, 0.0, 0usize, 0usize);
+            let old: Vec<(Option<Tensor>, Option<Tensor>)> = tch::no_grad(|| {
+                tensors
+                    .iter()
+                    .map(|(b1, _, b2, _)| {
+                        let o1 = b1.as_ref().map(|b| {
+                            let logits =
+                                policy.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
+                            let (lp, ent) =
+                                grouped_logp(&logits, &b.pad, &b.target, cfg.temperature);
+                            ent1 += ent.sum(Kind::Float).double_value(&[]);
+                            n1 += b.decisions as usize;
+                            lp
+                        });
+                        let o2 = b2.as_ref().map(|b| {
+                            let (lp, ent) = grouped_logp(
+                                &policy.level2(&b.x),
+                                &b.pad,
+                                &b.target,
+                                cfg.temperature,
+                            );
+                            ent2 += ent.sum(Kind::Float).double_value(&[]);
+                            n2 += b.decisions as usize;
+                            lp
+                        });
+                        (o1, o2)
+                    })
+                    .collect()
+            });
+            let (mut kl, mut clipped, mut counted) = (0.0, 0.0, 0.0);
+            for epoch in 0..cfg.ppo_epochs {
+                let mut idx: Vec<usize> = (0..tensors.len()).collect();
+                rand::seq::SliceRandom::shuffle(idx.as_mut_slice(), &mut rng);
+                for k in idx {
+                    let (b1, a1, b2, a2) = &tensors[k];
+                    let mut parts: Vec<Tensor> = Vec::new();
+                    if stage.level1
+                        && let (Some(b), Some(old1)) = (b1, &old[k].0)
+                    {
+                        let logits = policy.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
+                        let (lp, ent) = grouped_logp(&logits, &b.pad, &b.target, cfg.temperature);
+                        let ratio = (&lp - old1).exp();
+                        let surr = (&ratio * a1)
+                            .min_other(&(ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * a1));
+                        parts.push(-surr.mean(Kind::Float) - ent.mean(Kind::Float) * cfg.entropy);
+                        if epoch + 1 == cfg.ppo_epochs {
+                            tch::no_grad(|| {
+                                kl += (old1 - &lp).sum(Kind::Float).double_value(&[]);
+                                clipped += (&ratio - 1.0)
+                                    .abs()
+                                    .gt(cfg.clip)
+                                    .to_kind(Kind::Float)
+                                    .sum(Kind::Float)
+                                    .double_value(&[]);
+                                counted += b.decisions as f64;
+                            });
+                        }
+                    }
+                    if stage.level2
+                        && let (Some(b), Some(old2)) = (b2, &old[k].1)
+                    {
+                        let (lp, ent) =
+                            grouped_logp(&policy.level2(&b.x), &b.pad, &b.target, cfg.temperature);
+                        let ratio = (&lp - old2).exp();
+                        let surr = (&ratio * a2)
+                            .min_other(&(ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * a2));
+                        parts.push(-surr.mean(Kind::Float) - ent.mean(Kind::Float) * cfg.entropy);
+                    }
+                    if !parts.is_empty() {
+                        opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
+                    }
+                }
+            }
+            let last_of_stage = i + 1 == stage.iterations;
+            let val_avg_jct_h = if iteration.is_multiple_of(cfg.validate_every) || last_of_stage {
+                let net = policy.to_policy_net(&norm)?;
+                let v = validate(perf, objective, &net, validation)?;
+                if v < best.1 {
+                    best = (iteration, v, net);
+                }
+                v
+            } else {
+                f64::NAN
+            };
+            let log = RlLog {
+                iteration,
+                stage: stage.name.clone(),
+                train_avg_jct_h,
+                efficiency: m2,
+                decisions: (n1, n2),
+                l1_entropy: ent1 / n1.max(1) as f64,
+                l2_entropy: ent2 / n2.max(1) as f64,
+                l1_kl: if counted > 0.0 { kl / counted } else { 0.0 },
+                clip_fraction: if counted > 0.0 {
+                    clipped / counted
+                } else {
+                    0.0
+                },
+                val_avg_jct_h,
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            observe(&log);
+            curve.push(log);
+            if cfg.checkpoint_every > 0 && iteration.is_multiple_of(cfg.checkpoint_every) {
+                let net = policy.to_policy_net(&norm)?;
+                let path = cfg
+                    .run_dir
+                    .join(format!("rl-checkpoint-{iteration:04}.safetensors"));
+                crate::write_atomic(
+                    &path,
+                    &net.to_safetensors(&[("rl_iteration", iteration.to_string())])?,
+                )?;
+            }
+        }
+    }
+    Ok(RlTrained {
+        net: best.2,
+        best: (best.0, best.1),
+        start_val,
+        curve,
+        device: format!("{dev:?}"),
+    })
+}
+
+/// Writes the RL learning curve as CSV.
+pub fn write_rl_curve(path: &std::path::Path, curve: &[RlLog]) -> crate::error::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        iteration: usize,
+        stage: &'a str,
+        train_avg_jct_h: f64,
+        val_avg_jct_h: f64,
+        efficiency: f64,
+        l1_decisions: usize,
+        l2_steps: usize,
+        l1_entropy: f64,
+        l2_entropy: f64,
+        l1_kl: f64,
+        clip_fraction: f64,
+        seconds: f64,
+    }
+    let rows: Vec<Row> = curve
+        .iter()
+        .map(|l| Row {
+            iteration: l.iteration,
+            stage: &l.stage,
+            train_avg_jct_h: l.train_avg_jct_h,
+            val_avg_jct_h: l.val_avg_jct_h,
+            efficiency: l.efficiency,
+            l1_decisions: l.decisions.0,
+            l2_steps: l.decisions.1,
+            l1_entropy: l.l1_entropy,
+            l2_entropy: l.l2_entropy,
+            l1_kl: l.l1_kl,
+            clip_fraction: l.clip_fraction,
+            seconds: l.seconds,
+        })
+        .collect();
+    crate::write_csv(path, &rows)
+}

@@ -1,0 +1,173 @@
+//! Reinforcement learning's environment side and the policy as the solver's start: sampled
+//! decodings are valid, seeded and recorded as decided; a rollout's rewards add up to the time
+//! its jobs spend in the system; fix-and-solve never returns less than its start and, freed,
+//! reaches the same optimum as a plain solve.
+
+use coda::learn::rl::{Decoding, Episode, advantages, rollout};
+use coda::policies::learned::{LearnedScheduler, PolicyNet};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, SolveSettings, SolveStatus};
+
+use crate::common::philly;
+
+fn cluster(servers: usize) -> coda::Cluster {
+    coda::Cluster::homogeneous(servers, &coda::workload::trace::default_server())
+}
+
+#[test]
+fn sampled_decodings_are_valid_seeded_and_recorded_as_decided() {
+    let perf = CalibratedPerf::shipped();
+    let p = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
+    for seed in 0..6u64 {
+        let snap = coda::generate(
+            &coda::GenerateOptions {
+                servers: 3,
+                jobs: 8,
+                seed,
+                running_fraction: 0.3,
+                ..Default::default()
+            },
+            perf,
+        )
+        .unwrap();
+        let (s, rec) = p.clone().with_temperature(0.5).sample(&snap, seed);
+        assert!(s.validate(&snap).is_empty());
+        assert_eq!(
+            (s.clone(), rec.clone()),
+            p.clone().with_temperature(0.5).sample(&snap, seed)
+        );
+        assert_eq!(rec.chosen.len(), snap.jobs.len());
+        for (j, &c) in rec.chosen.iter().enumerate() {
+            assert!(c < rec.candidates[j].len());
+        }
+        // Every level-2 step chose among its candidates, for a job that was placed.
+        for st in &rec.steps {
+            assert!(st.chosen < st.rows.len());
+            assert!(s.assignment(snap.jobs[st.job].id).is_some());
+        }
+        // The greedy record decodes exactly what the greedy policy decides.
+        let (g, _) = p.sample_greedy(&snap);
+        assert_eq!(g, p.clone().with_samples(1, 0).decide(&snap));
+    }
+}
+
+#[test]
+fn rollout_rewards_add_up_to_the_time_jobs_spend_in_the_system() {
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let jobs = philly(40);
+    let ep = Episode::window("philly", &jobs, 5, 30, &cluster(2), perf, objective).unwrap();
+    let net = LearnedScheduler::shipped(perf, objective)
+        .unwrap()
+        .net()
+        .clone();
+    let sample = Decoding::Sample {
+        temperature: 0.3,
+        seed: 7,
+    };
+    let a = rollout(perf, objective, &net, &ep, sample).unwrap();
+    let b = rollout(perf, objective, &net, &ep, sample).unwrap();
+    assert_eq!(a.avg_jct_h, b.avg_jct_h, "same seed, same episode");
+    let (finished, n) = a.finished;
+    assert_eq!(finished, n, "a 30-job window finishes within its horizon");
+    // A job is in the system from its arrival; rounds see it from the first round after.
+    // So the rewards' total is the total JCT less at most one round per job.
+    let in_system_h: f64 = -a.rounds.iter().map(|r| r.reward).sum::<f64>();
+    let jct_h = a.avg_jct_h * n as f64;
+    let round_h = objective.round_s / 3600.0;
+    assert!(in_system_h <= jct_h + 1e-6, "{in_system_h} > {jct_h}");
+    assert!(in_system_h >= jct_h - n as f64 * round_h - 1e-6);
+    // Efficiencies are ratios to the same allocation packed alone.
+    for r in &a.rounds {
+        assert_eq!(r.efficiency.len(), r.steps.len());
+        assert!(r.efficiency.iter().all(|e| (0.0..=2.0).contains(e)));
+    }
+    // Baselines from other rollouts of the same episode: advantages are finite, one per round.
+    let adv = advantages(&[a.clone(), b], 0.95);
+    assert_eq!(adv[0].len(), a.rounds.len());
+    assert!(adv.iter().flatten().all(|x| x.is_finite()));
+}
+
+fn instance(name: &str) -> ClusterSnapshot {
+    ClusterSnapshot::from_json_file(format!("formulations/instances/{name}.json")).unwrap()
+}
+
+#[test]
+fn fix_and_solve_reaches_the_optimum_and_never_returns_less_than_its_start() {
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let settings = SolveSettings {
+        time_limit_s: 60.0,
+        ..SolveSettings::default()
+    };
+    for name in [
+        "gen_s02_j04_seed1",
+        "gen_s02_j06_seed2",
+        "gen_s03_j06_seed1",
+    ] {
+        let snap = instance(name);
+        let p = LearnedScheduler::shipped(perf, objective).unwrap();
+        let start = p.decide(&snap);
+        let plain = coda::ilp::solve(&snap, perf, &objective, &settings, Some(&start)).unwrap();
+        assert_eq!(plain.report.status, SolveStatus::Optimal, "{name}");
+        // Every job fixed: the restricted program is the start itself.
+        let all: Vec<_> = snap.jobs.iter().map(|j| j.id).collect();
+        let r = coda::ilp::solve_restricted(
+            &snap,
+            perf,
+            &objective,
+            &settings,
+            Some(&start),
+            &[],
+            &all,
+        )
+        .unwrap();
+        let start_score = coda::objective::RoundPricing::new(perf, &snap, objective)
+            .score(&start)
+            .unwrap()
+            .total;
+        assert!((r.report.objective - start_score.max(r.report.start_objective)).abs() < 1e-6);
+        for fixed in [all.clone(), p.confident_jobs(&snap, &start, 0.5), vec![]] {
+            let (s, rep) = coda::ilp::fix_and_solve(
+                &snap,
+                perf,
+                &objective,
+                &settings,
+                &start,
+                &[],
+                &fixed,
+                0.5,
+            )
+            .unwrap();
+            assert_eq!(rep.fixed, fixed.len());
+            assert!(s.schedule.validate(&snap).is_empty());
+            assert!(s.report.objective >= start_score - 1e-9, "{name}");
+            // Freed, the whole program is proven: the same optimum, an honest zero gap.
+            assert_eq!(s.report.status, SolveStatus::Optimal, "{name}");
+            assert!(
+                (s.report.objective - plain.report.objective).abs() < 1e-6,
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_untrained_policy_rolls_out_and_its_episodes_are_typed() {
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let jobs = philly(12);
+    // An empty window is refused with the field named.
+    let e = Episode::window("philly", &jobs, 12, 5, &cluster(1), perf, objective).unwrap_err();
+    assert!(e.to_string().contains("window"), "{e}");
+    let ep = Episode::window("philly", &jobs, 0, 12, &cluster(1), perf, objective).unwrap();
+    let r = rollout(
+        perf,
+        objective,
+        &PolicyNet::untrained(3),
+        &ep,
+        Decoding::Greedy,
+    )
+    .unwrap();
+    assert!(!r.rounds.is_empty());
+    assert!(r.avg_jct_h > 0.0);
+}
