@@ -41,3 +41,10 @@ for t in philly itp-cluster06; do
   run "$t-rl-l2return" compare --trace "$t" --policies learned \
     --policy-weights models/ablations/policy-rl-l2return.safetensors
 done
+# The per-round ILP on the 150-job Philly slice, from the best heuristic's start and also from
+# the learned policy's schedule (`--ilp-policy-start`).
+for s in plain pstart; do
+  extra=(); [ "$s" = pstart ] && extra=(--ilp-policy-start)
+  run "philly150-4x8-ilp-$s" compare --trace philly --take 150 --cluster 4x8 --policies ilp \
+    --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10 "${extra[@]}"
+done
