@@ -48,3 +48,18 @@ for s in plain pstart; do
   run "philly150-4x8-ilp-$s" compare --trace philly --take 150 --cluster 4x8 --policies ilp \
     --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10 "${extra[@]}"
 done
+# learned-rl under the named contention estimates: all off, and all charged on top of the trace
+# durations (pollux and learned under the same settings: benches/results/sim/learned-sensitivity/).
+python3 - "$out/contention_off.json" <<'PY'
+import json, sys
+p = json.load(open("models/perf_params.json"))
+p["estimates"].update(colocation_coupling=0.0, pcie_share_comm_penalty=0.0,
+                      cross_socket_comm_factor=1.0, nic_bandwidth_fraction=0.0)
+json.dump(p, open(sys.argv[1], "w"), indent=2)
+PY
+mkdir -p "$out/sensitivity"
+for t in philly itp-cluster06; do
+  run "sensitivity/$t-off" compare --trace "$t" --policies learned-rl --params "$out/contention_off.json"
+  run "sensitivity/$t-a1" compare --trace "$t" --policies learned-rl --contention-allowance 1
+done
+rm -f "$out/contention_off.json"

@@ -183,7 +183,12 @@ pub fn rollout(
         };
         let mut fill = Backfill::new(Box::new(Given(schedule)), perf, objective);
         let schedule = fill.schedule(&snap)?;
-        let efficiency = efficiencies(perf, &snap, &schedule)?;
+        // Only level 2's steps read efficiencies: a round without one skips the pricing.
+        let efficiency = if sampled.steps.is_empty() {
+            Vec::new()
+        } else {
+            efficiencies(perf, &snap, &schedule)?
+        };
         let out = sim.apply(&schedule)?;
         let mut in_system = 0.0;
         for j in &snap.jobs {

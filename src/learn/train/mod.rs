@@ -447,9 +447,9 @@ fn l2_batch(steps: &[&PlaceExample], norm: &Norm, device: Device) -> Option<L2Ba
     })
 }
 
-/// Summed cross-entropy and correct count of grouped `logits` (`pad` rows index into them;
-/// the padding index is one past the end).
-fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64) {
+/// `logits` gathered into groups: row `g` of the result holds the logits `pad[g]` indexes, the
+/// padding index (one past the end) reading −1e9, so a softmax over a row ignores the padding.
+fn padded(logits: &Tensor, pad: &Tensor) -> Tensor {
     let ext = Tensor::cat(
         &[
             logits.shallow_clone(),
@@ -458,7 +458,13 @@ fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64)
         0,
     );
     let shape = pad.size();
-    let padded = ext.index_select(0, &pad.view(-1)).view(shape.as_slice());
+    ext.index_select(0, &pad.view(-1)).view(shape.as_slice())
+}
+
+/// Summed cross-entropy and correct count of grouped `logits` (`pad` rows index into them;
+/// the padding index is one past the end).
+fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64) {
+    let padded = padded(logits, pad);
     let logp = padded.log_softmax(1, Kind::Float);
     let nll = -logp.gather(1, &target.unsqueeze(1), false).sum(Kind::Float);
     let correct = padded

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use tch::nn::{self, OptimizerConfig};
 use tch::{Kind, Tensor};
 
-use super::{Norm, TchPolicy, device, l1_batch, l2_batch};
+use super::{Norm, TchPolicy, device, l1_batch, l2_batch, padded};
 use crate::error::{Error, Result};
 use crate::learn::examples::{ChoiceExample, PlaceExample};
 use crate::learn::rl::{Decoding, Episode, Rollout, advantages, rollout};
@@ -231,19 +231,28 @@ fn grouped_logp(
     target: &Tensor,
     temperature: f64,
 ) -> (Tensor, Tensor) {
-    let ext = Tensor::cat(
-        &[
-            logits / temperature,
-            Tensor::from_slice(&[-1e9f32]).to_device(logits.device()),
-        ],
-        0,
-    );
-    let shape = pad.size();
-    let padded = ext.index_select(0, &pad.view(-1)).view(shape.as_slice());
+    let padded = padded(&(logits / temperature), pad);
     let logp = padded.log_softmax(1, Kind::Float);
     let chosen = logp.gather(1, &target.unsqueeze(1), false).squeeze_dim(1);
     let entropy = -(logp.exp() * &logp).sum_dim_intlist(1, false, Kind::Float);
     (chosen, entropy)
+}
+
+/// PPO's loss on one group of decisions — minus the clipped surrogate of the probability
+/// ratios `exp(logp − old)` weighted by `adv`, minus the entropy bonus — and the ratios.
+fn ppo_loss(
+    logp: &Tensor,
+    old: &Tensor,
+    adv: &Tensor,
+    entropy: &Tensor,
+    cfg: &RlConfig,
+) -> (Tensor, Tensor) {
+    let ratio = (logp - old).exp();
+    let surr = (&ratio * adv).min_other(&(ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * adv));
+    (
+        -surr.mean(Kind::Float) - entropy.mean(Kind::Float) * cfg.entropy,
+        ratio,
+    )
 }
 
 /// Mean and standard deviation (1 when it is zero).
@@ -446,10 +455,8 @@ pub fn train_rl(
                     {
                         let logits = policy.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
                         let (lp, ent) = grouped_logp(&logits, &b.pad, &b.target, cfg.temperature);
-                        let ratio = (&lp - old1).exp();
-                        let surr = (&ratio * a1)
-                            .min_other(&(ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * a1));
-                        parts.push(-surr.mean(Kind::Float) - ent.mean(Kind::Float) * cfg.entropy);
+                        let (loss, ratio) = ppo_loss(&lp, old1, a1, &ent, cfg);
+                        parts.push(loss);
                         if epoch + 1 == cfg.ppo_epochs {
                             tch::no_grad(|| {
                                 kl += (old1 - &lp).sum(Kind::Float).double_value(&[]);
@@ -468,10 +475,7 @@ pub fn train_rl(
                     {
                         let (lp, ent) =
                             grouped_logp(&policy.level2(&b.x), &b.pad, &b.target, cfg.temperature);
-                        let ratio = (&lp - old2).exp();
-                        let surr = (&ratio * a2)
-                            .min_other(&(ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip) * a2));
-                        parts.push(-surr.mean(Kind::Float) - ent.mean(Kind::Float) * cfg.entropy);
+                        parts.push(ppo_loss(&lp, old2, a2, &ent, cfg).0);
                     }
                     if !parts.is_empty() {
                         opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
