@@ -16,6 +16,8 @@ pub struct RoundSolve {
     pub time_s: f64,
     /// Jobs in the program.
     pub jobs: usize,
+    /// Of those, running jobs held where they are (outside the decision window).
+    pub held: usize,
     /// How the solve ended (`optimal`, `time_limit`, ...).
     pub status: String,
     /// Objective of the schedule returned.

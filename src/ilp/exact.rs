@@ -1,8 +1,8 @@
 //! The exact scheduler: the round program solved by HiGHS behind the [`Scheduler`] trait.
 
-use super::{SolveReport, SolveSettings, SolveStatus, solve, solve_from};
+use super::{SolveReport, SolveSettings, SolveStatus, solve, solve_restricted};
 use crate::error::Result;
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
@@ -68,28 +68,41 @@ impl<'a> ExactScheduler<'a> {
         self.last = Some(s.report);
         Ok(s.schedule)
     }
-}
 
-impl Scheduler for ExactScheduler<'_> {
-    fn name(&self) -> &str {
-        "ilp"
-    }
-
-    /// The solver's schedule if it beats the start, else the start; [`Scheduler::notes`] counts
-    /// the rounds a limit stopped the solver before any schedule and those the start won.
-    fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
+    /// [`Scheduler::schedule`] with the running jobs `held` kept where they are: they stay in
+    /// the program (their co-location still prices the others) but their columns are fixed, so
+    /// only the other jobs are decided. Every start is first made to agree with them (a
+    /// heuristic's assignment that collides with a held job is dropped, that job waits), so the
+    /// MIP start is feasible for the restricted program. With nothing held this is the plain
+    /// solve. The bound and gap reported are the restricted program's.
+    pub fn schedule_holding(
+        &mut self,
+        snapshot: &ClusterSnapshot,
+        held: &[JobId],
+    ) -> Result<Schedule> {
         let candidates: Vec<Schedule> = self
             .start
             .iter_mut()
             .filter_map(|h| h.schedule(snapshot).ok())
+            .map(|s| {
+                if held.is_empty() {
+                    s
+                } else {
+                    holding(snapshot, &s, held)
+                }
+            })
             .collect();
-        let s = solve_from(
+        // Keeping every running job is valid and holds the held jobs, so it is what they are
+        // fixed to.
+        let keep = (!held.is_empty()).then(|| snapshot.current_schedule());
+        let s = solve_restricted(
             snapshot,
             self.perf,
             &self.objective,
             &self.settings,
-            None,
+            keep.as_ref(),
             &candidates,
+            held,
         )?;
         self.rounds.0 += 1;
         if s.report.status == SolveStatus::NoSolution {
@@ -105,6 +118,7 @@ impl Scheduler for ExactScheduler<'_> {
         self.log.push(RoundSolve {
             time_s: snapshot.time_s,
             jobs: snapshot.jobs.len(),
+            held: held.len(),
             status,
             objective: r.objective,
             start_objective: r.start_objective,
@@ -117,6 +131,43 @@ impl Scheduler for ExactScheduler<'_> {
         });
         self.last = Some(s.report);
         Ok(s.schedule)
+    }
+}
+
+/// `schedule` made to agree with the running jobs `held`: they keep their current placement,
+/// and `schedule`'s other assignments are added one at a time, in its order, where the result
+/// stays valid (one that collides with a held job, or with an earlier addition, is dropped:
+/// that job waits).
+fn holding(snapshot: &ClusterSnapshot, schedule: &Schedule, held: &[JobId]) -> Schedule {
+    let mut out = Schedule {
+        assignments: snapshot
+            .jobs
+            .iter()
+            .filter(|j| held.contains(&j.id))
+            .filter_map(|j| j.current.clone())
+            .collect(),
+    };
+    for a in &schedule.assignments {
+        if held.contains(&a.job) {
+            continue;
+        }
+        out.assignments.push(a.clone());
+        if !out.validate(snapshot).is_empty() {
+            out.assignments.pop();
+        }
+    }
+    out
+}
+
+impl Scheduler for ExactScheduler<'_> {
+    fn name(&self) -> &str {
+        "ilp"
+    }
+
+    /// The solver's schedule if it beats the start, else the start; [`Scheduler::notes`] counts
+    /// the rounds a limit stopped the solver before any schedule and those the start won.
+    fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
+        self.schedule_holding(snapshot, &[])
     }
 
     fn solves(&self) -> &[RoundSolve] {

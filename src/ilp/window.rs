@@ -3,16 +3,22 @@
 
 use super::ExactScheduler;
 use crate::error::Result;
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
 
-/// coda's integer program over a window of jobs, re-solved every round: every running job
-/// (dropping one from the program would preempt it) plus the waiting jobs the objective values
-/// most ([`RoundPricing::alone_value`]: nearest to finishing first), up to `max_jobs` in all —
-/// and at least `max_jobs / 4` (at least one) waiting jobs even when running jobs fill the
-/// window, so the queue is always considered. Jobs outside the window wait this round.
+/// coda's integer program over a window of at most `max_jobs` jobs, re-solved every round. When
+/// more jobs than that are present, the window holds the waiting jobs the objective values most
+/// ([`RoundPricing::alone_value`]: nearest to finishing first) — at least half the window when
+/// that many wait — and fills the rest with the running jobs it values least (those the
+/// objective would preempt or shrink first, so an exchange with the waiting jobs is in reach).
+/// The other running jobs are **held**: they stay in the program, so their co-location still
+/// prices the window's jobs, but they keep their placement
+/// ([`ExactScheduler::schedule_holding`]); the other waiting jobs wait this round. Bounding
+/// the running jobs too keeps a busy round's program the window's size (without it, every
+/// running job was in the program, up to 29 jobs in a 10-job window on the Philly slice, and
+/// ITP slices did not finish).
 pub struct WindowedIlp<'a> {
     exact: ExactScheduler<'a>,
     perf: &'a dyn PerfModel,
@@ -37,32 +43,36 @@ impl<'a> WindowedIlp<'a> {
         }
     }
 
-    /// The jobs (indices in `snap.jobs`, sorted) of this round's window.
-    pub fn window(&self, snap: &ClusterSnapshot) -> Vec<usize> {
+    /// This round's window: the jobs (indices in `snap.jobs`, sorted) of the program, and
+    /// those of them held where they run (a subset, sorted).
+    pub fn window(&self, snap: &ClusterSnapshot) -> (Vec<usize>, Vec<usize>) {
         if snap.jobs.len() <= self.max_jobs {
-            return (0..snap.jobs.len()).collect();
+            return ((0..snap.jobs.len()).collect(), Vec::new());
         }
         let pricing = RoundPricing::new(self.perf, snap, self.objective);
-        let order = snap.by_arrival();
-        let (mut keep, mut waiting): (Vec<usize>, Vec<usize>) = order
+        let value: Vec<f64> = (0..snap.jobs.len())
+            .map(|j| pricing.alone_value(j))
+            .collect();
+        let (mut running, mut waiting): (Vec<usize>, Vec<usize>) = snap
+            .by_arrival()
             .into_iter()
             .partition(|&i| snap.jobs[i].current.is_some());
-        let value: Vec<f64> = (0..snap.jobs.len())
-            .map(|j| {
-                if snap.jobs[j].current.is_some() {
-                    0.0
-                } else {
-                    pricing.alone_value(j)
-                }
-            })
-            .collect();
-        // Highest value first; arrival order on ties (the sort is stable).
+        // Waiting: highest value first; running: lowest first; arrival order on ties (the
+        // sorts are stable).
         waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));
-        let reserve = (self.max_jobs / 4).max(1);
-        let room = self.max_jobs.saturating_sub(keep.len()).max(reserve);
-        keep.extend(waiting.into_iter().take(room));
+        running.sort_by(|&a, &b| value[a].total_cmp(&value[b]));
+        let reserve = self.max_jobs.div_ceil(2);
+        let take_waiting = waiting
+            .len()
+            .min(self.max_jobs.saturating_sub(running.len()).max(reserve));
+        let take_running = running.len().min(self.max_jobs - take_waiting);
+        let mut held: Vec<usize> = running.split_off(take_running);
+        let mut keep: Vec<usize> = running;
+        keep.extend(waiting.into_iter().take(take_waiting));
+        keep.extend(held.iter().copied());
         keep.sort_unstable();
-        keep
+        held.sort_unstable();
+        (keep, held)
     }
 }
 
@@ -72,16 +82,17 @@ impl Scheduler for WindowedIlp<'_> {
     }
 
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
-        let keep = self.window(snap);
-        if keep.len() == snap.jobs.len() {
+        let (keep, held) = self.window(snap);
+        if keep.len() == snap.jobs.len() && held.is_empty() {
             return self.exact.schedule(snap);
         }
+        let held: Vec<JobId> = held.iter().map(|&i| snap.jobs[i].id).collect();
         let sub = ClusterSnapshot::from_parts(
             snap.time_s,
             snap.cluster.clone(),
             keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
         );
-        self.exact.schedule(&sub)
+        self.exact.schedule_holding(&sub, &held)
     }
 
     fn notes(&self) -> Vec<String> {

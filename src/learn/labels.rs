@@ -148,7 +148,7 @@ impl LabelSpec {
 /// with `opts` (one of [`crate::policies::POLICIES`] other than `ilp`; `learned` visits the
 /// policy's own states, for DAgger), every `every`-th
 /// round with at least two jobs present, up to `count` rounds, each cut to the `ilp` policy's
-/// own window ([`crate::ilp::WindowedIlp::window`]): every running job, and waiting ones by
+/// window ([`label_window`]): every running job, and waiting ones by
 /// [`RoundPricing::alone_value`] up to `max_jobs` in all but at least `max_jobs / 4` (so a round
 /// with many running jobs holds more than `max_jobs`). Ids are
 /// `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the replay.
@@ -184,13 +184,6 @@ pub fn trace_rounds(
         workload.cluster.clone(),
         workload.jobs.clone(),
     )?;
-    // The window of the `ilp` policy, with a solver that is never called.
-    let window = crate::ilp::WindowedIlp::new(
-        crate::ilp::ExactScheduler::new(perf, *objective, SolveSettings::default()),
-        perf,
-        *objective,
-        max_jobs,
-    );
     let mut out = Vec::new();
     let mut seen = 0usize;
     while out.len() < count {
@@ -200,7 +193,7 @@ pub fn trace_rounds(
         let snap = snap.clone();
         if snap.jobs.len() >= 2 {
             if seen.is_multiple_of(every) {
-                let keep = window.window(&snap);
+                let keep = label_window(perf, objective, max_jobs, &snap);
                 let cut = ClusterSnapshot::from_parts(
                     snap.time_s,
                     snap.cluster.clone(),
@@ -214,6 +207,37 @@ pub fn trace_rounds(
         sim.apply(&schedule)?;
     }
     Ok(out)
+}
+
+/// The jobs (indices in `snap.jobs`, sorted) a label round holds: every running job — a label
+/// decides every job of its round, so none is held where it runs as the `ilp` policy's bounded
+/// window holds some ([`crate::ilp::WindowedIlp::window`]) — and the waiting jobs the objective
+/// values most, up to `max_jobs` in all but at least `max_jobs / 4` of them. The shipped labels
+/// and the models trained on them were drawn with this window.
+fn label_window(
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    max_jobs: usize,
+    snap: &ClusterSnapshot,
+) -> Vec<usize> {
+    if snap.jobs.len() <= max_jobs {
+        return (0..snap.jobs.len()).collect();
+    }
+    let pricing = RoundPricing::new(perf, snap, *objective);
+    let (mut keep, mut waiting): (Vec<usize>, Vec<usize>) = snap
+        .by_arrival()
+        .into_iter()
+        .partition(|&i| snap.jobs[i].current.is_some());
+    let value: Vec<f64> = (0..snap.jobs.len())
+        .map(|j| pricing.alone_value(j))
+        .collect();
+    // Highest value first; arrival order on ties (the sort is stable).
+    waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));
+    let reserve = (max_jobs / 4).max(1);
+    let room = max_jobs.saturating_sub(keep.len()).max(reserve);
+    keep.extend(waiting.into_iter().take(room));
+    keep.sort_unstable();
+    keep
 }
 
 /// Solves one round with the exact program (started, as every solve is, from the best of the

@@ -14,7 +14,7 @@
 //! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
 //! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
-//! | `ilp` | coda's program | exact, re-solved every round on the running jobs + the waiting ones the objective values most (`--ilp-max-jobs`, a quarter of it kept for waiting jobs), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
+//! | `ilp` | coda's program | exact, re-solved every round on a window of `--ilp-max-jobs` jobs (the waiting ones the objective values most, half the window kept for them, and the running ones it values least; other running jobs held where they are), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
 //!
 //! Differences from the papers, said once here:
 //! * Sizes are decided against cluster-wide totals (GPUs, cores, memory), and a size the packer
@@ -99,9 +99,10 @@ pub struct PolicyOptions {
     pub objective: Objective,
     /// Solver settings of the `ilp` policy (set a time or node limit for simulations).
     pub ilp: SolveSettings,
-    /// The `ilp` policy's program holds the running jobs plus the waiting ones the objective
-    /// values most, up to this many jobs (a quarter kept for waiting jobs); the others wait
-    /// unless the back-fill places them (the program grows with jobs × servers).
+    /// The `ilp` policy decides at most this many jobs a round ([`WindowedIlp`]): the waiting
+    /// ones the objective values most (half the window kept for them) and the running ones it
+    /// values least; other running jobs are held where they are, other waiting jobs wait unless
+    /// the back-fill places them (the program grows with jobs × servers).
     pub ilp_max_jobs: usize,
     /// The `ilp` policy re-solves a round in which nothing changed since its last decision (same
     /// jobs, every one where it was put) only every this many rounds ([`Revisit`]); 1: every

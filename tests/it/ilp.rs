@@ -466,3 +466,86 @@ proptest! {
         }
     }
 }
+
+/// The bounded window of the `ilp` policy: on a busy round it decides at most `max_jobs` jobs,
+/// the waiting ones the objective values most and the running ones it values least, holds every
+/// other running job exactly where it runs, and returns a valid schedule that scores no less
+/// than keeping every running job.
+#[test]
+fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_jobs() {
+    use coda::ilp::{ExactScheduler, WindowedIlp};
+    use coda::{RoundPricing, Scheduler};
+    let snap = generate(
+        &GenerateOptions {
+            servers: 4,
+            jobs: 24,
+            seed: 5,
+            running_fraction: 0.7,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let running: Vec<usize> = (0..snap.jobs.len())
+        .filter(|&j| snap.jobs[j].current.is_some())
+        .collect();
+    let max_jobs = 6;
+    assert!(running.len() > max_jobs, "{} running", running.len());
+    let objective = Objective::default();
+    let settings = SolveSettings {
+        node_limit: Some(20),
+        ..Default::default()
+    };
+    let mut w = WindowedIlp::new(
+        ExactScheduler::new(perf(), objective, settings),
+        perf(),
+        objective,
+        max_jobs,
+    );
+    let (keep, held) = w.window(&snap);
+    let decided: Vec<usize> = keep.iter().copied().filter(|j| !held.contains(j)).collect();
+    assert_eq!(decided.len(), max_jobs);
+    // Every running job is either decided or held; half the window goes to waiting jobs.
+    assert!(running.iter().all(|j| keep.contains(j)));
+    assert!(held.iter().all(|j| running.contains(j)));
+    let waiting_in: Vec<usize> = decided
+        .iter()
+        .copied()
+        .filter(|j| !running.contains(j))
+        .collect();
+    assert_eq!(waiting_in.len(), max_jobs / 2);
+    // The window's waiting jobs are those valued most, its running ones those valued least.
+    let pricing = RoundPricing::new(perf(), &snap, objective);
+    let v = |j: usize| pricing.alone_value(j);
+    for j in (0..snap.jobs.len()).filter(|j| !running.contains(j) && !keep.contains(j)) {
+        assert!(waiting_in.iter().all(|&i| v(i) >= v(j)));
+    }
+    for &j in &held {
+        assert!(
+            decided
+                .iter()
+                .filter(|i| running.contains(i))
+                .all(|&i| v(i) <= v(j))
+        );
+    }
+    let s = w.schedule(&snap).unwrap();
+    assert!(s.validate(&snap).is_empty());
+    for &j in &held {
+        let job = &snap.jobs[j];
+        assert_eq!(
+            s.assignment(job.id),
+            job.current.as_ref(),
+            "held job {j} moved"
+        );
+    }
+    let keep_all = objective
+        .score(perf(), &snap, &snap.current_schedule())
+        .unwrap()
+        .total;
+    let got = objective.score(perf(), &snap, &s).unwrap().total;
+    assert!(
+        got >= keep_all - 1e-9,
+        "{got} < keeping every running job {keep_all}"
+    );
+    assert_eq!(w.solves().last().map(|r| r.held), Some(held.len()));
+}

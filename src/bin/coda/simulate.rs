@@ -74,8 +74,9 @@ pub struct SimArgs {
     /// limit of 0 stops every round before any schedule).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub ilp_node_limit: Option<u64>,
-    /// `ilp` policy: jobs in each round's program (running ones plus the waiting ones the
-    /// objective values most, a quarter kept for waiting ones; back-fill may start others).
+    /// `ilp` policy: jobs each round's program decides (the waiting ones the objective values
+    /// most, half kept for them, and the running ones it values least; other running jobs are
+    /// held where they are, other waiting jobs wait unless back-fill starts them).
     #[arg(long, default_value_t = 12, value_parser = range::at_least_one)]
     pub ilp_max_jobs: usize,
     /// `ilp` policy: re-solve a round in which nothing changed since the last decision (same
@@ -315,13 +316,14 @@ pub fn run_one(
 /// One row per round the policy solved: status, objectives, bound, gap, times, nodes.
 fn solves_csv(solves: &[coda::RoundSolve]) -> String {
     let mut out = String::from(
-        "time_s,jobs,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes\n",
+        "time_s,jobs,held,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes\n",
     );
     for r in solves {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.time_s,
             r.jobs,
+            r.held,
             r.status,
             r.objective,
             r.start_objective,
