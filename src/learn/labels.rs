@@ -147,8 +147,8 @@ impl LabelSpec {
 /// Rounds cut from a trace replay, running jobs included: `workload` replayed under `policy`
 /// with `opts` (one of [`crate::policies::POLICIES`] other than `ilp`; `learned` visits the
 /// policy's own states, for DAgger), every `every`-th
-/// round with at least two jobs present, up to `count` rounds, each cut to the `ilp` policy's
-/// window ([`label_window`]): every running job, and waiting ones by
+/// round with at least two jobs present, up to `count` rounds, each cut to a label window (the
+/// `ilp` policy's before it held running jobs): every running job, and waiting ones by
 /// [`RoundPricing::alone_value`] up to `max_jobs` in all but at least `max_jobs / 4` (so a round
 /// with many running jobs holds more than `max_jobs`). Ids are
 /// `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the replay.
