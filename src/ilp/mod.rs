@@ -26,3 +26,4 @@ pub use solve::{
     relative_gap, relaxation_bound, solve, solve_from, solve_restricted,
 };
 pub use window::WindowedIlp;
+pub(crate) use window::ranked;

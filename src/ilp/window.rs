@@ -50,17 +50,7 @@ impl<'a> WindowedIlp<'a> {
             return ((0..snap.jobs.len()).collect(), Vec::new());
         }
         let pricing = RoundPricing::new(self.perf, snap, self.objective);
-        let value: Vec<f64> = (0..snap.jobs.len())
-            .map(|j| pricing.alone_value(j))
-            .collect();
-        let (mut running, mut waiting): (Vec<usize>, Vec<usize>) = snap
-            .by_arrival()
-            .into_iter()
-            .partition(|&i| snap.jobs[i].current.is_some());
-        // Waiting: highest value first; running: lowest first; arrival order on ties (the
-        // sorts are stable).
-        waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));
-        running.sort_by(|&a, &b| value[a].total_cmp(&value[b]));
+        let (mut running, waiting) = ranked(&pricing);
         let reserve = self.max_jobs.div_ceil(2);
         let take_waiting = waiting
             .len()
@@ -74,6 +64,24 @@ impl<'a> WindowedIlp<'a> {
         held.sort_unstable();
         (keep, held)
     }
+}
+
+/// The round's running jobs (indices in the snapshot) by the objective's own priority
+/// ([`RoundPricing::alone_value`]) lowest first, and its waiting jobs highest first; arrival
+/// order on ties. What both the `ilp` policy's window and the label rounds are cut by.
+pub(crate) fn ranked(pricing: &RoundPricing<'_>) -> (Vec<usize>, Vec<usize>) {
+    let snap = pricing.snapshot();
+    let value: Vec<f64> = (0..snap.jobs.len())
+        .map(|j| pricing.alone_value(j))
+        .collect();
+    let (mut running, mut waiting): (Vec<usize>, Vec<usize>) = snap
+        .by_arrival()
+        .into_iter()
+        .partition(|&i| snap.jobs[i].current.is_some());
+    // The sorts are stable: arrival order on ties.
+    running.sort_by(|&a, &b| value[a].total_cmp(&value[b]));
+    waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));
+    (running, waiting)
 }
 
 impl Scheduler for WindowedIlp<'_> {

@@ -224,15 +224,7 @@ fn label_window(
         return (0..snap.jobs.len()).collect();
     }
     let pricing = RoundPricing::new(perf, snap, *objective);
-    let (mut keep, mut waiting): (Vec<usize>, Vec<usize>) = snap
-        .by_arrival()
-        .into_iter()
-        .partition(|&i| snap.jobs[i].current.is_some());
-    let value: Vec<f64> = (0..snap.jobs.len())
-        .map(|j| pricing.alone_value(j))
-        .collect();
-    // Highest value first; arrival order on ties (the sort is stable).
-    waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));
+    let (mut keep, waiting) = crate::ilp::ranked(&pricing);
     let reserve = (max_jobs / 4).max(1);
     let room = max_jobs.saturating_sub(keep.len()).max(reserve);
     keep.extend(waiting.into_iter().take(room));
