@@ -22,12 +22,19 @@ pub struct Server {
     pub memory_gib: f64,
     /// NIC bandwidth, Gbit/s (used to weigh which servers' links are shared; see the perf model).
     pub nic_gbps: f64,
+    /// Whether the GPUs reach each other over NVLink (DGX-1, Azure NDv2): peer-to-peer traffic
+    /// between GPUs under different sockets then never crosses the socket link, so no
+    /// placement on the server is cross-socket ([`Server::gpu_slots`]). `false` (PCIe only)
+    /// when a file does not say.
+    #[serde(default)]
+    pub nvlink: bool,
 }
 
 /// Where one GPU of a server sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GpuSlot {
-    /// CPU socket index on the server.
+    /// CPU socket index on the server, as far as GPU traffic is concerned: 0 for every GPU of
+    /// an NVLink server (see [`Server::gpu_slots`]).
     pub socket: u32,
     /// PCIe switch index on the server (global over sockets, so that it identifies the switch).
     pub switch: u32,
@@ -53,6 +60,15 @@ impl Server {
             cpu_cores,
             memory_gib,
             nic_gbps,
+            nvlink: false,
+        }
+    }
+
+    /// The same server with its GPUs joined by NVLink (see [`Server::nvlink`]).
+    pub fn with_nvlink(self) -> Self {
+        Server {
+            nvlink: true,
+            ..self
         }
     }
 
@@ -66,7 +82,9 @@ impl Server {
             .fold(0u32, |n, &g| n.saturating_add(g))
     }
 
-    /// Socket and switch of every GPU, indexed by GPU index.
+    /// Socket and switch of every GPU, indexed by GPU index. The socket is the GPU's
+    /// peer-to-peer domain: on an NVLink server every GPU is in socket 0, because transfers
+    /// between its GPUs never cross the socket link — the only thing sockets are read for.
     pub fn gpu_slots(&self) -> Vec<GpuSlot> {
         let mut slots = Vec::with_capacity(self.num_gpus() as usize);
         let mut switch = 0u32;
@@ -74,7 +92,7 @@ impl Server {
             for &gpus in switches {
                 for _ in 0..gpus {
                     slots.push(GpuSlot {
-                        socket: socket as u32,
+                        socket: if self.nvlink { 0 } else { socket as u32 },
                         switch,
                     });
                 }

@@ -81,6 +81,20 @@ impl Assignment {
             .iter()
             .map(|w| self.ps.iter().filter(|p| p.server == w.server).count())
             .sum();
+        f.largest_server = f
+            .worker_servers
+            .iter()
+            .map(|&s| {
+                let gpus = &slots[s];
+                // GPUs are numbered in socket order, so one pass counts each socket's run.
+                let domain = gpus
+                    .chunk_by(|a, b| a.socket == b.socket)
+                    .map(<[GpuSlot]>::len)
+                    .max()
+                    .unwrap_or(0);
+                (gpus.len() as u32, domain as u32)
+            })
+            .max();
         f
     }
 
@@ -112,6 +126,10 @@ pub struct Footprint {
     pub sockets: Vec<(usize, u32)>,
     /// Worker–PS pairs on the same server.
     pub local_pairs: usize,
+    /// `(GPUs, GPUs of its largest socket)` of the largest server with workers of the job (a
+    /// whole NVLink server is one socket here, see `Server::gpu_slots`): the servers its
+    /// placement is compared with when packed. `None` without workers.
+    pub largest_server: Option<(u32, u32)>,
 }
 
 impl Footprint {

@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 use crate::model::{
     Architecture, Assignment, ClusterSnapshot, Job, JobId, MAX_GPUS_PER_SERVER, Schedule,
 };
-use crate::perf::{JobQuery, PerfModel, PlacementShape, Speed};
+use crate::perf::{JobQuery, PerfModel, PlacementShape, ServerSize, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -231,19 +231,35 @@ impl Objective {
         done / left + service
     }
 
+    /// The shape an option is priced with. `Multi` is priced at its dearest split: the most
+    /// GPUs one server can hold (`K − 1`, or a whole server of `server`), the rest elsewhere —
+    /// every server all-reduces inside itself before the servers exchange, so the fullest one
+    /// sets the intra-server part.
     fn shape(
         job: &Job,
         workers: u32,
         ps: u32,
         mode: Mode,
         ps_local: f64,
+        server: Option<ServerSize>,
     ) -> Option<PlacementShape> {
-        let gpus = workers * job.demand.gpus_per_worker;
+        let g = job.demand.gpus_per_worker.max(1);
+        let gpus = workers * g;
         let mut shape = match (job.arch, mode) {
             // A worker's GPUs share a server, so spreading needs two workers.
             (Architecture::AllReduce, Mode::Multi) if workers < 2 => return None,
             (Architecture::AllReduce, Mode::Multi) => {
-                PlacementShape::isolated(workers, 0, vec![gpus - 1, 1])
+                // Whole workers per server, the fullest server as full as it can be.
+                let per = server.map_or(workers - 1, |s| (s.gpus / g).clamp(1, workers - 1));
+                let split = if per == workers - 1 {
+                    vec![per * g, g]
+                } else {
+                    crate::perf::packed(workers, per)
+                        .into_iter()
+                        .map(|w| w * g)
+                        .collect()
+                };
+                PlacementShape::isolated(workers, 0, split)
             }
             (Architecture::AllReduce, Mode::CrossSocket) if gpus < 2 => return None,
             (Architecture::ParameterServer, Mode::CrossSocket) => return None,
@@ -251,11 +267,14 @@ impl Objective {
         };
         shape.cross_socket_servers = u32::from(mode == Mode::CrossSocket);
         shape.ps_colocated_fraction = ps_local;
+        shape.server = server;
         Some(shape)
     }
 
-    /// Coefficients of one option, or `None` if the option is impossible or outside what the
-    /// performance model prices.
+    /// Coefficients of one option on servers of `server`'s size (the largest of its GPU type;
+    /// `None`: one large enough for all its GPUs), or `None` if the option is impossible or
+    /// outside what the performance model prices.
+    #[allow(clippy::too_many_arguments)] // one per field of the option, plus the model and job
     pub fn option_terms(
         &self,
         perf: &dyn PerfModel,
@@ -264,12 +283,13 @@ impl Objective {
         ps: u32,
         mode: Mode,
         gpu_type: &str,
+        server: Option<ServerSize>,
     ) -> Option<OptionTerms> {
         let q = JobQuery::of(job);
         // PS jobs on one server have every PS next to every worker.
         let all_local = job.arch == Architecture::ParameterServer && mode == Mode::Single;
         let f_mode = if all_local { 1.0 } else { 0.0 };
-        let shape = Self::shape(job, workers, ps, mode, f_mode)?;
+        let shape = Self::shape(job, workers, ps, mode, f_mode, server)?;
         let s = perf.speed(&q, gpu_type, &shape).ok()?;
         // Every term of the option is a difference of values measured against the same
         // uncontended pace (the shape priced here), so contention costs credit too.
@@ -282,9 +302,15 @@ impl Objective {
         let (base, slope) = if job.arch == Architecture::ParameterServer {
             // One end of the interpolation is the shape priced above.
             let (b0, b1) = if all_local {
-                (at(&Self::shape(job, workers, ps, mode, 0.0)?)?, here)
+                (
+                    at(&Self::shape(job, workers, ps, mode, 0.0, server)?)?,
+                    here,
+                )
             } else {
-                (here, at(&Self::shape(job, workers, ps, mode, 1.0)?)?)
+                (
+                    here,
+                    at(&Self::shape(job, workers, ps, mode, 1.0, server)?)?,
+                )
             };
             (b0, (b1 - b0) / f64::from(workers * ps))
         } else {
@@ -371,7 +397,9 @@ impl Objective {
                         if mode == Mode::Multi && !shape.multi_server {
                             continue;
                         }
-                        if let Some(terms) = self.option_terms(perf, job, w, p, mode, t) {
+                        if let Some(terms) =
+                            self.option_terms(perf, job, w, p, mode, t, shape.largest(t))
+                        {
                             out.push(JobOption {
                                 workers: w,
                                 ps: p,
@@ -477,6 +505,8 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClusterShape {
     types: Vec<(String, Vec<(u32, u64)>)>,
+    /// Per GPU type (by name), its largest server.
+    largest: Vec<(String, ServerSize)>,
     capacities: Vec<(f64, f64, u64)>,
     multi_socket: bool,
     multi_server: bool,
@@ -485,8 +515,17 @@ pub(crate) struct ClusterShape {
 impl ClusterShape {
     pub(crate) fn of(cluster: &crate::model::Cluster) -> Self {
         let mut types: Vec<(String, Vec<(u32, u64)>)> = Vec::new();
+        let mut largest: Vec<(String, ServerSize)> = Vec::new();
         let mut capacities: Vec<(f64, f64, u64)> = Vec::new();
         for s in &cluster.servers {
+            let size = ServerSize::of(s);
+            match largest.iter_mut().find(|(t, _)| *t == s.gpu_type) {
+                Some((_, l)) if (size.gpus, size.socket_gpus) > (l.gpus, l.socket_gpus) => {
+                    *l = size
+                }
+                Some(_) => {}
+                None => largest.push((s.gpu_type.clone(), size)),
+            }
             let sizes = match types.iter_mut().find(|(t, _)| *t == s.gpu_type) {
                 Some((_, v)) => v,
                 None => {
@@ -508,16 +547,27 @@ impl ClusterShape {
         types.sort_by(|a, b| a.0.cmp(&b.0));
         ClusterShape {
             types,
+            largest,
             capacities,
+            // GPUs of an NVLink server never cross the socket link (`Server::gpu_slots`).
             multi_socket: cluster.servers.iter().any(|s| {
-                s.topology
-                    .iter()
-                    .filter(|sw| sw.iter().sum::<u32>() > 0)
-                    .count()
-                    > 1
+                !s.nvlink
+                    && s.topology
+                        .iter()
+                        .filter(|sw| sw.iter().sum::<u32>() > 0)
+                        .count()
+                        > 1
             }),
             multi_server: cluster.servers.len() > 1,
         }
+    }
+
+    /// The largest server of GPU type `gpu_type`, if the cluster has one.
+    pub(crate) fn largest(&self, gpu_type: &str) -> Option<ServerSize> {
+        self.largest
+            .iter()
+            .find(|(t, _)| t == gpu_type)
+            .map(|&(_, s)| s)
     }
 
     /// PS tasks of `job` the cluster can hold; a demand of zero cores and memory is bounded by

@@ -230,7 +230,15 @@ impl<'a> RoundPricing<'a> {
             Some(k) => Ok(self.options(j)[k].terms),
             None => self
                 .objective
-                .option_terms(self.perf, job, f.workers, f.ps, f.mode, &f.gpu_type)
+                .option_terms(
+                    self.perf,
+                    job,
+                    f.workers,
+                    f.ps,
+                    f.mode,
+                    &f.gpu_type,
+                    self.shape.largest(&f.gpu_type),
+                )
                 .ok_or_else(|| unpriceable(job, f)),
         }
     }

@@ -12,7 +12,6 @@ use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 
 use super::nnls::nnls;
 use super::params::*;
@@ -29,6 +28,47 @@ pub const CLUSTER_GPU: [(&str, &str); 6] = [
     ("quad", "rtx6000"),
     ("rtx", "rtx2080ti"),
 ];
+
+/// GPUs per server of each Pollux/Sia cluster profile (same sources as [`CLUSTER_GPU`]): what
+/// "packed" means for its rows.
+pub(crate) const CLUSTER_SERVER_GPUS: [(&str, u32); 6] = [
+    ("aws", 4),
+    ("azure", 8),
+    ("dgx", 8),
+    ("dgx-ext", 8),
+    ("quad", 4),
+    ("rtx", 8),
+];
+
+/// GPU type and GPUs per server of a Pollux/Sia profile.
+pub(crate) fn cluster_profile(cluster: &str) -> Option<(&'static str, u32)> {
+    let gpu = CLUSTER_GPU.iter().find(|(c, _)| *c == cluster)?.1;
+    let per = CLUSTER_SERVER_GPUS.iter().find(|(c, _)| *c == cluster)?.1;
+    Some((gpu, per))
+}
+
+/// GPUs per server of one Pollux/Sia row: its `placement` digits (one per server, e.g. `44.0`)
+/// when given, else (the `scalability` rows) `num_replicas` spread evenly over `num_nodes`.
+pub(crate) fn row_placement(r: &crate::util::csvio::Row<'_>, k: u32, n: u32) -> Result<Vec<u32>> {
+    let text = r.str("placement");
+    let mut per: Vec<u32> = if text.is_empty() {
+        (0..n).map(|i| k / n + u32::from(i < k % n)).collect()
+    } else {
+        text.trim_end_matches(".0")
+            .chars()
+            .map(|c| c.to_digit(10).filter(|&d| d > 0))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| r.bad("placement", "expected one non-zero digit per server"))?
+    };
+    if per.len() != n as usize || per.iter().sum::<u32>() != k {
+        return Err(r.bad(
+            "placement",
+            "must have num_nodes servers holding num_replicas GPUs",
+        ));
+    }
+    per.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(per)
+}
 
 /// Gavel job type standing in for a model in the pair-interference table. Only models of the
 /// same network family are mapped; the rest use medians (see `InterferenceParams`).
@@ -75,6 +115,9 @@ fn proxy_for(model: &str) -> Option<String> {
 struct Obs {
     x: Vec<f64>,
     time: f64,
+    /// All-reduce rows spread over servers: the features of the same job packed on the
+    /// profile's servers, against which the model bounds the spread's price.
+    packed: Option<Vec<f64>>,
 }
 
 /// Relative-error NNLS: each row scaled by 1/time, target 1.
@@ -108,7 +151,7 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -174,12 +217,20 @@ pub(crate) fn ps_features(batch: f64, w: f64, p: f64) -> [f64; 5] {
     [batch / w, 1.0, w / p, w, p]
 }
 
-/// Pollux features of an all-reduce configuration (time = θ·x), matching [`ArStepParams`].
-fn ar_features(m: f64, k: u32, n: u32) -> Vec<f64> {
-    let extra = f64::from(k.saturating_sub(2));
-    let local = f64::from(u8::from(k > 1 && n <= 1));
+/// Features of an all-reduce configuration (time = θ·x), matching [`ArStepParams::parts`]:
+/// `k` GPUs on `n` servers, at most `largest` on one.
+fn ar_features(m: f64, k: u32, largest: u32, n: u32) -> Vec<f64> {
+    let g = largest.min(k);
+    let local = f64::from(u8::from(g >= 2));
     let net = f64::from(u8::from(k > 1 && n > 1));
-    vec![1.0, m, local, local * extra, net, net * extra]
+    vec![
+        1.0,
+        m,
+        local,
+        local * f64::from(g.saturating_sub(2)),
+        net,
+        net * f64::from(k.saturating_sub(2)),
+    ]
 }
 
 fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec<FitQuality>)> {
@@ -216,6 +267,7 @@ fn fit_ps(dir: &Path, seed: u64) -> Result<(BTreeMap<String, PsModelParams>, Vec
         e.1.push(Obs {
             x: ps_features(batch, f64::from(w), f64::from(p)).to_vec(),
             time: 1.0 / speed,
+            packed: None,
         });
         e.2 = e.2.max(w);
         e.3 = e.3.max(p);
@@ -274,7 +326,7 @@ struct ArData {
 }
 
 /// `pollux_sia_placement_step_times.csv` with the columns the fits read.
-fn open_pollux(dir: &Path) -> Result<CsvFile> {
+pub(crate) fn open_pollux(dir: &Path) -> Result<CsvFile> {
     CsvFile::open(
         &dir.join("pollux_sia_placement_step_times.csv"),
         &[
@@ -282,6 +334,7 @@ fn open_pollux(dir: &Path) -> Result<CsvFile> {
             "model",
             "num_nodes",
             "num_replicas",
+            "placement",
             "local_bsz",
             "step_time",
         ],
@@ -294,16 +347,14 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     let mut batches: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in f.rows() {
         let cluster = r.str("cluster");
-        let gpu = CLUSTER_GPU
-            .iter()
-            .find(|(c, _)| *c == cluster)
-            .map(|(_, g)| *g)
+        let (gpu, per) = cluster_profile(cluster)
             .ok_or_else(|| r.bad("cluster", "unknown cluster profile (add it to CLUSTER_GPU)"))?;
         let n = r.positive_count("num_nodes")?;
         let k = r.positive_count("num_replicas")?;
         if n > k {
             return Err(r.bad("num_nodes", "more servers than GPUs"));
         }
+        let largest = row_placement(&r, k, n)?[0];
         let m = r.positive("local_bsz")?;
         let t = r.positive("step_time")?;
         let model = r.str("model").to_string();
@@ -317,8 +368,9 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
         });
         d.max_gpus = d.max_gpus.max(k);
         d.rows.entry(gpu.to_string()).or_default().push(Obs {
-            x: ar_features(m, k, n),
+            x: ar_features(m, k, largest, n),
             time: t,
+            packed: (n > 1).then(|| ar_features(m, k, k.min(per), k.div_ceil(per))),
         });
     }
     for (model, b) in batches {
@@ -329,11 +381,15 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     Ok(out)
 }
 
+/// GPUs per server of Gavel's unconsolidated runs, as coda reads them (the source records no
+/// split): one worker per server.
+pub(crate) const GAVEL_SPREAD_LARGEST: u32 = 1;
+
 /// Isolated 1-GPU throughput per `(gpu_type, job_type)`, the denominator of pair slowdowns.
 type SingleGpuThroughput = BTreeMap<(String, String), f64>;
 
 /// `gavel_isolated_throughputs.csv` with the columns the fits read.
-fn open_gavel(dir: &Path) -> Result<CsvFile> {
+pub(crate) fn open_gavel(dir: &Path) -> Result<CsvFile> {
     CsvFile::open(
         &dir.join("gavel_isolated_throughputs.csv"),
         &[
@@ -374,16 +430,20 @@ fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGp
                 single.insert((gpu, job_type.clone()), cons);
             }
             rows.push(Obs {
-                x: ar_features(0.0, k, 1),
+                x: ar_features(0.0, k, k, 1),
                 time: f64::from(k) / cons,
+                packed: None,
             });
         }
         if k > 1 && !r.str("sim_unconsolidated").is_empty() {
             let spread = r.nonneg("sim_unconsolidated")?;
             if spread > 0.0 {
+                // Gavel records no split for its unconsolidated runs: read as one worker per
+                // server, so the whole synchronisation is inter-server.
                 rows.push(Obs {
-                    x: ar_features(0.0, k, 2),
+                    x: ar_features(0.0, k, GAVEL_SPREAD_LARGEST, k),
                     time: f64::from(k) / spread,
+                    packed: Some(ar_features(0.0, k, k, 1)),
                 });
             }
         }
@@ -391,8 +451,11 @@ fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGp
     Ok((out, single))
 }
 
+/// The all-reduce fits per model and GPU type, each with its measured spread envelope
+/// (`envelopes`, keyed by (model, GPU type); `[1, 1]` where none was measured).
 fn fit_ar(
     data: BTreeMap<String, ArData>,
+    envelopes: &BTreeMap<(String, String), (f64, f64)>,
     est: &Estimates,
     seed: u64,
 ) -> Result<(BTreeMap<String, ArModelParams>, f64, Vec<FitQuality>)> {
@@ -401,9 +464,18 @@ fn fit_ar(
     for (model, d) in &data {
         for (gpu, rows) in &d.rows {
             let (th, q) = fit_with_cv(model, gpu, rows, false, seed)?;
-            fits.entry(model.clone())
-                .or_default()
-                .insert(gpu.clone(), ArStepParams::from_vec(&th));
+            let (spread_min, spread_max) = envelopes
+                .get(&(model.clone(), gpu.clone()))
+                .copied()
+                .unwrap_or((1.0, 1.0));
+            fits.entry(model.clone()).or_default().insert(
+                gpu.clone(),
+                ArStepParams {
+                    spread_min,
+                    spread_max,
+                    ..ArStepParams::from_vec(&th)
+                },
+            );
             quality.push(q);
         }
     }
@@ -429,7 +501,7 @@ fn fit_ar(
             let p = scale_compute(&u, tf, b);
             let errs: Vec<f64> = rows
                 .iter()
-                .map(|o| ape(predict(&to_vec(&p), &o.x), o.time, false))
+                .map(|o| ape(priced(&p, o), o.time, false))
                 .collect();
             quality.push(FitQuality {
                 model: model.clone(),
@@ -466,6 +538,27 @@ fn fit_ar(
     Ok((out, exponent, quality))
 }
 
+/// The step time `p` prices row `o` at, as [`super::PerfModel::speed`] would: a spread row
+/// bounded by the envelope against the same job packed.
+fn priced(p: &ArStepParams, o: &Obs) -> f64 {
+    let th = to_vec(p);
+    let parts = |x: &[f64]| {
+        (
+            th[0] * x[0] + th[1] * x[1],
+            th[2] * x[2] + th[3] * x[3],
+            th[4] * x[4] + th[5] * x[5],
+        )
+    };
+    match &o.packed {
+        Some(px) => {
+            let (c, i, n) = parts(px);
+            let (c, i, n) = p.within_envelope(parts(&o.x), c + i + n);
+            c + i + n
+        }
+        None => predict(&th, &o.x),
+    }
+}
+
 fn to_vec(p: &ArStepParams) -> Vec<f64> {
     vec![
         p.compute_base_s,
@@ -488,7 +581,8 @@ pub(crate) fn scale_compute(u: &ArStepParams, bandwidth: f64, exponent: f64) -> 
 }
 
 /// Parameters for a GPU type never measured: compute terms brought to 1 GB/s with the fitted
-/// exponent (median over the measured types), synchronisation terms the median over them.
+/// exponent (median over the measured types), synchronisation terms and the spread envelope's
+/// bounds the median over them.
 /// Medians beat the nearest measured GPU type (by FP32 TFLOP/s) in leave-one-GPU-type-out tests on
 /// the Pollux/Sia models (50 % vs 146 % MAPE): one outlying profile cannot drag them.
 fn unmeasured(
@@ -513,6 +607,8 @@ fn unmeasured(
         local_per_gpu_s: med(&|_, p| p.local_per_gpu_s),
         net_base_s: med(&|_, p| p.net_base_s),
         net_per_gpu_s: med(&|_, p| p.net_per_gpu_s),
+        spread_min: med(&|_, p| p.spread_min),
+        spread_max: med(&|_, p| p.spread_max),
     })
 }
 
@@ -621,7 +717,8 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     let mut ar_data = read_pollux(dir)?;
     let (gavel, single) = read_gavel_isolated(dir)?;
     ar_data.extend(gavel);
-    let (ar_models, exponent, q2) = fit_ar(ar_data, &estimates, seed)?;
+    let envelopes = super::spread::envelopes(&super::spread::spread_pairs(dir)?);
+    let (ar_models, exponent, q2) = fit_ar(ar_data, &envelopes, &estimates, seed)?;
     quality.extend(q2);
     let interference = fit_interference(dir, &single)?;
     let ar_names: Vec<String> = ar_models.keys().cloned().collect();
@@ -642,154 +739,4 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
         estimates,
         fit_quality: quality,
     })
-}
-
-/// One row of the placement check: a measured spread-over-servers vs one-server step-time
-/// ratio next to what the fitted model predicts for it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlacementCheck {
-    /// `pollux/<cluster>` (Pollux/Sia profiles) or `gavel`.
-    pub source: String,
-    /// GPU type.
-    pub gpu: String,
-    /// Model.
-    pub model: String,
-    /// GPUs of the job.
-    pub gpus: u32,
-    /// Servers of the spread placement.
-    pub servers: u32,
-    /// Per-GPU batch (Pollux/Sia rows; Gavel rows have their own fixed batch: 0).
-    pub local_batch: f64,
-    /// Measured step time spread ÷ on one server (> 1: consolidation wins).
-    pub measured_ratio: f64,
-    /// The same ratio from the fitted step-time model.
-    pub predicted_ratio: f64,
-}
-
-/// Every pair of measurements of the same job size on one server and spread over several —
-/// Pollux/Sia `placements` rows and Gavel's consolidated vs unconsolidated throughputs — with
-/// the ratio the fitted model predicts: how well the model's local-vs-network synchronisation
-/// reproduces what each source measured.
-pub fn placement_check(dir: &Path, params: &PerfParams) -> Result<Vec<PlacementCheck>> {
-    let mut out = Vec::new();
-    let f = open_pollux(dir)?;
-    // (cluster, model, K, N, batch) → step times
-    let mut groups: BTreeMap<(String, String, u32, u32, u64), Vec<f64>> = BTreeMap::new();
-    for r in f.rows() {
-        let key = (
-            r.str("cluster").to_string(),
-            r.str("model").to_string(),
-            r.positive_count("num_replicas")?,
-            r.positive_count("num_nodes")?,
-            r.positive("local_bsz")?.to_bits(),
-        );
-        groups
-            .entry(key)
-            .or_default()
-            .push(r.positive("step_time")?);
-    }
-    for ((cluster, model, k, n, b), times) in &groups {
-        if *n < 2 {
-            continue;
-        }
-        let Some(one) = groups.get(&(cluster.clone(), model.clone(), *k, 1, *b)) else {
-            continue;
-        };
-        let Some(gpu) = CLUSTER_GPU
-            .iter()
-            .find(|(c, _)| c == cluster)
-            .map(|(_, g)| *g)
-        else {
-            continue;
-        };
-        let Some(p) = params.ar_models.get(model).and_then(|m| m.per_gpu.get(gpu)) else {
-            continue;
-        };
-        let batch = f64::from_bits(*b);
-        let t = |n: u32| {
-            let (c, i, o) = p.parts(batch, *k, n);
-            c + i + o
-        };
-        out.push(PlacementCheck {
-            source: format!("pollux/{cluster}"),
-            gpu: gpu.to_string(),
-            model: model.clone(),
-            gpus: *k,
-            servers: *n,
-            local_batch: batch,
-            measured_ratio: median(times) / median(one),
-            predicted_ratio: t(*n) / t(1),
-        });
-    }
-    let g = open_gavel(dir)?;
-    for r in g.rows() {
-        let k = r.positive_count("scale_factor")?;
-        if k < 2 || r.str("sim_unconsolidated").is_empty() {
-            continue;
-        }
-        let (cons, spread) = (
-            r.nonneg("sim_consolidated")?,
-            r.nonneg("sim_unconsolidated")?,
-        );
-        if cons <= 0.0 || spread <= 0.0 {
-            continue;
-        }
-        let gpu = r.str("gpu_type").to_lowercase();
-        let model = gavel_model_name(r.str("job_type"));
-        let Some(p) = params
-            .ar_models
-            .get(&model)
-            .and_then(|m| m.per_gpu.get(&gpu))
-        else {
-            continue;
-        };
-        let t = |n: u32| {
-            let (c, i, o) = p.parts(0.0, k, n);
-            c + i + o
-        };
-        out.push(PlacementCheck {
-            source: "gavel".into(),
-            gpu,
-            model,
-            gpus: k,
-            servers: 2,
-            local_batch: 0.0,
-            measured_ratio: cons / spread,
-            predicted_ratio: t(2) / t(1),
-        });
-    }
-    Ok(out)
-}
-
-/// The placement check in brief: per source, GPU type and GPU count, the number of pairs, the
-/// median measured and predicted spread ÷ one-server ratio, and the median relative error of
-/// the prediction, as a Markdown table.
-pub fn placement_summary(rows: &[PlacementCheck]) -> String {
-    let mut keys: Vec<(String, String, u32)> = rows
-        .iter()
-        .map(|r| (r.source.clone(), r.gpu.clone(), r.gpus))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    let mut s = String::from(
-        "placement check: step time spread over servers / on one server (median over models and batches)\n\
-         | source | GPU | GPUs | pairs | measured | predicted | median abs. error |\n|---|---|---|---|---|---|---|\n",
-    );
-    for (src, gpu, k) in keys {
-        let sel: Vec<&PlacementCheck> = rows
-            .iter()
-            .filter(|r| r.source == src && r.gpu == gpu && r.gpus == k)
-            .collect();
-        let col = |f: &dyn Fn(&PlacementCheck) -> f64| {
-            median(&sel.iter().map(|r| f(r)).collect::<Vec<_>>())
-        };
-        s += &format!(
-            "| {src} | {gpu} | {k} | {} | {:.2} | {:.2} | {:.1} % |\n",
-            sel.len(),
-            col(&|r| r.measured_ratio),
-            col(&|r| r.predicted_ratio),
-            100.0 * col(&|r| (r.predicted_ratio / r.measured_ratio - 1.0).abs()),
-        );
-    }
-    s
 }

@@ -30,6 +30,53 @@ pub struct PlacementShape {
     /// Per worker server of this job, the models of the other jobs with workers there (one entry
     /// per job and server).
     pub co_runners: Vec<Vec<String>>,
+    /// The servers the job runs on, for its packed reference (see [`PerfModel::speed`]);
+    /// `None`: one server large enough for all its GPUs.
+    ///
+    /// [`PerfModel::speed`]: super::PerfModel::speed
+    pub server: Option<ServerSize>,
+}
+
+/// The size of the servers a job runs on, as far as its packed reference placement is
+/// concerned: a placement spread over servers is priced within the measured envelope of spread ÷
+/// packed step times, packed meaning on as few of these servers as possible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ServerSize {
+    /// GPUs per server.
+    pub gpus: u32,
+    /// GPUs under its largest socket, the most a job holds without crossing the socket link
+    /// (all of them on an NVLink server).
+    pub socket_gpus: u32,
+}
+
+impl ServerSize {
+    /// The size of `server`.
+    pub fn of(server: &crate::model::Server) -> Self {
+        let gpus = server.num_gpus();
+        let socket_gpus = if server.nvlink {
+            gpus
+        } else {
+            server
+                .topology
+                .iter()
+                .map(|sw| sw.iter().sum::<u32>())
+                .max()
+                .unwrap_or(0)
+        };
+        ServerSize { gpus, socket_gpus }
+    }
+
+    /// `k` GPUs packed on as few of these servers as possible: GPUs on the fullest server,
+    /// servers, and whether the fullest one crosses the socket link.
+    pub fn packed(&self, k: u32) -> (u32, u32, bool) {
+        let per = self.gpus.max(1);
+        let largest = k.min(per);
+        (
+            largest,
+            k.div_ceil(per).max(1),
+            largest > self.socket_gpus.max(1),
+        )
+    }
 }
 
 impl PlacementShape {
@@ -45,16 +92,21 @@ impl PlacementShape {
     }
 
     /// A job alone with `workers` workers of `gpus_per_worker` GPUs packed on as few servers of
-    /// `gpus_per_server` GPUs as possible (whole workers per server), PS tasks elsewhere: how
-    /// trace durations are turned into work and how policies size jobs.
+    /// `gpus_per_server` GPUs as possible (whole workers per server), PS tasks elsewhere, all
+    /// of each server's GPUs under one socket: how policies size jobs.
     pub fn packed(workers: u32, ps: u32, gpus_per_worker: u32, gpus_per_server: u32) -> Self {
         let g = gpus_per_worker.max(1);
         let per = (gpus_per_server / g).max(1);
-        Self::isolated(
+        let mut shape = Self::isolated(
             workers,
             ps,
             packed(workers, per).into_iter().map(|k| k * g).collect(),
-        )
+        );
+        shape.server = Some(ServerSize {
+            gpus: gpus_per_server,
+            socket_gpus: gpus_per_server,
+        });
+        shape
     }
 
     /// Number of servers holding the job's GPUs.
@@ -270,6 +322,9 @@ impl PlacementShape {
             } else {
                 fp.local_pairs as f64 / pairs as f64
             },
+            server: fp
+                .largest_server
+                .map(|(gpus, socket_gpus)| ServerSize { gpus, socket_gpus }),
             ..Default::default()
         }
     }

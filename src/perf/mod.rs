@@ -12,8 +12,9 @@
 //! | workers and PS count (PS jobs) | whole step | Optimus form fitted to `dl2_ps_worker_speed.csv` |
 //! | GPU count, servers spanned (all-reduce) | sync | Pollux form fitted to `pollux_sia_placement_step_times.csv`, `gavel_isolated_throughputs.csv` |
 //! | PS on its workers' server | PS traffic | DL2 intra/inter-server bandwidth, `dl2_model_constants.json` |
-//! | co-runners on the same server | compute | Gavel pair throughputs × [`Estimates::colocation_coupling`], compounded over one server's co-runners; a job on several servers runs at the pace of its worst server |
-//! | GPUs on different sockets | intra sync | [`Estimates::cross_socket_comm_factor`] |
+//! | GPUs per server, servers spanned (all-reduce) | sync, inside each server and across | hierarchical Pollux form (see [`ArStepParams`]), bounded by the measured spread ÷ packed envelope of its profile |
+//! | co-runners on the same server | compute | Gavel pair throughputs, compounded over one server's co-runners, × [`Estimates::colocation_coupling`] (saturating at `1 / (1 − κ)`); a job on several servers runs at the pace of its worst server |
+//! | GPUs on different sockets of a PCIe server | intra sync | [`Estimates::cross_socket_comm_factor`] (none on NVLink servers) |
 //! | other jobs under the same PCIe switch | all communication | [`Estimates::pcie_share_comm_penalty`] |
 //! | distributed jobs sharing a NIC | inter-server traffic | fair share while phases overlap: each sharer's own communication share (from this model), [`Estimates::nic_phase_alignment`], [`Estimates::nic_bandwidth_fraction`] |
 //!
@@ -28,20 +29,23 @@ mod context;
 mod demand;
 mod nnls;
 mod params;
+mod spread;
 
 use std::path::Path;
 use std::sync::OnceLock;
 
 pub use calibrate::{
-    CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, PlacementCheck, calibrate, gavel_model_name,
-    placement_check, placement_summary,
+    CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
 };
-pub use context::{Occupancy, PlacementShape, packed, placement_shapes, speed_alone, speeds};
+pub use context::{
+    Occupancy, PlacementShape, ServerSize, packed, placement_shapes, speed_alone, speeds,
+};
 pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
     PerfParams, PsModelParams,
 };
+pub use spread::{PlacementCheck, placement_check, placement_summary};
 
 use crate::error::{Error, Result};
 use crate::model::{Architecture, ClusterSnapshot, Job};
@@ -127,6 +131,20 @@ pub trait PerfModel: Send + Sync {
     /// [`Estimates::nic_phase_alignment`]); `comm_share` itself when phases are independent.
     fn nic_competition(&self, comm_share: f64) -> f64 {
         comm_share.clamp(0.0, 1.0)
+    }
+
+    /// The measured range `(min, max)` of spread ÷ packed step times a spread placement of
+    /// `model` on `gpu_type` is priced within (see [`ArStepParams`]); `None` when the model
+    /// states none (PS models: their placement is priced from DL2's bandwidths).
+    fn spread_envelope(&self, _model: &str, _gpu_type: &str) -> Option<(f64, f64)> {
+        None
+    }
+
+    /// Whether no neighbour can ever change a job's speed (every contention effect off), so a
+    /// job runs at its speed alone in its placement whatever else runs: what a replay that
+    /// measures contention can skip. Default: `false` (assume it can).
+    fn contention_free(&self) -> bool {
+        false
     }
 
     /// Whether every model can be priced on GPUs of `gpu_type` (default: any type).
@@ -383,17 +401,30 @@ impl CalibratedPerf {
             .and_then(|m| m.interference_proxy.as_deref())
     }
 
-    /// Factor `>= 1` on compute time from the co-runners on the job's servers: compounded over
-    /// the co-runners of one server, and the worst server sets the pace of a synchronous job
-    /// (its other servers wait for it), so servers do not multiply.
+    /// Factor `>= 1` on compute time from the co-runners on the job's servers. On one server the
+    /// co-runners' measured pair throughputs compound (`Π s_o`, as if all of them shared the
+    /// job's GPU — the most any set of co-runners can take), and the job feels the coupling
+    /// share of that loss: `1 / (1 − κ·(1 − Π s_o))`. One co-runner gives exactly the pair
+    /// slowdown ([`PerfModel::colocation_slowdown`]); many saturate at `1 / (1 − κ)`, since a
+    /// server's host side can take at most the share `κ` of a job's pace — compounding the
+    /// slowdowns themselves priced a 1-GPU job next to seven others at up to 2.4 × (median pair:
+    /// 1.8 ×). The worst server sets the pace of a synchronous job (its other servers wait for
+    /// it), so servers do not multiply.
     fn colocation_factor(&self, model: &str, gpu_type: &str, co_runners: &[Vec<String>]) -> f64 {
+        let kappa = self.params.estimates.colocation_coupling;
+        let victim = self.proxy(model);
         co_runners
             .iter()
+            .filter(|on_server| !on_server.is_empty())
             .map(|on_server| {
-                on_server
+                let shared: f64 = on_server
                     .iter()
-                    .map(|o| self.colocation_slowdown(model, o, gpu_type))
-                    .product::<f64>()
+                    .map(|o| {
+                        self.pair_throughput(gpu_type, victim, self.proxy(o))
+                            .clamp(1e-3, 1.0)
+                    })
+                    .product();
+                1.0 / (1.0 - kappa * (1.0 - shared))
             })
             .fold(1.0, f64::max)
     }
@@ -465,6 +496,21 @@ impl PerfModel for CalibratedPerf {
 
     fn task_demand(&self, model: &str) -> Option<TaskDemandFit> {
         self.params.task_demands.get(model).cloned()
+    }
+
+    /// Co-location, PCIe sharing and NIC sharing are the only effects of neighbours; the
+    /// cross-socket factor depends on the job's own placement.
+    fn contention_free(&self) -> bool {
+        let e = &self.params.estimates;
+        e.colocation_coupling == 0.0
+            && e.pcie_share_comm_penalty == 0.0
+            && e.nic_bandwidth_fraction == 0.0
+    }
+
+    fn spread_envelope(&self, model: &str, gpu_type: &str) -> Option<(f64, f64)> {
+        let m = self.params.ar_models.get(model)?;
+        let p = self.ar_step(m, model, gpu_type).ok()?;
+        Some((p.spread_min, p.spread_max))
     }
 
     fn nic_competition(&self, comm_share: f64) -> f64 {
@@ -544,14 +590,32 @@ impl PerfModel for CalibratedPerf {
                     )));
                 }
                 let n = shape.servers().max(1);
+                let largest = shape.gpus_per_server.iter().copied().max().unwrap_or(k);
                 let batch = job.local_batch.unwrap_or(m.default_local_batch);
-                let (c, i, o) = p.parts(batch, k, n);
-                let socket = if shape.cross_socket_servers > 0 {
-                    est.cross_socket_comm_factor
-                } else {
-                    1.0
+                let socket = |crosses: bool| {
+                    if crosses {
+                        est.cross_socket_comm_factor
+                    } else {
+                        1.0
+                    }
                 };
-                (c, i * socket * pcie, o * nic * pcie, false)
+                let (c, i, o) = p.parts(batch, k, largest, n);
+                let i = i * socket(shape.cross_socket_servers > 0);
+                // A spread placement stays within the measured envelope of spread ÷ packed step
+                // times, packed on the same servers and priced the same way (its own socket
+                // term where packing must cross one).
+                let (c, i, o) = if n > 1 {
+                    let size = shape.server.unwrap_or(ServerSize {
+                        gpus: k.max(largest),
+                        socket_gpus: k.max(largest),
+                    });
+                    let (g, servers, crosses) = size.packed(k);
+                    let (pc, pi, po) = p.parts(batch, k, g, servers);
+                    p.within_envelope((c, i, o), pc + pi * socket(crosses) + po)
+                } else {
+                    (c, i, o)
+                };
+                (c, i * pcie, o * nic * pcie, false)
             }
         };
         let compute = compute * coloc;

@@ -34,10 +34,18 @@ pub struct PsModelParams {
     pub interference_proxy: Option<String>,
 }
 
-/// All-reduce step-time parameters for one model on one GPU type (Pollux form, OSDI'21):
-/// `step = compute_base + compute_per_sample·m + sync(N, K)` with `m` the per-GPU batch,
-/// `K` the GPUs, `N` the servers, and `sync = 0` for `K = 1`,
-/// `local_base + local_per_gpu·(K−2)` for `N = 1`, `net_base + net_per_gpu·(K−2)` for `N > 1`.
+/// All-reduce step-time parameters for one model on one GPU type, in Pollux's form (OSDI'21)
+/// with the synchronisation charged where its traffic flows:
+/// `step = compute_base + compute_per_sample·m + intra(g) + inter(N, K)` with `m` the per-GPU
+/// batch, `K` the GPUs, `N` the servers and `g` the most GPUs the job has on one server:
+/// `intra = local_base + local_per_gpu·(g−2)` for `g ≥ 2` (every server all-reduces among its
+/// own GPUs; the fullest one sets the pace), `inter = net_base + net_per_gpu·(K−2)` for `N > 1`.
+/// A job spread over servers pays both; on one server (`g = K`) only the first.
+///
+/// A spread placement's step time is further kept within the measured envelope
+/// `[spread_min, spread_max]` of spread ÷ packed step times of the profile the fit comes from
+/// (see [`super::PerfModel::speed`]): the fitted terms never price a spread the measurements
+/// did not see.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ArStepParams {
     /// Seconds per step independent of batch.
@@ -46,15 +54,27 @@ pub struct ArStepParams {
     pub compute_per_sample_s: f64,
     /// Gradient synchronisation inside one server, seconds.
     pub local_base_s: f64,
-    /// Added per GPU beyond two, inside one server.
+    /// Added per GPU beyond two on that server.
     pub local_per_gpu_s: f64,
     /// Gradient synchronisation across servers, seconds.
     pub net_base_s: f64,
-    /// Added per GPU beyond two, across servers.
+    /// Added per GPU of the job beyond two, across servers.
     pub net_per_gpu_s: f64,
+    /// Lowest measured ratio of a spread placement's step time to the packed one (≤ 1; 1 where
+    /// no spread was measured).
+    #[serde(default = "one")]
+    pub spread_min: f64,
+    /// Highest measured ratio of a spread placement's step time to the packed one (≥ 1).
+    #[serde(default = "one")]
+    pub spread_max: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl ArStepParams {
+    /// Parameters from the fitted coefficients in feature order, with no envelope yet.
     pub(crate) fn from_vec(v: &[f64]) -> Self {
         ArStepParams {
             compute_base_s: v[0],
@@ -63,23 +83,53 @@ impl ArStepParams {
             local_per_gpu_s: v[3],
             net_base_s: v[4],
             net_per_gpu_s: v[5],
+            spread_min: 1.0,
+            spread_max: 1.0,
         }
     }
 
-    /// `(compute, intra-server sync, inter-server sync)` seconds for `k` GPUs on `n` servers.
-    pub fn parts(&self, local_batch: f64, k: u32, n: u32) -> (f64, f64, f64) {
+    /// `(compute, intra-server sync, inter-server sync)` seconds for `k` GPUs on `n` servers,
+    /// at most `largest` of them on one server.
+    pub fn parts(&self, local_batch: f64, k: u32, largest: u32, n: u32) -> (f64, f64, f64) {
         let compute = self.compute_base_s + self.compute_per_sample_s * local_batch;
-        let extra = f64::from(k.saturating_sub(2));
-        if k <= 1 {
-            (compute, 0.0, 0.0)
-        } else if n <= 1 {
-            (
-                compute,
-                self.local_base_s + self.local_per_gpu_s * extra,
-                0.0,
-            )
+        let g = largest.min(k);
+        let intra = if g >= 2 {
+            self.local_base_s + self.local_per_gpu_s * f64::from(g - 2)
         } else {
-            (compute, 0.0, self.net_base_s + self.net_per_gpu_s * extra)
+            0.0
+        };
+        let inter = if n > 1 && k > 1 {
+            self.net_base_s + self.net_per_gpu_s * f64::from(k.saturating_sub(2))
+        } else {
+            0.0
+        };
+        (compute, intra, inter)
+    }
+
+    /// `(compute, intra, inter)` of a spread placement kept within
+    /// `[spread_min, spread_max] × packed_s` (the packed step time). The time the fitted terms
+    /// miss is added to the intra-server part; time beyond the highest measured ratio is taken
+    /// from the intra-server part first, then the inter-server one. Compute is never touched
+    /// (`spread_max >= 1` and `compute <= packed_s` make the upper bound reachable), and a
+    /// larger intra-server time in (the cross-socket term) never gives a smaller total once the
+    /// contention factors that stretch the inter-server part are applied.
+    pub fn within_envelope(&self, parts: (f64, f64, f64), packed_s: f64) -> (f64, f64, f64) {
+        let (c, i, o) = parts;
+        let (lo, hi) = (self.spread_min * packed_s, self.spread_max * packed_s);
+        let t = c + i + o;
+        // Bounded parts are written from the bound alone, not as a correction of `i`: every
+        // placement held at a bound prices exactly alike.
+        if t < lo {
+            (c, lo - c - o, o)
+        } else if t > hi {
+            let room = (hi - c).max(0.0);
+            if o <= room {
+                (c, room - o, o)
+            } else {
+                (c, 0.0, room)
+            }
+        } else {
+            (c, i, o)
         }
     }
 }
@@ -310,6 +360,12 @@ impl PerfParams {
                 nn(f("local_per_gpu_s"), p.local_per_gpu_s)?;
                 nn(f("net_base_s"), p.net_base_s)?;
                 nn(f("net_per_gpu_s"), p.net_per_gpu_s)?;
+                (p.spread_min > 0.0 && p.spread_min <= 1.0)
+                    .then_some(())
+                    .ok_or((f("spread_min"), p.spread_min, "(0, 1]"))?;
+                (p.spread_max >= 1.0 && p.spread_max.is_finite())
+                    .then_some(())
+                    .ok_or((f("spread_max"), p.spread_max, "[1, inf)"))?;
             }
         }
         nn(

@@ -148,6 +148,8 @@ mod tests {
             busy_gpu_seconds: 7.0,
             useful_gpu_seconds: 5.0,
             waiting_s: start.map_or(0.0, |s| s - arrival) + 1.0,
+            max_gpus: 1,
+            max_servers: 1,
         }
     }
 

@@ -105,13 +105,17 @@ impl Default for SimConfig {
 /// slowdown (GPU-hours held ÷ useful GPU-hours) of a FIFO replay — coda's stand-in for the
 /// trace era's own gang-scheduled, first-come first-served scheduler (Jeon et al., ATC'19) —
 /// on the same cluster, charging all contention (`contention_allowance = 1`). Its restarts are
-/// none (FIFO never moves a job), so held and useful GPU-time differ by contention alone.
+/// none (FIFO never moves a job), so held and useful GPU-time differ by contention alone. 1
+/// without a replay when the model has no contention at all ([`PerfModel::contention_free`]).
 pub fn contention_allowance(
     perf: &dyn PerfModel,
     config: SimConfig,
     cluster: Cluster,
     jobs: Vec<Job>,
 ) -> Result<f64> {
+    if perf.contention_free() {
+        return Ok(1.0);
+    }
     let mut fifo = crate::policies::by_name("fifo", perf, &Default::default())?;
     let mut sim = Simulator::new(
         perf,
@@ -168,6 +172,11 @@ pub struct JobRecord {
     /// Seconds spent arrived, unfinished and without GPUs: the first queueing delay plus every
     /// wait after a preemption.
     pub waiting_s: f64,
+    /// Most GPUs the job held in one assignment (0 if it never ran).
+    pub max_gpus: u32,
+    /// Most servers its workers spanned in one assignment (0 if it never ran): with
+    /// [`JobRecord::max_gpus`], whether it ever ran spread wider than packed.
+    pub max_servers: u32,
 }
 
 /// What processing one event led to.
@@ -394,6 +403,8 @@ impl<'a> Simulator<'a> {
                 busy_gpu_seconds: 0.0,
                 useful_gpu_seconds: 0.0,
                 waiting_s: 0.0,
+                max_gpus: 0,
+                max_servers: 0,
             })
             .collect();
         let last_arrival = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
@@ -637,6 +648,10 @@ impl<'a> Simulator<'a> {
                 && old.as_ref().is_none_or(|o| !same_assignment(o, &a))
             {
                 self.state[i].alone_speed = self.alone_speed(i, &a);
+                let r = &mut self.records[i];
+                let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
+                r.max_gpus = r.max_gpus.max(gpus as u32);
+                r.max_servers = r.max_servers.max(a.gpus_per_server().len() as u32);
             }
         }
         self.count_stranded();

@@ -167,16 +167,17 @@ impl Comparison {
     }
 }
 
-/// One row per job: `id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds`
-/// (empty where a job never started or never finished).
+/// One row per job: `id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds,
+/// max_gpus,max_servers` (empty where a job never started or never finished).
 pub fn jobs_csv(records: &[JobRecord]) -> String {
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
-    let mut s =
-        String::from("id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds\n");
+    let mut s = String::from(
+        "id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds,max_gpus,max_servers\n",
+    );
     for r in records {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             r.id,
             r.arrival_s,
             opt(r.first_start_s),
@@ -184,7 +185,9 @@ pub fn jobs_csv(records: &[JobRecord]) -> String {
             opt(r.finish_s.map(|f| f - r.arrival_s)),
             opt(r.first_start_s.map(|f| f - r.arrival_s)),
             r.restarts,
-            r.gpu_seconds
+            r.gpu_seconds,
+            r.max_gpus,
+            r.max_servers
         );
     }
     s

@@ -23,8 +23,9 @@
 //! of the default type, `v100`), `NxG:TYPE`, `alibaba-nodes`, or the path of a JSON file holding
 //! a [`Cluster`]. A generic `G`-GPU server has 2 sockets × 2 PCIe switches when `G` is a
 //! multiple of 4 (2 sockets × 1 switch when even, else one of each) and the DGX-1's per-GPU
-//! resources (5 cores, 64 GiB, 50 Gb/s of NIC per GPU), so `Nx8` is exactly
-//! [`crate::workload::trace::default_server`].
+//! resources (5 cores, 64 GiB, 50 Gb/s of NIC per GPU), but PCIe only: `Nx8` is
+//! [`crate::workload::trace::default_server`] without its NVLink, so a placement across its
+//! sockets pays the cross-socket estimate (a commodity server; `Nxdgx-1-v100` has NVLink).
 
 use std::path::{Path, PathBuf};
 
@@ -280,6 +281,7 @@ pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
             "sockets",
             "switches_per_socket",
             "gpus_per_switch",
+            "gpu_link",
             "cpu_cores",
             "memory_gib",
             "nic_gbps",
@@ -288,7 +290,7 @@ pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
     )?;
     f.rows()
         .map(|r| {
-            Ok(Server::uniform(
+            let server = Server::uniform(
                 r.str("name"),
                 r.str("gpu_type"),
                 r.positive_count("sockets")?,
@@ -297,7 +299,12 @@ pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
                 r.positive("cpu_cores")?,
                 r.positive("memory_gib")?,
                 r.positive("nic_gbps")?,
-            ))
+            );
+            match r.str("gpu_link") {
+                "nvlink" => Ok(server.with_nvlink()),
+                "pcie" => Ok(server),
+                _ => Err(r.bad("gpu_link", "expected `nvlink` or `pcie`")),
+            }
         })
         .collect()
 }
@@ -314,7 +321,7 @@ pub fn reference_server(cluster: &Cluster) -> Server {
         .unwrap_or(0);
     // Servers alike in type, topology, cores and memory, counted in one pass (a cluster may have
     // a million servers): count and first position of each kind.
-    type Kind<'a> = (&'a str, &'a [Vec<u32>], u64, u64);
+    type Kind<'a> = (&'a str, &'a [Vec<u32>], u64, u64, bool);
     let mut kinds: std::collections::HashMap<Kind<'_>, (usize, usize)> =
         std::collections::HashMap::new();
     for (i, s) in cluster.servers.iter().enumerate() {
@@ -324,6 +331,7 @@ pub fn reference_server(cluster: &Cluster) -> Server {
                 s.topology.as_slice(),
                 s.cpu_cores.to_bits(),
                 s.memory_gib.to_bits(),
+                s.nvlink,
             );
             kinds.entry(key).or_insert((0, i)).0 += 1;
         }

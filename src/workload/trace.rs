@@ -355,6 +355,8 @@ pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
             cpu_cores: r.nonneg("cpu_milli")? / 1000.0,
             memory_gib: r.nonneg("memory_mib")? / 1024.0,
             nic_gbps: ASSUMED_NIC_GBPS,
+            // The trace records no GPU fabric: PCIe, the weaker assumption.
+            nvlink: false,
         });
     }
     Ok(Cluster { servers })
@@ -577,11 +579,11 @@ fn place_alone(
 }
 
 /// The server the Philly defaults assume, row `dgx-1-v100` of `datasets/servers.csv` (NVIDIA's
-/// DGX-1 data sheet): 8 V100 GPUs (2 sockets × 2 PCIe switches × 2 GPUs), 40 cores, 512 GiB,
-/// 4 × 100 Gb/s InfiniBand. The Philly trace records no server hardware coda can price (its GPUs
-/// were not V100); like Pollux and Blox, coda replays it on 8-GPU V100 servers.
+/// DGX-1 data sheet): 8 V100 GPUs joined by NVLink (2 sockets × 2 PCIe switches × 2 GPUs), 40
+/// cores, 512 GiB, 4 × 100 Gb/s InfiniBand. The Philly trace records no server hardware coda can
+/// price (its GPUs were not V100); like Pollux and Blox, coda replays it on 8-GPU V100 servers.
 pub fn default_server() -> Server {
-    Server::uniform("node", "v100", 2, 2, 2, 40.0, 512.0, 400.0)
+    Server::uniform("node", "v100", 2, 2, 2, 40.0, 512.0, 400.0).with_nvlink()
 }
 
 /// One scheduling round cut from a trace: jobs `skip .. skip + take` (arrival order), all

@@ -265,19 +265,23 @@ fn cluster_specs() {
     let d = datasets();
     let c = coda::workload::cluster_from_spec("64x8", &d, perf).unwrap();
     assert_eq!(c.servers.len(), 64);
+    // The generic 8-GPU server is the DGX-1's topology and resources without NVLink.
     assert_eq!(
         c.servers[0],
         coda::Server {
             name: "node-000".into(),
+            nvlink: false,
             ..trace::default_server()
         }
     );
     // Named servers come from datasets/servers.csv, with their cited numbers.
+    // The DGX-1 is the generic 8-GPU server with its GPUs joined by NVLink.
     let c = coda::workload::cluster_from_spec("64xdgx-1-v100", &d, perf).unwrap();
-    assert_eq!(
-        c,
-        coda::workload::cluster_from_spec("64x8", &d, perf).unwrap()
-    );
+    let mut generic = coda::workload::cluster_from_spec("64x8", &d, perf).unwrap();
+    assert!(generic.servers.iter().all(|s| !s.nvlink));
+    generic.servers.iter_mut().for_each(|s| s.nvlink = true);
+    assert_eq!(c, generic);
+    assert!(c.servers[0].gpu_slots().iter().all(|g| g.socket == 0));
     let c = coda::workload::cluster_from_spec("2xnd40rs-v2", &d, perf).unwrap();
     assert_eq!(
         (

@@ -117,6 +117,73 @@ fn perf_answers_what_if_in_data_units() {
     assert!(ps["unit"].as_str().unwrap().starts_with("job_speed"));
 }
 
+/// `coda perf --cluster` prices a placement on named servers as the simulator does: the DGX-1
+/// has NVLink (no socket term), the generic PCIe server does; the ratio to packed on the same
+/// servers is within the printed envelope; a split the servers cannot hold exits 2.
+#[test]
+fn perf_prices_a_placement_on_real_servers() {
+    let run = |args: &[&str]| {
+        let out = Command::new(coda_bin())
+            .current_dir(root())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let at = |placement: &str, cluster: &str| {
+        run(&[
+            "perf",
+            "--model",
+            "yolov3",
+            "--workers",
+            "8",
+            "--placement",
+            placement,
+            "--cluster",
+            cluster,
+            "--json",
+        ])
+    };
+    let dgx = at("8", "2xdgx-1-v100");
+    let pcie = at("8", "2x8");
+    assert_eq!(dgx["cross_socket_servers"], 0);
+    assert_eq!(pcie["cross_socket_servers"], 1);
+    assert!(pcie["step_time_s"].as_f64().unwrap() > dgx["step_time_s"].as_f64().unwrap());
+    // Packed is itself.
+    assert_eq!(dgx["ratio_to_packed"].as_f64().unwrap(), 1.0);
+    let split = at("4,4", "2xdgx-1-v100");
+    let r = split["ratio_to_packed"].as_f64().unwrap();
+    let (lo, hi) = (
+        split["envelope"][0].as_f64().unwrap(),
+        split["envelope"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= r && r <= hi, "{r} outside [{lo}, {hi}]");
+    // Each half still all-reduces inside its server.
+    assert!(split["speed"]["intra_comm_s"].as_f64().unwrap() > 0.0);
+    let out = Command::new(coda_bin())
+        .current_dir(root())
+        .args([
+            "perf",
+            "--model",
+            "yolov3",
+            "--workers",
+            "12",
+            "--placement",
+            "12",
+            "--cluster",
+            "2xdgx-1-v100",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has 8 GPUs"));
+}
+
 #[test]
 fn perf_unknown_model_and_bad_placement_exit_two() {
     let out = Command::new(coda_bin())

@@ -189,10 +189,11 @@ fn nic_competition_follows_the_phase_alignment() {
     assert_eq!(aligned.nic_competition(0.2), 1.0);
     let half = with(|e| e.nic_phase_alignment = 0.5);
     assert!((half.nic_competition(0.2) - 0.6).abs() < 1e-12);
-    // Two 2-server jobs on the same two servers.
+    // Two 2-server jobs on the same two servers, both with inter-server time when spread
+    // (imagenet on V100 has none: Sia measured it no slower over two servers than its compute).
     let jobs = vec![
         job(0, "bert", Architecture::AllReduce, 2, 1.0),
-        job(1, "imagenet", Architecture::AllReduce, 2, 1.0),
+        job(1, "yolov3", Architecture::AllReduce, 2, 1.0),
     ];
     let snap = ClusterSnapshot::new(0.0, cluster(2), jobs).unwrap();
     let w = |server, g| WorkerTask {
@@ -326,4 +327,106 @@ fn pollux_packer_keeps_one_distributed_job_per_server() {
             .validate(&snap)
             .is_empty()
     );
+}
+
+/// With every contention estimate off no neighbour changes a speed, so the allowance is 1
+/// without a replay — and a FIFO replay, had it run, measures exactly that.
+#[test]
+fn contention_free_models_skip_the_allowance_replay() {
+    let off = with(|e| {
+        e.colocation_coupling = 0.0;
+        e.pcie_share_comm_penalty = 0.0;
+        e.nic_bandwidth_fraction = 0.0;
+    });
+    assert!(off.contention_free());
+    assert!(!CalibratedPerf::shipped().contention_free());
+    // Any one effect left on is contention.
+    assert!(!with(|e| e.nic_bandwidth_fraction = 0.0).contention_free());
+    let jobs = philly(300);
+    let f =
+        sim::contention_allowance(&off, SimConfig::default(), cluster(4), jobs.clone()).unwrap();
+    assert_eq!(f, 1.0);
+    let mut replay = Simulator::new(&off, SimConfig::default(), cluster(4), jobs).unwrap();
+    let mut fifo = policies::by_name("fifo", &off, &PolicyOptions::default()).unwrap();
+    replay.run(fifo.as_mut()).unwrap();
+    let held: f64 = replay.records().iter().map(|r| r.gpu_seconds).sum();
+    let useful: f64 = replay.records().iter().map(|r| r.useful_gpu_seconds).sum();
+    assert!((held / useful - 1.0).abs() < 1e-9, "{held} / {useful}");
+}
+
+/// Co-runners on one server compound their measured pair throughputs and the job feels the
+/// coupling share of that loss: one co-runner is exactly the pair slowdown, many saturate at
+/// `1 / (1 − κ)` (seven copies of the worst pair once cost 6 ×).
+#[test]
+fn co_location_saturates_at_the_coupling_share() {
+    let perf = CalibratedPerf::shipped();
+    let kappa = perf.params().estimates.colocation_coupling;
+    let q = coda::JobQuery {
+        model: "imagenet",
+        arch: Architecture::AllReduce,
+        gpus_per_worker: 1,
+        local_batch: None,
+    };
+    let t = |co: Vec<&str>| {
+        let mut s = coda::PlacementShape::isolated(1, 0, vec![1]);
+        s.co_runners = vec![co.into_iter().map(String::from).collect()];
+        perf.speed(&q, "v100", &s).unwrap().compute_s
+    };
+    let alone = t(vec![]);
+    let pair = perf.colocation_slowdown("imagenet", "bert", "v100");
+    assert!(pair > 1.0);
+    assert!((t(vec!["bert"]) / alone - pair).abs() < 1e-12);
+    let seven = t(vec!["bert"; 7]) / alone;
+    assert!(
+        seven > pair && seven <= 1.0 / (1.0 - kappa) + 1e-12,
+        "{seven}"
+    );
+    assert!(
+        seven < pair.powi(7),
+        "{seven} vs compounded {}",
+        pair.powi(7)
+    );
+}
+
+/// A DGX-1's GPUs talk over NVLink: an 8-GPU job on one is not cross-socket and runs as fast
+/// as its measured one-server step; on a PCIe server of the same topology it pays the
+/// cross-socket estimate.
+#[test]
+fn nvlink_servers_have_no_cross_socket_placements() {
+    let perf = CalibratedPerf::shipped();
+    let job = job(0, "yolov3", Architecture::AllReduce, 8, 1.0);
+    let a = Assignment {
+        job: coda::JobId(0),
+        workers: (0..8)
+            .map(|g| WorkerTask {
+                server: 0,
+                gpus: vec![g],
+            })
+            .collect(),
+        ps: vec![],
+    };
+    let on = |server: &Server| {
+        let c = Cluster::homogeneous(1, server);
+        let slots = c.slot_table();
+        (
+            a.footprint(&slots).cross_socket_servers(),
+            coda::perf::speed_alone(perf, &c, &slots, &job, &a).unwrap(),
+        )
+    };
+    let dgx = trace::default_server();
+    assert!(dgx.nvlink);
+    let pcie = Server {
+        nvlink: false,
+        ..dgx.clone()
+    };
+    let (x_dgx, s_dgx) = on(&dgx);
+    let (x_pcie, s_pcie) = on(&pcie);
+    assert_eq!((x_dgx, x_pcie), (0, 1));
+    let e = perf.params().estimates.cross_socket_comm_factor;
+    assert!((s_pcie.intra_comm_s - e * s_dgx.intra_comm_s).abs() < 1e-12);
+    let q = coda::JobQuery::of(&job);
+    let measured = perf
+        .speed(&q, "v100", &coda::PlacementShape::isolated(8, 0, vec![8]))
+        .unwrap();
+    assert_eq!(s_dgx.step_time_s, measured.step_time_s);
 }

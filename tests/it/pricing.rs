@@ -43,7 +43,16 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             Mode::Single
         };
         let gpu = &snap.cluster.servers[a.workers[0].server].gpu_type;
-        let t = obj.option_terms(p, j, a.workers.len() as u32, a.ps.len() as u32, mode, gpu)?;
+        // Options are priced on the largest server of their GPU type.
+        let server = snap
+            .cluster
+            .servers
+            .iter()
+            .filter(|s| &s.gpu_type == gpu)
+            .map(coda::perf::ServerSize::of)
+            .max_by_key(|s| (s.gpus, s.socket_gpus));
+        let (w, ps) = (a.workers.len() as u32, a.ps.len() as u32);
+        let t = obj.option_terms(p, j, w, ps, mode, gpu, server)?;
         let local: usize = a
             .workers
             .iter()

@@ -18,8 +18,8 @@ pub struct Args {
     /// Also write the fit-quality table as CSV here.
     #[arg(long)]
     pub quality_csv: Option<PathBuf>,
-    /// Also write the placement check (measured vs predicted spread ÷ one-server step time,
-    /// every source) as CSV here, and print its summary.
+    /// Also write the placement check (measured vs predicted spread ÷ packed step time, every
+    /// source) as CSV here, and print its summary.
     #[arg(long)]
     pub placement_csv: Option<PathBuf>,
     /// Print the fit-quality table as JSON.
@@ -67,16 +67,18 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
 }
 
 fn placement_csv_text(rows: &[perf::PlacementCheck]) -> String {
-    let mut s =
-        String::from("source,gpu,model,gpus,servers,local_batch,measured_ratio,predicted_ratio\n");
+    let mut s = String::from(
+        "source,gpu,model,gpus,servers,placement,local_batch,measured_ratio,predicted_ratio\n",
+    );
     for r in rows {
         s += &format!(
-            "{},{},{},{},{},{},{:.4},{:.4}\n",
+            "{},{},{},{},{},{},{},{:.4},{:.4}\n",
             r.source,
             r.gpu,
             r.model,
             r.gpus,
             r.servers,
+            r.placement,
             r.local_batch,
             r.measured_ratio,
             r.predicted_ratio

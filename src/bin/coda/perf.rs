@@ -3,7 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::{Architecture, JobQuery, PerfModel, PlacementShape};
+use coda::perf::ServerSize;
+use coda::{
+    Architecture, Assignment, Cluster, Job, JobId, JobQuery, PerfModel, PlacementShape, PsTask,
+    TaskDemand, TaskRange, WorkerTask,
+};
 
 use crate::{perf_model, range};
 
@@ -31,9 +35,19 @@ pub struct Args {
     /// Fraction of worker–PS pairs on the same server (PS models).
     #[arg(long, default_value_t = 0.0, value_parser = range::fraction)]
     pub ps_local: f64,
-    /// Servers on which the job's GPUs span two sockets.
-    #[arg(long, default_value_t = 0)]
+    /// Servers on which the job's GPUs span two sockets (without `--cluster`).
+    #[arg(long, default_value_t = 0, conflicts_with = "cluster")]
     pub cross_socket: u32,
+    /// Price the placement on these servers as the simulator would (a cluster spec, e.g.
+    /// `2xdgx-1-v100`): server `i` of the cluster holds the `i`-th count of `--placement` on
+    /// its first GPUs (sockets and NVLink from its topology), PS tasks round-robin on the worker
+    /// servers; also prints the job packed on the same servers and the measured envelope of
+    /// spread ÷ packed step times the price is kept within. `--gpu` is the servers' type.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Folder with the measured tables (for `--cluster`'s named servers).
+    #[arg(long, default_value = "datasets")]
+    pub datasets: PathBuf,
     /// List the known models.
     #[arg(long)]
     pub list: bool,
@@ -53,6 +67,8 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         batch,
         ps_local,
         cross_socket,
+        cluster,
+        datasets,
         list,
         json,
     } = args;
@@ -99,15 +115,19 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             format!("at most the {} server(s) of --placement", placement.len()),
         ));
     }
-    let mut shape = PlacementShape::isolated(workers, ps, placement.clone());
-    shape.ps_colocated_fraction = ps_local;
-    shape.cross_socket_servers = cross_socket;
     let q = JobQuery {
         model: &model,
         arch,
         gpus_per_worker: 1,
         local_batch: batch.map(f64::from),
     };
+    if let Some(spec) = cluster {
+        let c = coda::workload::cluster_from_spec(&spec, &datasets, &perf)?;
+        return on_cluster(&perf, &q, &c, &spec, &placement, ps, json);
+    }
+    let mut shape = PlacementShape::isolated(workers, ps, placement.clone());
+    shape.ps_colocated_fraction = ps_local;
+    shape.cross_socket_servers = cross_socket;
     let s = perf.speed(&q, &gpu, &shape)?;
     let (value, unit) = match arch {
         Architecture::ParameterServer => (
@@ -130,6 +150,139 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             s.compute_s,
             s.intra_comm_s,
             s.inter_comm_s
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `coda perf --cluster`: the placement laid on the first servers of `cluster` and priced as
+/// the simulator prices a job alone there, next to the same job packed on the same servers.
+fn on_cluster(
+    perf: &dyn PerfModel,
+    q: &JobQuery<'_>,
+    cluster: &Cluster,
+    spec: &str,
+    placement: &[u32],
+    ps: u32,
+    json: bool,
+) -> coda::Result<ExitCode> {
+    let bad = |reason: String| {
+        coda::Error::invalid(
+            "--placement",
+            0,
+            "placement",
+            format!("{placement:?}"),
+            reason,
+        )
+    };
+    if placement.len() > cluster.servers.len() {
+        return Err(bad(format!(
+            "{} servers asked, `{spec}` has {}",
+            placement.len(),
+            cluster.servers.len()
+        )));
+    }
+    let lay = |per_server: &[u32]| -> coda::Result<Assignment> {
+        let mut workers = Vec::new();
+        for (server, &n) in per_server.iter().enumerate() {
+            let have = cluster.servers[server].num_gpus();
+            if n > have {
+                return Err(bad(format!(
+                    "server {server} of `{spec}` has {have} GPUs, not {n}"
+                )));
+            }
+            workers.extend((0..n).map(|g| WorkerTask {
+                server,
+                gpus: vec![g],
+            }));
+        }
+        let ps = (0..ps as usize)
+            .map(|p| PsTask {
+                server: p % per_server.len(),
+            })
+            .collect();
+        Ok(Assignment {
+            job: JobId(0),
+            workers,
+            ps,
+        })
+    };
+    let k: u32 = placement.iter().sum();
+    let gpu = cluster.servers[0].gpu_type.clone();
+    // Speeds read only the model, architecture, GPUs per worker and batch of a job.
+    let job = Job {
+        id: JobId(0),
+        arrival_s: 0.0,
+        model: q.model.to_string(),
+        arch: q.arch,
+        total_iterations: 1.0,
+        done_iterations: 0.0,
+        demand: TaskDemand {
+            gpus_per_worker: 1,
+            cpu_per_worker: 0.0,
+            mem_per_worker_gib: 0.0,
+            cpu_per_ps: 0.0,
+            mem_per_ps_gib: 0.0,
+        },
+        workers: TaskRange::new(k, k),
+        ps: TaskRange::new(ps, ps),
+        gpu_types: Vec::new(),
+        local_batch: q.local_batch.map(|b| b as u32),
+        current: None,
+        requested: None,
+    };
+    let slots = cluster.slot_table();
+    let here = lay(placement)?;
+    let s = coda::perf::speed_alone(perf, cluster, &slots, &job, &here)?;
+    let size = ServerSize::of(&cluster.servers[0]);
+    let packed_layout = coda::perf::packed(k, size.gpus);
+    let packed = (packed_layout.len() <= cluster.servers.len())
+        .then(|| lay(&packed_layout))
+        .transpose()?
+        .map(|a| coda::perf::speed_alone(perf, cluster, &slots, &job, &a))
+        .transpose()?;
+    let envelope = perf.spread_envelope(q.model, &gpu);
+    let fp = here.footprint(&slots);
+    let cross = fp.cross_socket_servers();
+    if json {
+        let obj = serde_json::json!({
+            "model": q.model, "arch": q.arch, "cluster": spec, "gpu": gpu, "gpus": k, "ps": ps,
+            "placement": placement, "cross_socket_servers": cross, "speed": s,
+            "step_time_s": s.step_time_s, "packed_placement": packed_layout,
+            "packed": packed, "ratio_to_packed": packed.map(|p| s.step_time_s / p.step_time_s),
+            "envelope": envelope,
+        });
+        out!("{obj}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!(
+        "{} ({:?}) on `{spec}` ({gpu}{}), {k} GPUs, {ps} PS, placement {placement:?}, {cross} server(s) across sockets",
+        q.model,
+        q.arch,
+        if cluster.servers[0].nvlink {
+            ", NVLink"
+        } else {
+            ", PCIe"
+        },
+    );
+    out!("  step_time (s per step): {:.6}", s.step_time_s);
+    out!(
+        "  per step: compute {:.4} s, intra-server comm {:.4} s, inter-server comm {:.4} s",
+        s.compute_s,
+        s.intra_comm_s,
+        s.inter_comm_s
+    );
+    if let Some(p) = packed {
+        out!(
+            "  packed {packed_layout:?}: {:.6} s per step; this placement / packed = {:.3}",
+            p.step_time_s,
+            s.step_time_s / p.step_time_s
+        );
+    }
+    if let Some((lo, hi)) = envelope {
+        out!(
+            "  measured envelope of spread / packed for {} on {gpu}: {lo:.3} .. {hi:.3}",
+            q.model
         );
     }
     Ok(ExitCode::SUCCESS)

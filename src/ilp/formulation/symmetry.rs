@@ -53,6 +53,7 @@ fn server_pairs(snapshot: &ClusterSnapshot) -> Vec<(usize, usize)> {
         let (x, y) = (&servers[a], &servers[b]);
         x.gpu_type == y.gpu_type
             && x.topology == y.topology
+            && x.nvlink == y.nvlink
             && x.cpu_cores == y.cpu_cores
             && x.memory_gib == y.memory_gib
     };
