@@ -221,7 +221,7 @@ pub fn solve_restricted(
     let pricing = RoundPricing::new(perf, snapshot, *objective);
     let form = Formulation::from_pricing(&pricing, settings.formulation())?;
     let size = form.size();
-    let (vars, obj, mut constraints, decoder) = form.into_parts();
+    let (vars, obj, constraints, decoder) = form.into_parts();
     // The caller's start must be usable; the others are tried. Keeping every running job where
     // it is is always valid (the snapshot's check), so there is always a start to fall back on.
     // Every start is relabelled onto the ordering of interchangeable servers and switches the
@@ -241,13 +241,16 @@ pub fn solve_restricted(
         }
         None => None,
     };
+    // Fixed columns are held by their bounds (presolve removes them outright), not by rows.
+    let mut fixings: Vec<(usize, f64)> = Vec::new();
     if let Some((_, x)) = &user {
         for id in fixed {
             let Some(j) = snapshot.job_index(*id) else {
                 continue;
             };
             for v in decoder.integer_columns_of(j) {
-                constraints.push(good_lp::constraint::eq(v, x[decoder.index(v)].round()));
+                let i = decoder.index(v);
+                fixings.push((i, x[i].round()));
             }
         }
     }
@@ -294,7 +297,15 @@ pub fn solve_restricted(
             wall_time_s: 0.0,
         }
     } else {
-        run_highs(vars, obj, constraints, start.as_deref(), settings, t0)?
+        run_highs(
+            vars,
+            obj,
+            constraints,
+            &fixings,
+            start.as_deref(),
+            settings,
+            t0,
+        )?
     };
     if matches!(
         run.status,
@@ -495,6 +506,7 @@ fn run_highs(
     vars: good_lp::ProblemVariables,
     obj: good_lp::Expression,
     constraints: Vec<good_lp::Constraint>,
+    fixings: &[(usize, f64)],
     start: Option<&[f64]>,
     settings: &SolveSettings,
     t0: Instant,
@@ -505,6 +517,13 @@ fn run_highs(
     }
     let build_time_s = t0.elapsed().as_secs_f64();
     let mut model = problem.into_inner();
+    fix_columns(&mut model, fixings)?;
+    if !fixings.is_empty() {
+        // HiGHS 1.15's RENS sub-MIP on a program with fixed columns can loop in presolve's
+        // doubleton elimination without reading the clock (seen on a 2-server, 6-job round,
+        // with the columns fixed by rows or by bounds alike): no RENS there.
+        model.set_option("mip_heuristic_run_rens", false);
+    }
     // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
     model.set_option("output_flag", settings.verbose);
     model.set_option("log_to_console", settings.verbose);
@@ -571,6 +590,33 @@ fn run_highs(
     })
 }
 
+/// Holds column `i` at `v` for every `(i, v)` (good_lp numbers HiGHS columns in variable order,
+/// the order the decoder's indices follow); the safe wrapper cannot name a column it did not
+/// create, so the bounds go through the C API.
+#[allow(unsafe_code)]
+fn fix_columns(model: &mut highs::Model, fixings: &[(usize, f64)]) -> Result<()> {
+    let cols = model.num_cols();
+    for &(i, v) in fixings {
+        if i >= cols {
+            return Err(Error::Solver {
+                solver: "HiGHS".into(),
+                reason: format!("fixed column {i} of {cols}"),
+            });
+        }
+        // SAFETY: `model` owns a live HiGHS instance for the call; `i` is a column index below
+        // its column count (checked above); bounds are finite.
+        let status =
+            unsafe { highs_sys::Highs_changeColBounds(model.as_mut_ptr(), i as i32, v, v) };
+        if status != 0 {
+            return Err(Error::Solver {
+                solver: "HiGHS".into(),
+                reason: format!("fixing column {i} at {v}: status {status}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Branch-and-bound nodes: HiGHS keeps the count as a 64-bit info value, which the safe wrapper
 /// does not read; the 32-bit reader fails on it, so it is read through the C API.
 #[allow(unsafe_code)]
@@ -603,7 +649,7 @@ pub fn relaxation_bound(
     }
     let constant = form.objective_constant();
     let (vars, obj, constraints, _) = form.into_parts();
-    let run = run_highs(vars, obj, constraints, None, settings, t0)?;
+    let run = run_highs(vars, obj, constraints, &[], None, settings, t0)?;
     Ok((run.status == SolveStatus::Optimal).then_some(run.objective + constant))
 }
 

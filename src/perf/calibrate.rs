@@ -381,9 +381,13 @@ fn read_pollux(dir: &Path) -> Result<BTreeMap<String, ArData>> {
     Ok(out)
 }
 
-/// GPUs per server of Gavel's unconsolidated runs, as coda reads them (the source records no
-/// split): one worker per server.
-pub(crate) const GAVEL_SPREAD_LARGEST: u32 = 1;
+/// GPUs per server of a Gavel unconsolidated run of `k` GPUs, as coda reads them: the source
+/// records no split, and coda reads it as the job halved over two servers (largest half first),
+/// the spread its schedulers make most — so a two-server split of a `gavel-*` model is priced
+/// as measured, and wider ones from the same fitted terms, within the envelope.
+pub(crate) fn gavel_spread(k: u32) -> Vec<u32> {
+    vec![k.div_ceil(2), k / 2]
+}
 
 /// Isolated 1-GPU throughput per `(gpu_type, job_type)`, the denominator of pair slowdowns.
 type SingleGpuThroughput = BTreeMap<(String, String), f64>;
@@ -438,10 +442,8 @@ fn read_gavel_isolated(dir: &Path) -> Result<(BTreeMap<String, ArData>, SingleGp
         if k > 1 && !r.str("sim_unconsolidated").is_empty() {
             let spread = r.nonneg("sim_unconsolidated")?;
             if spread > 0.0 {
-                // Gavel records no split for its unconsolidated runs: read as one worker per
-                // server, so the whole synchronisation is inter-server.
                 rows.push(Obs {
-                    x: ar_features(0.0, k, GAVEL_SPREAD_LARGEST, k),
+                    x: ar_features(0.0, k, gavel_spread(k)[0], 2),
                     time: f64::from(k) / spread,
                     packed: Some(ar_features(0.0, k, k, 1)),
                 });

@@ -174,14 +174,18 @@ pub struct InterferenceParams {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimates {
     /// ESTIMATE. Fraction of the slowdown Gavel measured for two jobs sharing *one GPU* that a job
-    /// feels from a co-runner on the *same server but other GPUs*. Such jobs share the host side
-    /// only (PCIe root complex, CPU, DRAM bandwidth, input pipeline), not SMs or GPU memory, so
-    /// the GPU-sharing slowdown is an upper bound; 0.25 keeps the measured ranking of pairs while
-    /// giving 5–15 % slowdowns for typical pairs.
+    /// feels from its co-runners on the *same server but other GPUs*. Such jobs share the host
+    /// side only (PCIe root complex, CPU, DRAM bandwidth, input pipeline), not SMs or GPU memory,
+    /// so the GPU-sharing slowdown is an upper bound; 0.25 keeps the measured ranking of pairs
+    /// while giving 5–15 % slowdowns for typical pairs. Several co-runners compound their pair
+    /// throughputs before the share is taken, so the host side never takes more than this
+    /// share of a job's pace (at most `1/(1 − κ)`, 1.33× at 0.25).
     pub colocation_coupling: f64,
-    /// ESTIMATE. Factor on a job's intra-server gradient traffic when its GPUs on one server sit
-    /// under different CPU sockets: GPU peer-to-peer does not cross the socket link (QPI/UPI) on
-    /// PCIe servers, so transfers are staged through host memory, roughly halving bandwidth.
+    /// ESTIMATE. Factor on a job's intra-server gradient traffic when its GPUs on one PCIe server
+    /// sit under different CPU sockets: GPU peer-to-peer does not cross the socket link (QPI/UPI)
+    /// there, so transfers are staged through host memory, roughly halving bandwidth. Never
+    /// applied on NVLink servers, whose GPUs reach each other directly (and whose one-server
+    /// step times, measured on Sia's NVLink V100 and A100 servers, already are what they are).
     pub cross_socket_comm_factor: f64,
     /// ESTIMATE. Added fraction of a job's communication time for each other job with a GPU under
     /// a PCIe switch this job also uses: the switch's uplink is shared.

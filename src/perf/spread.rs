@@ -7,7 +7,7 @@
 //! profile, model and per-GPU batch whose placements differ, the packed one being `K` GPUs on
 //! `ceil(K / S)` servers of the profile's `S` GPUs; a placement measured several times counts by
 //! its median. Gavel (`gavel_isolated_throughputs.csv`): consolidated against unconsolidated
-//! throughput of one job type and size (read as one worker per server).
+//! throughput of one job type and size (read as the job halved over two servers).
 //!
 //! The **envelope** of a model on a GPU type is the range of its measured spread ÷ packed ratios,
 //! each the median over the batches and splits of one (profile, GPU count, server count), with
@@ -21,8 +21,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::calibrate::{
-    GAVEL_SPREAD_LARGEST, cluster_profile, gavel_model_name, median, open_gavel, open_pollux,
-    row_placement,
+    cluster_profile, gavel_model_name, gavel_spread, median, open_gavel, open_pollux, row_placement,
 };
 use super::context::packed;
 use super::params::{ArStepParams, PerfParams};
@@ -118,7 +117,7 @@ pub(crate) fn spread_pairs(dir: &Path) -> Result<Vec<SpreadPair>> {
             source: "gavel".into(),
             gpu: r.str("gpu_type").to_lowercase(),
             model: gavel_model_name(r.str("job_type")),
-            placement: vec![GAVEL_SPREAD_LARGEST; (k / GAVEL_SPREAD_LARGEST) as usize],
+            placement: gavel_spread(k),
             packed: vec![k],
             batch: 0.0,
             // Throughputs: step time spread ÷ packed is packed ÷ spread throughput.
