@@ -330,6 +330,34 @@ impl PlacementShape {
     }
 }
 
+/// A job that carries only what a speed reads (model, architecture, one GPU per worker, batch),
+/// with `workers` workers and `ps` PS: what pricing a placement alone needs when there is no
+/// job to hand (`coda perf --cluster`, property tests over placements).
+pub fn probe_job(query: &JobQuery<'_>, workers: u32, ps: u32) -> crate::model::Job {
+    use crate::model::{Job, TaskDemand, TaskRange};
+    Job {
+        id: JobId(0),
+        arrival_s: 0.0,
+        model: query.model.to_string(),
+        arch: query.arch,
+        total_iterations: 1.0,
+        done_iterations: 0.0,
+        demand: TaskDemand {
+            gpus_per_worker: 1,
+            cpu_per_worker: 0.0,
+            mem_per_worker_gib: 0.0,
+            cpu_per_ps: 0.0,
+            mem_per_ps_gib: 0.0,
+        },
+        workers: TaskRange::new(workers, workers),
+        ps: TaskRange::new(ps, ps),
+        gpu_types: Vec::new(),
+        local_batch: query.local_batch.map(|b| b.round() as u32),
+        current: None,
+        requested: None,
+    }
+}
+
 /// Speed of `job` alone in assignment `a` on `cluster` (`slots` its slot table): the same
 /// placement, no neighbour; the slowest GPU type of its workers sets the pace.
 pub fn speed_alone(

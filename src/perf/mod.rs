@@ -38,7 +38,7 @@ pub use calibrate::{
     CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
 };
 pub use context::{
-    Occupancy, PlacementShape, ServerSize, packed, placement_shapes, speed_alone, speeds,
+    Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone, speeds,
 };
 pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{

@@ -96,6 +96,20 @@ fn waiting_includes_waits_after_preemption() {
     assert!(m.busy_utilization > 0.0 && m.busy_utilization <= 1.0 + 1e-9);
 }
 
+/// Job `id` on GPUs `0..n` of `server`, one worker per GPU.
+fn one_gpu_workers(id: u64, server: usize, n: u32) -> Assignment {
+    Assignment {
+        job: coda::JobId(id),
+        workers: (0..n)
+            .map(|g| WorkerTask {
+                server,
+                gpus: vec![g],
+            })
+            .collect(),
+        ps: vec![],
+    }
+}
+
 fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
     Job {
         id: coda::JobId(id),
@@ -230,16 +244,7 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
     pending.arrival_s = 0.0;
     let mut running = job(1, "cifar10", Architecture::AllReduce, 8, 1.0);
     running.arrival_s = 10.0;
-    running.current = Some(Assignment {
-        job: coda::JobId(1),
-        workers: (0..8)
-            .map(|g| WorkerTask {
-                server: 0,
-                gpus: vec![g],
-            })
-            .collect(),
-        ps: vec![],
-    });
+    running.current = Some(one_gpu_workers(1, 0, 8));
     let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
     let mut t = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
     let s = t.schedule(&snap).unwrap();
@@ -395,16 +400,7 @@ fn co_location_saturates_at_the_coupling_share() {
 fn nvlink_servers_have_no_cross_socket_placements() {
     let perf = CalibratedPerf::shipped();
     let job = job(0, "yolov3", Architecture::AllReduce, 8, 1.0);
-    let a = Assignment {
-        job: coda::JobId(0),
-        workers: (0..8)
-            .map(|g| WorkerTask {
-                server: 0,
-                gpus: vec![g],
-            })
-            .collect(),
-        ps: vec![],
-    };
+    let a = one_gpu_workers(0, 0, 8);
     let on = |server: &Server| {
         let c = Cluster::homogeneous(1, server);
         let slots = c.slot_table();

@@ -372,7 +372,7 @@ fn partitions(k: u32, per: u32) -> Vec<Vec<u32>> {
 /// estimate, and only on PCIe servers.
 #[test]
 fn every_placement_is_priced_within_the_measured_envelope() {
-    use coda::{Assignment, Cluster, JobId, TaskDemand, TaskRange, WorkerTask};
+    use coda::{Assignment, Cluster, JobId, WorkerTask};
     let perf = perf();
     let d = datasets();
     let mut kinds: Vec<coda::Server> = ["1xdgx-1-v100", "1xnd40rs-v2", "1x8", "1x4:t4", "1x8:a100"]
@@ -422,27 +422,13 @@ fn every_placement_is_priced_within_the_measured_envelope() {
             assert!(lo <= 1.0 && hi >= 1.0, "{model}: [{lo}, {hi}]");
             let most = perf.max_tasks(&model).unwrap().0.min(16);
             for k in 2..=most {
-                let job = coda::Job {
-                    id: JobId(0),
-                    arrival_s: 0.0,
-                    model: model.clone(),
+                let q = JobQuery {
+                    model: &model,
                     arch,
-                    total_iterations: 1.0,
-                    done_iterations: 0.0,
-                    demand: TaskDemand {
-                        gpus_per_worker: 1,
-                        cpu_per_worker: 0.0,
-                        mem_per_worker_gib: 0.0,
-                        cpu_per_ps: 0.0,
-                        mem_per_ps_gib: 0.0,
-                    },
-                    workers: TaskRange::new(k, k),
-                    ps: TaskRange::new(0, 0),
-                    gpu_types: Vec::new(),
+                    gpus_per_worker: 1,
                     local_batch: None,
-                    current: None,
-                    requested: None,
                 };
+                let job = perf::probe_job(&q, k, 0);
                 let price = |split: &[u32]| {
                     perf::speed_alone(perf, &cluster, &slots, &job, &lay(split))
                         .unwrap()

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use coda::perf::ServerSize;
 use coda::{
-    Architecture, Assignment, Cluster, Job, JobId, JobQuery, PerfModel, PlacementShape, PsTask,
-    TaskDemand, TaskRange, WorkerTask,
+    Architecture, Assignment, Cluster, JobId, JobQuery, PerfModel, PlacementShape, PsTask,
+    WorkerTask,
 };
 
 use crate::{perf_model, range};
@@ -209,28 +209,7 @@ fn on_cluster(
     };
     let k: u32 = placement.iter().sum();
     let gpu = cluster.servers[0].gpu_type.clone();
-    // Speeds read only the model, architecture, GPUs per worker and batch of a job.
-    let job = Job {
-        id: JobId(0),
-        arrival_s: 0.0,
-        model: q.model.to_string(),
-        arch: q.arch,
-        total_iterations: 1.0,
-        done_iterations: 0.0,
-        demand: TaskDemand {
-            gpus_per_worker: 1,
-            cpu_per_worker: 0.0,
-            mem_per_worker_gib: 0.0,
-            cpu_per_ps: 0.0,
-            mem_per_ps_gib: 0.0,
-        },
-        workers: TaskRange::new(k, k),
-        ps: TaskRange::new(ps, ps),
-        gpu_types: Vec::new(),
-        local_batch: q.local_batch.map(|b| b as u32),
-        current: None,
-        requested: None,
-    };
+    let job = coda::perf::probe_job(q, k, ps);
     let slots = cluster.slot_table();
     let here = lay(placement)?;
     let s = coda::perf::speed_alone(perf, cluster, &slots, &job, &here)?;
