@@ -3,7 +3,8 @@
 # Philly window and on ITP cluster 06 with their default clusters (the learned policy on the
 # shipped estimates only; README lists its sensitivity runs), one simulation at a time (single-core wall times):
 # as shipped, with every contention estimate charged on top of the trace durations
-# (`--contention-allowance 1`), and with every contention estimate off; the ILP against the
+# (`--contention-allowance 1`), and with every contention estimate off (the learned policy and
+# the two best baselines under both in learned-sensitivity/); the ILP against the
 # heuristics on a small Philly slice; and the sensitivity of every policy to every named estimate
 # (`coda sensitivity`, both cores). Writes comparison tables (CSV and Markdown), JCT-CDF and
 # utilisation plots, and the whole-process peak memory, under benches/results/sim/ (or $1).
@@ -43,10 +44,16 @@ e.update(colocation_coupling=0.0, pcie_share_comm_penalty=0.0,
 json.dump(p, open(sys.argv[1], "w"), indent=2)
 PY
 every=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random
+mkdir -p "$out/learned-sensitivity"
 for t in philly itp-cluster06; do
   run "$t" compare --trace "$t" --policies "$every,learned"
   run "$t-allowance1" compare --trace "$t" --contention-allowance 1
   run "$t-contention-off" compare --trace "$t" --params "$out/contention_off.json"
+  # The learned policy's lead over the two best baselines under the same two settings.
+  run "learned-sensitivity/$t-off" compare --trace "$t" --policies pollux,drf,learned \
+    --params "$out/contention_off.json"
+  run "learned-sensitivity/$t-a1" compare --trace "$t" --policies pollux,drf,learned \
+    --contention-allowance 1
 done
 rm -f "$out/contention_off.json"
 run philly150-4x8-ilp compare --trace philly --take 150 --cluster 4x8 \
