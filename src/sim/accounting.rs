@@ -1,0 +1,145 @@
+//! What a run accrues: GPU-time held and useful, work done, waiting, stranded GPUs — the
+//! per-job records and the utilisation timeline the metrics and reports read.
+
+use super::*;
+
+/// What a job accrues over an interval at its current speed: GPUs held, GPU-seconds held, work
+/// done and useful GPU-seconds (held, weighted by in-context ÷ alone speed; none while
+/// restarting). The one rule the simulator's clock and the environment's outcomes both read.
+pub(super) struct Accrual {
+    pub(super) gpus: f64,
+    pub(super) held: f64,
+    pub(super) work: f64,
+    pub(super) useful: f64,
+}
+
+impl State {
+    pub(super) fn accrue(&self, dt: f64) -> Accrual {
+        let Some(a) = &self.assignment else {
+            return Accrual {
+                gpus: 0.0,
+                held: 0.0,
+                work: 0.0,
+                useful: 0.0,
+            };
+        };
+        let gpus = a.workers.iter().map(|w| w.gpus.len()).sum::<usize>() as f64;
+        let progressing = !self.restarting;
+        Accrual {
+            gpus,
+            held: gpus * dt,
+            work: if progressing { self.speed * dt } else { 0.0 },
+            useful: if progressing && self.alone_speed > 0.0 {
+                gpus * dt * self.speed / self.alone_speed
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+impl Simulator<'_> {
+    /// Per-job outcome so far.
+    pub fn records(&self) -> &[JobRecord] {
+        &self.records
+    }
+
+    /// `(time, GPUs held)` at every change.
+    pub fn utilization(&self) -> &[(f64, u64)] {
+        &self.utilization
+    }
+
+    pub(super) fn gpus_held(&self) -> u64 {
+        self.state
+            .iter()
+            .filter_map(|s| s.assignment.as_ref())
+            .map(|a| a.workers.iter().map(|w| w.gpus.len() as u64).sum::<u64>())
+            .sum()
+    }
+
+    /// Moves progress and GPU-time forward to `t`.
+    pub(super) fn advance(&mut self, t: f64) {
+        let dt = t - self.last_advance;
+        if dt > 0.0 {
+            let busy = (self.last_arrival.min(t) - self.last_advance).max(0.0);
+            for (i, s) in self.state.iter_mut().enumerate() {
+                let r = &mut self.records[i];
+                if s.assignment.is_some() {
+                    let acc = s.accrue(dt);
+                    r.gpu_seconds += acc.held;
+                    r.busy_gpu_seconds += acc.gpus * busy;
+                    s.done += acc.work;
+                    r.useful_gpu_seconds += acc.useful;
+                } else if s.arrived && !s.finished {
+                    r.waiting_s += dt;
+                }
+            }
+        }
+        self.last_advance = t;
+        self.now = t;
+    }
+
+    /// The speed of job `i` alone in assignment `a` (0 if the model refuses it).
+    pub(super) fn alone_speed(&self, i: usize, a: &Assignment) -> f64 {
+        perf::speed_alone(
+            self.perf,
+            &self.priced.cluster,
+            &self.slots,
+            &self.jobs[i],
+            a,
+        )
+        .map_or(0.0, |s| s.iterations_per_s)
+    }
+
+    /// After a round: GPUs idle on servers whose free cores or memory cannot take one more
+    /// worker of any waiting job.
+    pub(super) fn count_stranded(&mut self) {
+        let waiting: Vec<usize> = (0..self.state.len())
+            .filter(|&i| {
+                let s = &self.state[i];
+                s.arrived && !s.finished && s.assignment.is_none()
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let min_cpu = waiting
+            .iter()
+            .map(|&i| self.jobs[i].demand.cpu_per_worker)
+            .fold(f64::INFINITY, f64::min);
+        let min_mem = waiting
+            .iter()
+            .map(|&i| self.jobs[i].demand.mem_per_worker_gib)
+            .fold(f64::INFINITY, f64::min);
+        // The packer's ledger of free GPUs, cores and memory, filled with what runs now.
+        let mut ledger = crate::policies::Packer::new(&self.priced, self.perf);
+        for (i, st) in self.state.iter().enumerate() {
+            if let Some(a) = &st.assignment {
+                ledger.keep(&self.jobs[i], a);
+            }
+        }
+        let stranded = ledger.stranded_gpus(min_cpu, min_mem);
+        self.stranded.0 += 1;
+        self.stranded.1 += stranded as f64;
+    }
+
+    /// Mean, over rounds in which a job waited, of the GPUs left idle on servers whose free
+    /// cores or memory could not take one more worker of any waiting job.
+    pub fn stranded_gpus(&self) -> f64 {
+        if self.stranded.0 == 0 {
+            0.0
+        } else {
+            self.stranded.1 / self.stranded.0 as f64
+        }
+    }
+
+    /// Jobs finished so far.
+    pub fn finished(&self) -> usize {
+        self.state.iter().filter(|s| s.finished).count()
+    }
+
+    /// Jobs in the run.
+    pub fn total_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+}

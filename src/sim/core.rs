@@ -1,0 +1,418 @@
+//! The event core: building a simulator, the event queue in `(time, kind, sequence)` order,
+//! pricing the running jobs, and applying a round's decision.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::*;
+use crate::util::total::TotalF64 as Time;
+
+impl<'a> Simulator<'a> {
+    /// A simulator over `jobs` (any order; `done_iterations` and `current` are ignored: every job
+    /// starts fresh at its arrival).
+    pub fn new(
+        perf: &'a dyn PerfModel,
+        config: SimConfig,
+        cluster: Cluster,
+        jobs: Vec<Job>,
+    ) -> Result<Self> {
+        let (jobs, unplaceable) = super::admission::admit(perf, &config, &cluster, jobs)?;
+        let state = jobs
+            .iter()
+            .map(|_| State {
+                done: 0.0,
+                assignment: None,
+                restarting: false,
+                arrived: false,
+                finished: false,
+                speed: 0.0,
+                alone_speed: 0.0,
+                version: 0,
+                event_speed: None,
+                restart_version: 0,
+            })
+            .collect();
+        let records = jobs
+            .iter()
+            .map(|j| JobRecord {
+                id: j.id,
+                arrival_s: j.arrival_s,
+                first_start_s: None,
+                finish_s: None,
+                restarts: 0,
+                gpu_seconds: 0.0,
+                busy_gpu_seconds: 0.0,
+                useful_gpu_seconds: 0.0,
+                waiting_s: 0.0,
+                max_gpus: 0,
+                max_servers: 0,
+            })
+            .collect();
+        let last_arrival = jobs.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
+        let slots = cluster.slot_table();
+        let mut sim = Simulator {
+            last_arrival,
+            slots,
+            stranded: (0, 0.0),
+            perf,
+            config,
+            priced: ClusterSnapshot::from_parts(0.0, cluster, Vec::new()),
+            index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
+            jobs,
+            state,
+            records,
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0.0,
+            last_advance: 0.0,
+            utilization: vec![(0.0, 0)],
+            tick_pending: false,
+            pending: None,
+            arrivals_left: 0,
+            stall: None,
+            unplaceable,
+            keeps: false,
+            deferred: None,
+            emptied: None,
+            processed: 0,
+        };
+        for i in 0..sim.jobs.len() {
+            let t = sim.jobs[i].arrival_s;
+            sim.push(t, Event::Arrival(i));
+        }
+        sim.arrivals_left = sim.jobs.len();
+        Ok(sim)
+    }
+
+    pub(super) fn push(&mut self, t: f64, e: Event) {
+        self.seq += 1;
+        let kind = match e {
+            Event::Completion { .. } | Event::RestartDone { .. } => 0,
+            Event::Arrival(_) => 1,
+            Event::Tick => 2,
+        };
+        self.events.push(Reverse((Time(t), kind, self.seq, e)));
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// Events processed so far (arrivals, rounds, completions, restarts done; superseded
+    /// completion and restart events are dropped uncounted).
+    pub fn events_processed(&self) -> u64 {
+        self.processed
+    }
+
+    /// Jobs left out of the run because the cluster can never run them, with why
+    /// ([`Unplaceable::Skip`]; empty otherwise).
+    pub fn unplaceable(&self) -> &[(JobId, String)] {
+        &self.unplaceable
+    }
+
+    /// Why the run stopped with jobs left, if it stalled (see [`Stall`]).
+    pub fn stall(&self) -> Option<&Stall> {
+        self.stall.as_ref()
+    }
+
+    /// Whether every job has finished.
+    pub fn done(&self) -> bool {
+        self.state.iter().all(|s| s.finished)
+    }
+
+    /// Recomputes every running job's in-context speed and its completion event.
+    pub(super) fn reprice(&mut self) -> Result<()> {
+        let schedule = Schedule {
+            assignments: self
+                .state
+                .iter()
+                .filter_map(|s| s.assignment.clone())
+                .collect(),
+        };
+        // Only the jobs that hold GPUs matter for speeds; cloning the rest would cost O(trace).
+        self.priced.time_s = self.now;
+        self.priced.jobs.clear();
+        self.priced.jobs.extend(
+            self.jobs
+                .iter()
+                .zip(&self.state)
+                .filter(|(_, st)| st.assignment.is_some())
+                .map(|(j, _)| j.clone()),
+        );
+        self.priced.reindex();
+        let speeds = perf::speeds(self.perf, &self.priced, &schedule)?;
+        for s in &mut self.state {
+            s.speed = 0.0;
+        }
+        let allowance = self.config.contention_allowance;
+        for (id, sp) in speeds {
+            let i = self.index_of[&id];
+            let alone = self.state[i].alone_speed;
+            // Contention up to the allowance is already in the work (see `SimConfig`).
+            self.state[i].speed = if alone > 0.0 {
+                alone.min(sp.iterations_per_s * allowance)
+            } else {
+                sp.iterations_per_s
+            };
+        }
+        for i in 0..self.state.len() {
+            let s = &mut self.state[i];
+            let progressing = s.assignment.is_some() && !s.restarting && s.speed > 0.0;
+            let desired = progressing.then_some(s.speed);
+            // A job whose speed did not change keeps its pending completion event: its time is
+            // still exact, and not re-issuing it keeps the queue free of stale events.
+            if desired != s.event_speed {
+                s.version += 1;
+                s.event_speed = desired;
+                if let Some(speed) = desired {
+                    let left = (self.jobs[i].total_iterations - s.done).max(0.0);
+                    let t = (((self.now + left / speed) * 1e6).round() / 1e6).max(self.now);
+                    let version = s.version;
+                    self.push(t, Event::Completion { job: i, version });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What a scheduler sees now: the jobs that have arrived and not finished.
+    pub(crate) fn snapshot(&self) -> ClusterSnapshot {
+        let jobs = self
+            .jobs
+            .iter()
+            .zip(&self.state)
+            .filter(|(_, s)| s.arrived && !s.finished)
+            .map(|(j, s)| {
+                let mut j = j.clone();
+                // Keep the snapshot valid when progress lands a hair short of the total.
+                j.done_iterations = s.done.min(j.total_iterations * (1.0 - 1e-12));
+                j.current = s.assignment.clone();
+                j
+            })
+            .collect();
+        ClusterSnapshot::from_parts(self.now, self.priced.cluster.clone(), jobs)
+    }
+
+    /// Applies a round's decision at the current time: validates it against the snapshot the
+    /// round saw (an invalid schedule is an error, never silently fixed), starts, moves, resizes
+    /// and preempts jobs, then schedules the next round and re-prices. Returns the ids of the
+    /// jobs whose change costs a restart. `who` names the decider in errors.
+    pub(super) fn decide(
+        &mut self,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+        who: &str,
+    ) -> Result<Vec<JobId>> {
+        let violations = schedule.validate(snapshot);
+        if let Some(v) = violations.first() {
+            // Nothing has changed yet: the caller may keep the round pending and retry.
+            return Err(Error::InvalidInstance {
+                context: format!("round at t = {} s, policy `{who}`", self.now),
+                reason: format!("{} violation(s), first: {v}", violations.len()),
+            });
+        }
+        let mut restarted = Vec::new();
+        for i in 0..self.state.len() {
+            if !self.state[i].arrived || self.state[i].finished {
+                continue;
+            }
+            let id = self.jobs[i].id;
+            let new = schedule.assignment(id).cloned();
+            let old = self.state[i].assignment.clone();
+            match (&old, &new) {
+                (Some(o), Some(n)) if same_assignment(o, n) => {}
+                (Some(_), Some(_)) => {
+                    self.records[i].restarts += 1;
+                    restarted.push(id);
+                    self.begin_restart(i, new);
+                }
+                (None, Some(_)) if self.records[i].first_start_s.is_some() => {
+                    // Resuming after a preemption restores from the checkpoint: a restart.
+                    self.records[i].restarts += 1;
+                    restarted.push(id);
+                    self.begin_restart(i, new);
+                }
+                (None, Some(_)) => {
+                    self.records[i].first_start_s = Some(self.now);
+                    self.state[i].assignment = new;
+                    self.state[i].restarting = false;
+                }
+                (Some(_), None) => {
+                    self.state[i].assignment = None;
+                    self.state[i].restarting = false;
+                    self.state[i].restart_version += 1;
+                }
+                (None, None) => {}
+            }
+            if let Some(a) = self.state[i].assignment.clone()
+                && old.as_ref().is_none_or(|o| !same_assignment(o, &a))
+            {
+                self.state[i].alone_speed = self.alone_speed(i, &a);
+                let r = &mut self.records[i];
+                let gpus: usize = a.workers.iter().map(|w| w.gpus.len()).sum();
+                r.max_gpus = r.max_gpus.max(gpus as u32);
+                r.max_servers = r.max_servers.max(a.gpus_per_server().len() as u32);
+            }
+        }
+        self.count_stranded();
+        let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
+        if waiting && self.arrivals_left == 0 && self.state.iter().all(|s| s.assignment.is_none()) {
+            // The cluster is empty, nothing will arrive, and the policy placed no waiting job:
+            // no later round can see anything different, so the run ends here and says why.
+            self.stall = Some(Stall {
+                time_s: self.now,
+                waiting: (0..self.state.len())
+                    .filter(|&i| self.state[i].arrived && !self.state[i].finished)
+                    .map(|i| self.jobs[i].id)
+                    .collect(),
+            });
+            self.events.clear();
+            self.after_change()?;
+            return Ok(restarted);
+        }
+        let queued = self
+            .state
+            .iter()
+            .any(|s| s.arrived && !s.finished && s.assignment.is_none());
+        if waiting && !queued && self.keeps && self.config.skip_idle_rounds {
+            // Every arrived job runs and the policy would keep them all at every round until
+            // the next arrival: no tick until then (see `next_event`).
+            self.deferred = Some(self.now);
+            self.emptied = None;
+        } else if waiting {
+            self.tick_pending = true;
+            self.push(self.now + self.config.objective.round_s, Event::Tick);
+        }
+        self.after_change()?;
+        Ok(restarted)
+    }
+
+    /// Re-prices every running job and records the GPUs held, after anything that changed who
+    /// runs where or how fast.
+    pub(super) fn after_change(&mut self) -> Result<()> {
+        self.reprice()?;
+        let held = self.gpus_held();
+        if self.utilization.last().is_none_or(|&(_, g)| g != held) {
+            self.utilization.push((self.now, held));
+        }
+        Ok(())
+    }
+
+    pub(super) fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
+        self.state[i].assignment = new;
+        self.state[i].restarting = self.config.objective.restart_s > 0.0;
+        self.state[i].restart_version += 1;
+        if self.state[i].restarting {
+            let version = self.state[i].restart_version;
+            self.push(
+                self.now + self.config.objective.restart_s,
+                Event::RestartDone { job: i, version },
+            );
+        }
+    }
+
+    /// Processes the next event, up to a round: `Next::Round` when a round is due now (its
+    /// decision is the caller's), `Next::End` when no event is left before the horizon.
+    pub(crate) fn next_event(&mut self) -> Result<Next> {
+        let Some(Reverse((Time(t), _, _, event))) = self.events.pop() else {
+            return Ok(Next::End);
+        };
+        if t > self.config.horizon_s {
+            self.advance(self.config.horizon_s);
+            self.events.clear();
+            return Ok(Next::End);
+        }
+        let stale = match event {
+            Event::Completion { job, version } => {
+                self.state[job].version != version || self.state[job].finished
+            }
+            Event::RestartDone { job, version } => {
+                !self.state[job].restarting || self.state[job].restart_version != version
+            }
+            Event::Arrival(_) | Event::Tick => false,
+        };
+        if stale {
+            return Ok(Next::Event);
+        }
+        self.advance(t);
+        self.processed += 1;
+        match event {
+            Event::Arrival(i) => {
+                self.state[i].arrived = true;
+                self.arrivals_left -= 1;
+                if !self.tick_pending {
+                    // The first arrival after an idle spell starts the round clock; after
+                    // skipped rounds it resumes the clock where it would have ticked.
+                    let at = match self.deferred.take() {
+                        Some(from) => self.resumed_tick(from, t),
+                        None => t,
+                    };
+                    self.tick_pending = true;
+                    self.push(at, Event::Tick);
+                }
+                return Ok(Next::Event);
+            }
+            Event::Tick => {
+                self.tick_pending = false;
+                return Ok(Next::Round);
+            }
+            Event::Completion { job, .. } => {
+                self.state[job].done = self.jobs[job].total_iterations;
+                self.state[job].finished = true;
+                self.state[job].assignment = None;
+                self.records[job].finish_s = Some(t);
+                if self.deferred.is_some()
+                    && self.emptied.is_none()
+                    && !self.state.iter().any(|s| s.arrived && !s.finished)
+                {
+                    self.emptied = Some(t);
+                }
+            }
+            Event::RestartDone { job, .. } => {
+                self.state[job].restarting = false;
+            }
+        }
+        self.after_change()?;
+        Ok(Next::Event)
+    }
+
+    /// When the round clock, deferred since a round at `from` (no tick scheduled because no job
+    /// waited), ticks for an arrival at `t`: the first tick at or after `t` of the sequence
+    /// `from + round, + round, ...` — added one round at a time, as the clock does, so the times
+    /// are the same to the bit — unless the cluster emptied meanwhile and a tick found it empty,
+    /// which stops the clock: then the arrival starts it afresh at `t`.
+    pub(super) fn resumed_tick(&mut self, from: f64, t: f64) -> f64 {
+        let round = self.config.objective.round_s;
+        let emptied = self.emptied.take();
+        let mut next = from + round;
+        // At most (t - from) / round steps; arrivals are bounded by the trace readers.
+        while next < emptied.unwrap_or(t).min(t) {
+            next += round;
+        }
+        match emptied {
+            // The first tick after the cluster emptied came before (or with) the arrival: the
+            // clock had stopped.
+            Some(_) if next <= t => t,
+            _ => {
+                while next < t {
+                    next += round;
+                }
+                next
+            }
+        }
+    }
+
+    /// The time of the next round, if the next event to process is one.
+    pub(crate) fn round_due(&self) -> Option<f64> {
+        match self.events.peek() {
+            Some(Reverse((Time(t), _, _, Event::Tick))) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// The cluster simulated.
+    pub fn cluster(&self) -> &Cluster {
+        &self.priced.cluster
+    }
+}
