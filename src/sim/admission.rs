@@ -6,14 +6,17 @@ use std::collections::HashSet;
 
 use super::*;
 
-/// The jobs a run starts with, in arrival order, and those left out as never runnable (with
-/// why); `done_iterations` and `current` of every job are reset (each starts fresh).
+/// Jobs left out of a run as never runnable, each with why.
+pub(super) type LeftOut = Vec<(JobId, String)>;
+
+/// The jobs a run starts with, in arrival order, and those left out as never runnable;
+/// `done_iterations` and `current` of every job are reset (each starts fresh).
 pub(super) fn admit(
     perf: &dyn PerfModel,
     config: &SimConfig,
     cluster: &Cluster,
     mut jobs: Vec<Job>,
-) -> Result<(Vec<Job>, Vec<(JobId, String)>)> {
+) -> Result<(Vec<Job>, LeftOut)> {
     // Settings are checked once, with their names in the error: round and restart by the
     // objective's own rules, the allowance here.
     let o = config.objective;
