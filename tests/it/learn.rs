@@ -151,6 +151,31 @@ fn label_command_resumes_after_an_interrupted_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("labels.jsonl:1"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), bad);
+    // `--relabel` re-solves a label file's rounds: the same ids and snapshots, solved again (here
+    // by the same model, so to the same schedules).
+    std::fs::write(&out, &full).unwrap();
+    let again = dir.join("again.jsonl");
+    let o = std::process::Command::new(coda_bin())
+        .args([
+            "label",
+            "--rounds",
+            "0",
+            "--node-limit",
+            "50",
+            "--threads",
+            "1",
+        ])
+        .arg("--relabel")
+        .arg(&out)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        without_time(&std::fs::read_to_string(&again).unwrap()),
+        without_time(&full)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -68,6 +68,10 @@ pub struct Args {
     /// ones the objective ranks first up to this many in all (at least a quarter of it).
     #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
     pub max_jobs: usize,
+    /// Also re-solve the rounds of this label file (their ids and snapshots) under the current
+    /// performance model: an evaluation set kept comparable across model changes.
+    #[arg(long)]
+    pub relabel: Option<PathBuf>,
     /// Datasets folder (traces, cluster specs).
     #[arg(long, default_value = "datasets")]
     pub datasets: PathBuf,
@@ -182,6 +186,13 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             args.max_jobs,
         )?;
         rounds.extend(cut.into_iter().map(|(id, s)| (id, Round::Cut(Box::new(s)))));
+    }
+    if let Some(p) = &args.relabel {
+        rounds.extend(
+            coda::learn::read_labels(p)?
+                .into_iter()
+                .map(|l| (l.id, Round::Cut(Box::new(l.snapshot)))),
+        );
     }
     let done = resume(&args.out)?;
     let todo: Vec<_> = rounds
