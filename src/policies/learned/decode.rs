@@ -1,0 +1,586 @@
+//! Decoding: from the networks' scores to a schedule — level 1's options taken greedily or
+//! sampled, level 2's placement steps over candidate servers, masks and the shared packer keeping
+//! every schedule valid whatever the scores.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::features::{self, Occupants, PLACE_FEATURES, PlaceTask};
+use super::{Allocation, LearnedScheduler, Placer};
+use crate::model::{ClusterSnapshot, Schedule};
+use crate::objective::{Mode, RoundPricing};
+use crate::perf::PerfModel;
+use crate::policies::{GpuChoice, Packer};
+
+impl LearnedScheduler<'_> {
+    pub(super) fn sampled(
+        &self,
+        snapshot: &ClusterSnapshot,
+        mut rng: Option<ChaCha8Rng>,
+    ) -> (Schedule, Sampled) {
+        let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
+        let rows = features::level1(&pricing);
+        let mut logits = self.net.level1_logits(&rows.jobs, &rows.candidates);
+        if let Some(rng) = rng.as_mut() {
+            for v in logits.iter_mut().flatten() {
+                *v += self.temperature * gumbel(rng);
+            }
+        }
+        let chosen = logits.iter().map(|l| argmax(l)).collect();
+        let mut steps = Vec::new();
+        let schedule = self.place_with(
+            &pricing,
+            &allocation(&logits),
+            rng.as_mut(),
+            Some(&mut steps),
+        );
+        (
+            schedule,
+            Sampled {
+                jobs: rows.jobs,
+                candidates: rows.candidates,
+                chosen,
+                steps,
+            },
+        )
+    }
+
+    /// [`LearnedScheduler::place`], level 2's scores perturbed by Gumbel noise from `noise`
+    /// when given (a sample from its distribution over servers instead of its best server).
+    /// Level 2's steps are appended to `record` when given.
+    pub(super) fn place_with(
+        &self,
+        pricing: &RoundPricing,
+        alloc: &Allocation,
+        mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
+    ) -> Schedule {
+        let snap = pricing.snapshot();
+        let mut st = PlaceState::new(pricing, self.perf);
+        // Keep pass: a job whose first choice is what it runs now stays on its GPUs.
+        for &j in &alloc.order {
+            let job = &snap.jobs[j];
+            let (Some(&k), Some(cur)) = (alloc.choices[j].first(), job.current.as_ref()) else {
+                continue;
+            };
+            if cur.workers.is_empty()
+                || pricing.option_index(j, &pricing.option_of(j, cur)) != Some(k)
+            {
+                continue;
+            }
+            st.keep(pricing, j, k, cur);
+        }
+        // Selection: in level 1's order, each job's first choice while its GPU type has that
+        // many GPUs left (a count, not a placement) ...
+        let mut budget = st.free_of_type.clone();
+        let mut selected: Vec<usize> = Vec::new();
+        for &j in &alloc.order {
+            if st.placed[j] {
+                continue;
+            }
+            let job = &snap.jobs[j];
+            if let Some(&k) = alloc.choices[j].first() {
+                let o = &pricing.options(j)[k];
+                if let Some(t) = st.type_index(&o.gpu_type) {
+                    let need = u64::from(o.workers * job.demand.gpus_per_worker);
+                    if need <= budget[t] {
+                        budget[t] -= need;
+                        selected.push(j);
+                    }
+                }
+            }
+        }
+        // ... placed largest first (first-fit decreasing: small jobs placed first fragment the
+        // servers a large one needs), each falling back to its later choices ...
+        let need_of = |j: usize| {
+            alloc.choices[j].first().map_or(0, |&k| {
+                pricing.options(j)[k].workers * snap.jobs[j].demand.gpus_per_worker
+            })
+        };
+        selected.sort_by_key(|&j| std::cmp::Reverse(need_of(j)));
+        for j in selected {
+            self.place_job(
+                pricing,
+                &mut st,
+                j,
+                &alloc.choices[j],
+                noise.as_deref_mut(),
+                record.as_deref_mut(),
+            );
+        }
+        // ... then whatever is left goes, in level 1's order, to jobs not yet placed.
+        for &j in &alloc.order {
+            if !st.placed[j] {
+                self.place_job(
+                    pricing,
+                    &mut st,
+                    j,
+                    &alloc.choices[j],
+                    noise.as_deref_mut(),
+                    record.as_deref_mut(),
+                );
+            }
+        }
+        Schedule {
+            assignments: st.packer.into_assignments(),
+        }
+    }
+
+    /// Places job `j` with the first of `choices` that fits; whether one did. Level 2's steps
+    /// of the plan committed go to `record` (those of plans that did not fit are dropped).
+    pub(super) fn place_job(
+        &self,
+        pricing: &RoundPricing,
+        st: &mut PlaceState,
+        j: usize,
+        choices: &[usize],
+        mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
+    ) -> bool {
+        let job = &pricing.snapshot().jobs[j];
+        for &k in choices {
+            let o = &pricing.options(j)[k];
+            let Some(t) = st.type_index(&o.gpu_type) else {
+                continue;
+            };
+            let need = u64::from(o.workers * job.demand.gpus_per_worker);
+            if need > st.free_of_type[t] {
+                continue;
+            }
+            let task = PlaceTask {
+                job: j,
+                workers: o.workers,
+                mode: o.mode,
+                coloc_coef: o.terms.coloc_coef,
+            };
+            let recorded = record.as_deref().map_or(0, Vec::len);
+            let (plan, gpus) = match self.placer {
+                Placer::Learned => (
+                    self.learned_plan(
+                        pricing,
+                        st,
+                        task,
+                        st.types[t].1,
+                        noise.as_deref_mut(),
+                        record.as_deref_mut(),
+                    ),
+                    GpuChoice::OwnSwitches,
+                ),
+                Placer::Packer => (
+                    st.packer.consolidated_plan(job, &o.gpu_type, o.workers),
+                    GpuChoice::Compact,
+                ),
+            };
+            if let Some(plan) = plan
+                && st.packer.place_plan(job, &plan, o.ps, gpus)
+            {
+                st.occ.add(j, &plan, o.terms.coloc_coef);
+                st.index.update(&st.packer, plan.iter().map(|p| p.0));
+                st.free_of_type[t] -= need;
+                st.placed[j] = true;
+                return true;
+            }
+            if let Some(r) = record.as_deref_mut() {
+                r.truncate(recorded);
+            }
+        }
+        false
+    }
+
+    /// Level 2 for one job: servers one at a time (of the type of server `type_server`), each
+    /// taking as many of the remaining workers as fit; `None` if the workers do not fit.
+    pub(super) fn learned_plan(
+        &self,
+        pricing: &RoundPricing,
+        st: &PlaceState,
+        task: PlaceTask,
+        type_server: usize,
+        mut noise: Option<&mut ChaCha8Rng>,
+        mut record: Option<&mut Vec<SampledStep>>,
+    ) -> Option<Vec<(usize, u32)>> {
+        let (packer, occ, index) = (&st.packer, &st.occ, &st.index);
+        let job = &pricing.snapshot().jobs[task.job];
+        let mut plan: Vec<(usize, u32)> = Vec::new();
+        let mut rest = task.workers;
+        while rest > 0 {
+            let cands = keep_mode(
+                pricing,
+                packer,
+                task,
+                plan.len(),
+                index.offer(packer, job, type_server, rest, &plan),
+            );
+            if cands.is_empty() {
+                return None;
+            }
+            // Servers untouched this round (no one placed, every GPU, core and GiB free) that
+            // the job does not run on now all have the same row: the first stands for them.
+            let mut rows: Vec<f32> = Vec::with_capacity(cands.len() * PLACE_FEATURES.len());
+            let mut offered: Vec<usize> = Vec::with_capacity(cands.len());
+            let mut pristine_seen = false;
+            for &s in &cands {
+                if self.pristine(pricing, packer, occ, job, s) {
+                    if pristine_seen {
+                        continue;
+                    }
+                    pristine_seen = true;
+                }
+                features::place_row(
+                    pricing,
+                    packer,
+                    occ,
+                    task,
+                    s,
+                    rest,
+                    plan.len(),
+                    cands.len(),
+                    &mut rows,
+                );
+                offered.push(s);
+            }
+            let mut scores = self.net.level2_scores(&rows);
+            if let Some(rng) = noise.as_deref_mut() {
+                for v in &mut scores {
+                    *v += self.temperature * gumbel(rng);
+                }
+            }
+            let best = argmax(&scores);
+            if let Some(r) = record.as_deref_mut() {
+                r.push(SampledStep {
+                    job: task.job,
+                    rows: rows
+                        .chunks(PLACE_FEATURES.len())
+                        .map(<[f32]>::to_vec)
+                        .collect(),
+                    chosen: best,
+                });
+            }
+            let s = offered[best];
+            let mut take = packer.capacity(job, s).min(rest);
+            if task.mode == Mode::Multi && plan.is_empty() && take == rest && rest > 1 {
+                // A multi-server option: its first server does not take every worker.
+                take = rest - 1;
+            }
+            plan.push((s, take));
+            rest -= take;
+        }
+        Some(plan)
+    }
+
+    /// Whether server `s` is as the round began with nothing on it, and `job` does not run
+    /// there now.
+    pub(super) fn pristine(
+        &self,
+        pricing: &RoundPricing,
+        packer: &Packer,
+        occ: &Occupants,
+        job: &crate::model::Job,
+        s: usize,
+    ) -> bool {
+        let server = &pricing.snapshot().cluster.servers[s];
+        let (cpu, mem) = packer.free_cpu_mem(s);
+        occ.on[s].is_empty()
+            && cpu == server.cpu_cores
+            && mem == server.memory_gib
+            && packer.free_gpus_on(s).iter().all(|&f| f)
+            && !job
+                .current
+                .as_ref()
+                .is_some_and(|a| a.workers.iter().any(|w| w.server == s))
+    }
+}
+
+/// The index of the highest value, the first on ties.
+pub(super) fn argmax(v: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// What [`LearnedScheduler::sample`] sampled in one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampled {
+    /// Per job (snapshot order), its level-1 features.
+    pub jobs: Vec<Vec<f32>>,
+    /// Per job, its level-1 rows (options, then wait).
+    pub candidates: Vec<Vec<Vec<f32>>>,
+    /// Per job, the row sampled first (the wait row: the job was not to run).
+    pub chosen: Vec<usize>,
+    /// Level 2's steps, in the order taken.
+    pub steps: Vec<SampledStep>,
+}
+
+/// One level-2 step of a sampled decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledStep {
+    /// The job placed (snapshot index).
+    pub job: usize,
+    /// One row per candidate server offered.
+    pub rows: Vec<Vec<f32>>,
+    /// The server sampled among them.
+    pub chosen: usize,
+}
+
+/// A draw of the standard Gumbel distribution: added to logits, their argmax is a sample of
+/// their softmax.
+pub(super) fn gumbel(rng: &mut ChaCha8Rng) -> f32 {
+    let u: f32 = rng.random_range(f32::EPSILON..1.0);
+    -(-u.ln()).ln()
+}
+
+/// Level 1's decision from its logits: per job, the options scoring above its wait row, best
+/// first; jobs ordered by their probability of running.
+pub(super) fn allocation(logits: &[Vec<f32>]) -> Allocation {
+    let mut p_run = Vec::with_capacity(logits.len());
+    let mut choices = Vec::with_capacity(logits.len());
+    for l in logits {
+        let (wait, options) = l.split_last().expect("every job has a wait row");
+        let max = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let z: f32 = l.iter().map(|x| (x - max).exp()).sum();
+        p_run.push(1.0 - (wait - max).exp() / z);
+        let mut c: Vec<usize> = (0..options.len()).filter(|&k| options[k] > *wait).collect();
+        c.sort_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
+        choices.push(c);
+    }
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
+    Allocation { choices, order }
+}
+
+/// The schedule being built by level 2: free resources, who sits where, the candidate index,
+/// free GPUs per type and which jobs are placed.
+pub(super) struct PlaceState<'p> {
+    packer: Packer<'p>,
+    occ: Occupants,
+    index: Candidates,
+    /// (GPU type, its first server), in order of first appearance.
+    types: Vec<(String, usize)>,
+    free_of_type: Vec<u64>,
+    placed: Vec<bool>,
+}
+
+impl<'p> PlaceState<'p> {
+    fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel) -> Self {
+        let snap = pricing.snapshot();
+        let packer = Packer::new(snap, perf);
+        let mut types: Vec<(String, usize)> = Vec::new();
+        let mut free_of_type: Vec<u64> = Vec::new();
+        for (i, s) in snap.cluster.servers.iter().enumerate() {
+            match types.iter().position(|(t, _)| *t == s.gpu_type) {
+                Some(t) => free_of_type[t] += u64::from(s.num_gpus()),
+                None => {
+                    types.push((s.gpu_type.clone(), i));
+                    free_of_type.push(u64::from(s.num_gpus()));
+                }
+            }
+        }
+        PlaceState {
+            index: Candidates::new(snap, &packer),
+            occ: Occupants::new(snap.cluster.servers.len(), snap.jobs.len()),
+            packer,
+            types,
+            free_of_type,
+            placed: vec![false; snap.jobs.len()],
+        }
+    }
+
+    fn type_index(&self, t: &str) -> Option<usize> {
+        self.types.iter().position(|(x, _)| x == t)
+    }
+
+    /// Keeps job `j` (option `k`) exactly where it runs, if its resources are still free.
+    fn keep(&mut self, pricing: &RoundPricing, j: usize, k: usize, cur: &crate::model::Assignment) {
+        let snap = pricing.snapshot();
+        if self.packer.keep(&snap.jobs[j], cur) {
+            let plan = plan_of(cur);
+            self.occ
+                .add(j, &plan, pricing.options(j)[k].terms.coloc_coef);
+            self.index.update(&self.packer, plan.iter().map(|p| p.0));
+            if let Some(t) = self.type_index(&snap.cluster.servers[cur.workers[0].server].gpu_type)
+            {
+                self.free_of_type[t] -=
+                    cur.workers.iter().map(|w| w.gpus.len() as u64).sum::<u64>();
+            }
+            self.placed[j] = true;
+        }
+    }
+}
+
+/// Level 2's candidate servers, found without scanning the cluster: servers indexed by GPU type
+/// and free GPU count, updated as jobs are committed.
+///
+/// For a job's next workers the candidates are, among servers of the option's type with room
+/// for a worker and not yet in its plan: the [`CANDIDATES_PER_KIND`] tightest servers that hold
+/// all remaining workers' GPUs (best fit), the same number of the roomiest that hold only part,
+/// and the servers the job runs on now — in server order. On clusters of up to
+/// `CANDIDATES_PER_KIND` servers per type that is every server with room; on large ones it keeps
+/// a step's cost independent of the cluster's size.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    /// Per server, its type's index.
+    type_of: Vec<usize>,
+    /// `[type][free GPUs]` → servers.
+    buckets: Vec<Vec<std::collections::BTreeSet<usize>>>,
+    /// Per server, its free GPUs as indexed.
+    free: Vec<usize>,
+}
+
+/// How many best-fitting and how many roomiest servers level 2 is offered per step.
+pub const CANDIDATES_PER_KIND: usize = 16;
+
+impl Candidates {
+    /// The index of `packer`'s free GPUs now.
+    pub fn new(snapshot: &ClusterSnapshot, packer: &Packer) -> Self {
+        let mut types: Vec<&str> = Vec::new();
+        let type_of: Vec<usize> = snapshot
+            .cluster
+            .servers
+            .iter()
+            .map(|s| match types.iter().position(|t| *t == s.gpu_type) {
+                Some(i) => i,
+                None => {
+                    types.push(&s.gpu_type);
+                    types.len() - 1
+                }
+            })
+            .collect();
+        let most = snapshot
+            .cluster
+            .servers
+            .iter()
+            .map(|s| s.num_gpus() as usize)
+            .max()
+            .unwrap_or(0);
+        let mut c = Candidates {
+            buckets: vec![vec![std::collections::BTreeSet::new(); most + 1]; types.len()],
+            free: vec![0; type_of.len()],
+            type_of,
+        };
+        for s in 0..c.free.len() {
+            let f = packer.free_gpus_on(s).iter().filter(|&&x| x).count();
+            c.free[s] = f;
+            c.buckets[c.type_of[s]][f].insert(s);
+        }
+        c
+    }
+
+    /// Re-reads the free GPUs of `servers` from `packer` (after a commit).
+    pub fn update(&mut self, packer: &Packer, servers: impl IntoIterator<Item = usize>) {
+        for s in servers {
+            let f = packer.free_gpus_on(s).iter().filter(|&&x| x).count();
+            let t = self.type_of[s];
+            self.buckets[t][self.free[s]].remove(&s);
+            self.buckets[t][f].insert(s);
+            self.free[s] = f;
+        }
+    }
+
+    /// The candidates for `rest` more workers of `job` on servers of the type of server
+    /// `type_server`, `plan` holding the servers already taken (see the type's docs).
+    pub fn offer(
+        &self,
+        packer: &Packer,
+        job: &crate::model::Job,
+        type_server: usize,
+        rest: u32,
+        plan: &[(usize, u32)],
+    ) -> Vec<usize> {
+        let t = self.type_of[type_server];
+        let g = job.demand.gpus_per_worker as usize;
+        let need = rest as usize * g;
+        let usable = |s: usize| packer.capacity(job, s) > 0 && !plan.iter().any(|p| p.0 == s);
+        let mut out: Vec<usize> = Vec::new();
+        let buckets = &self.buckets[t];
+        let mut taken = 0;
+        'fit: for bucket in buckets.iter().skip(need.max(g)) {
+            for &s in bucket {
+                if taken == CANDIDATES_PER_KIND {
+                    break 'fit;
+                }
+                if usable(s) {
+                    out.push(s);
+                    taken += 1;
+                }
+            }
+        }
+        taken = 0;
+        'part: for f in (g.max(1)..need.min(buckets.len())).rev() {
+            for &s in &buckets[f] {
+                if taken == CANDIDATES_PER_KIND {
+                    break 'part;
+                }
+                if usable(s) {
+                    out.push(s);
+                    taken += 1;
+                }
+            }
+        }
+        if let Some(cur) = &job.current {
+            for w in &cur.workers {
+                if self.type_of.get(w.server) == Some(&t) && usable(w.server) {
+                    out.push(w.server);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// The candidates of a job's first step that keep the mode level 1 chose (`Single`: a server
+/// that holds every worker — for an all-reduce job, under one socket; `CrossSocket`: a server
+/// that holds every worker; `Multi`: any); all of `cands` if none does, so that a job is never
+/// refused a placement the mode alone rules out. Later steps are not filtered.
+pub fn keep_mode(
+    pricing: &RoundPricing,
+    packer: &Packer,
+    task: PlaceTask,
+    step: usize,
+    cands: Vec<usize>,
+) -> Vec<usize> {
+    if step > 0 || task.mode == Mode::Multi {
+        return cands;
+    }
+    let job = &pricing.snapshot().jobs[task.job];
+    let need = task.workers * job.demand.gpus_per_worker;
+    let one_socket = task.mode == Mode::Single && job.arch == crate::model::Architecture::AllReduce;
+    let fits = |s: usize| {
+        if packer.capacity(job, s) < task.workers {
+            return false;
+        }
+        if !one_socket {
+            return true;
+        }
+        let slots = &pricing.topology().slots()[s];
+        let free = packer.free_gpus_on(s);
+        let mut per_socket: Vec<(u32, u32)> = Vec::new();
+        for (i, &f) in free.iter().enumerate() {
+            if f {
+                match per_socket.iter_mut().find(|x| x.0 == slots[i].socket) {
+                    Some(x) => x.1 += 1,
+                    None => per_socket.push((slots[i].socket, 1)),
+                }
+            }
+        }
+        per_socket.iter().any(|x| x.1 >= need)
+    };
+    let kept: Vec<usize> = cands.iter().copied().filter(|&s| fits(s)).collect();
+    if kept.is_empty() { cands } else { kept }
+}
+
+/// Workers per server of an assignment, in order of first appearance.
+pub fn plan_of(a: &crate::model::Assignment) -> Vec<(usize, u32)> {
+    let mut plan: Vec<(usize, u32)> = Vec::new();
+    for w in &a.workers {
+        match plan.iter_mut().find(|p| p.0 == w.server) {
+            Some(p) => p.1 += 1,
+            None => plan.push((w.server, 1)),
+        }
+    }
+    plan
+}
