@@ -17,6 +17,8 @@ mkdir -p "$out"
 {
   echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "date: $(date -u +%Y-%m-%d)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "command: scripts/bench_rl.sh"
 } > "$out/machine.txt"
 
 run() { # name, then compare arguments

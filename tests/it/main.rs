@@ -13,6 +13,7 @@ mod learn;
 mod learned;
 mod perf;
 mod pricing;
+mod report;
 mod rl;
 mod robustness;
 mod sim;

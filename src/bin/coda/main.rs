@@ -27,6 +27,7 @@ mod label;
 mod perf;
 mod plots;
 mod range;
+mod report;
 mod sensitivity;
 mod simulate;
 mod solve;
@@ -76,6 +77,10 @@ enum Cmd {
     /// The learned policy's optimality gap on held-out labelled rounds, next to every
     /// heuristic's, by size, with decision times (`gap.csv`, `gap.md`).
     Gap(gap::Args),
+    /// Regenerate every results table in the docs from the CSVs under `benches/results/` and
+    /// `formulations/results/` (`benches/results/README.md` and the README's headline); with
+    /// `--check`, exit 1 where a committed table differs. Takes well under a second.
+    Report(report::Args),
     /// Train the learned policy (built with the `train` feature).
     #[cfg(feature = "train")]
     #[command(subcommand)]
@@ -146,6 +151,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::BenchDecide(args) => bench_decide::run(args, params),
         Cmd::Label(args) => label::run(args, params),
         Cmd::Gap(args) => gap::run(args, params),
+        Cmd::Report(args) => report::run(args),
         #[cfg(feature = "train")]
         Cmd::Train(cmd) => train::run(cmd, params),
         Cmd::Generate(args) => generate::run(args, params),

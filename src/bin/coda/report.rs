@@ -1,0 +1,817 @@
+//! `coda report`: every results table in the docs, generated from the CSVs the benchmark
+//! commands wrote, so that no number is copied by hand.
+//!
+//! It writes `benches/results/README.md` (every table, each with the command that made its CSV,
+//! the commit and the machine, read from the nearest `machine.txt` above the CSV) and the
+//! headline table between the `<!-- report:headline -->` markers of the top-level `README.md`.
+//! With `--check` it writes nothing and exits 1 when either file differs from what the CSVs give
+//! (the drift test runs this).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use coda::Error;
+
+/// Arguments of `coda report`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The repository root (results under `benches/results/` and `formulations/results/`).
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Compare instead of writing: exit 1 naming the first line that differs.
+    #[arg(long)]
+    pub check: bool,
+}
+
+const BEGIN: &str = "<!-- report:headline -->";
+const END: &str = "<!-- /report:headline -->";
+/// The traces of the headline, in column order, with their folder under `benches/results/rl/`.
+const HEADLINE: [(&str, &str); 4] = [
+    ("Philly", "philly"),
+    ("ITP 06", "itp-cluster06"),
+    ("ITP 02", "itp-cluster02"),
+    ("Alibaba", "alibaba"),
+];
+
+/// Runs the command.
+pub fn run(args: Args) -> coda::Result<ExitCode> {
+    let results = args.root.join("benches/results");
+    let report = results_readme(&args.root)?;
+    let readme_path = args.root.join("README.md");
+    let readme = read(&readme_path)?;
+    let headline = headline(&results)?;
+    let new_readme = splice(&readme, &headline, &readme_path)?;
+    let targets = [
+        (results.join("README.md"), report),
+        (readme_path, new_readme),
+    ];
+    if args.check {
+        let mut drift = false;
+        for (path, want) in &targets {
+            let have = std::fs::read_to_string(path).unwrap_or_default();
+            if let Some(line) = first_difference(&have, want) {
+                drift = true;
+                out!(
+                    "{}:{line}: differs from what the CSVs give (run `coda report`)",
+                    path.display()
+                );
+            }
+        }
+        return Ok(if drift {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    for (path, text) in &targets {
+        coda::write_atomic(path, text.as_bytes())?;
+        out!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The 1-based first line where `have` and `want` differ, if any.
+fn first_difference(have: &str, want: &str) -> Option<usize> {
+    if have == want {
+        return None;
+    }
+    let mut a = have.lines();
+    let mut b = want.lines();
+    let mut n = 1;
+    loop {
+        match (a.next(), b.next()) {
+            (Some(x), Some(y)) if x == y => n += 1,
+            (None, None) => return Some(n), // only line endings differ
+            _ => return Some(n),
+        }
+    }
+}
+
+fn read(path: &Path) -> coda::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
+/// `readme` with the text between the headline markers replaced by `table`.
+fn splice(readme: &str, table: &str, path: &Path) -> coda::Result<String> {
+    let missing = |m: &str| {
+        Error::invalid(
+            &path.display().to_string(),
+            0,
+            "headline markers",
+            m,
+            "the README must hold the report's begin and end markers, in that order",
+        )
+    };
+    let b = readme.find(BEGIN).ok_or_else(|| missing(BEGIN))? + BEGIN.len();
+    let e = readme[b..].find(END).ok_or_else(|| missing(END))? + b;
+    Ok(format!("{}\n{}{}", &readme[..b], table, &readme[e..]))
+}
+
+/// A CSV file read whole: its header and its rows with their line numbers.
+struct Table {
+    file: String,
+    header: Vec<String>,
+    rows: Vec<(u64, csv::StringRecord)>,
+}
+
+impl Table {
+    fn read(path: &Path) -> coda::Result<Table> {
+        let file = path.display().to_string();
+        let mut r = csv::Reader::from_path(path).map_err(|e| Error::MalformedRow {
+            file: file.clone(),
+            line: 1,
+            message: e.to_string(),
+        })?;
+        let header = r
+            .headers()
+            .map_err(|e| Error::MalformedRow {
+                file: file.clone(),
+                line: 1,
+                message: e.to_string(),
+            })?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let mut rows = Vec::new();
+        for rec in r.records() {
+            let rec = rec.map_err(|e| Error::MalformedRow {
+                file: file.clone(),
+                line: e.position().map_or(0, |p| p.line()),
+                message: e.to_string(),
+            })?;
+            let line = rec.position().map_or(0, |p| p.line());
+            rows.push((line, rec));
+        }
+        Ok(Table { file, header, rows })
+    }
+
+    fn col(&self, name: &str) -> coda::Result<usize> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| Error::MissingColumn {
+                file: self.file.clone(),
+                column: name.into(),
+            })
+    }
+
+    fn str(&self, row: usize, name: &str) -> coda::Result<&str> {
+        let c = self.col(name)?;
+        let (line, rec) = &self.rows[row];
+        rec.get(c).ok_or_else(|| Error::MalformedRow {
+            file: self.file.clone(),
+            line: *line,
+            message: format!("no field `{name}`"),
+        })
+    }
+
+    /// A number (`NaN` allowed: some columns are undefined on some rows).
+    fn num(&self, row: usize, name: &str) -> coda::Result<f64> {
+        let v = self.str(row, name)?;
+        v.trim()
+            .parse::<f64>()
+            .map_err(|_| Error::invalid(&self.file, self.rows[row].0, name, v, "not a number"))
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// Where a CSV came from: the nearest `machine.txt` at or above its folder (up to `stop`), as
+/// one line: command, commit, machine, date.
+fn provenance(dir: &Path, stop: &Path) -> coda::Result<String> {
+    let mut d = Some(dir);
+    while let Some(p) = d {
+        let f = p.join("machine.txt");
+        if f.is_file() {
+            let text = read(&f)?;
+            let key = |k: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+                    .map(str::trim)
+                    .unwrap_or("not recorded")
+                    .to_string()
+            };
+            let mut s = format!(
+                "Made by `{}` at commit `{}` on {} ({})",
+                key("command"),
+                key("commit"),
+                key("machine"),
+                key("date")
+            );
+            if let Some(note) = text.lines().find_map(|l| l.strip_prefix("runs: ")) {
+                let _ = write!(s, "; {}", note.trim());
+            }
+            s.push('.');
+            return Ok(s);
+        }
+        if p == stop {
+            break;
+        }
+        d = p.parent();
+    }
+    Ok("Provenance not recorded (no machine.txt above this file).".into())
+}
+
+fn hours(s: f64) -> String {
+    format!("{:.2}", s / 3600.0)
+}
+
+fn pct(x: f64) -> String {
+    if x.is_nan() {
+        "–".into()
+    } else {
+        format!("{:.1} %", 100.0 * x)
+    }
+}
+
+fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
+    for r in rows {
+        let _ = writeln!(s, "| {} |", r.join(" | "));
+    }
+    s
+}
+
+/// The headline: average JCT (h) of every policy on the four traces (rows in the order of the
+/// first trace's CSV), with the provenance of the runs.
+fn headline(results: &Path) -> coda::Result<String> {
+    let mut policies: Vec<String> = Vec::new();
+    let mut cells: BTreeMap<(String, usize), String> = BTreeMap::new();
+    let mut meta = Vec::new();
+    for (i, (_, dir)) in HEADLINE.iter().enumerate() {
+        let d = results.join("rl").join(dir);
+        let t = Table::read(&d.join("comparison.csv"))?;
+        for r in 0..t.len() {
+            let p = t.str(r, "policy")?.to_string();
+            if !policies.contains(&p) {
+                policies.push(p.clone());
+            }
+            cells.insert((p, i), hours(t.num(r, "avg_jct_s")?));
+        }
+        if t.len() > 0 {
+            meta.push(format!(
+                "{} ({} jobs on {})",
+                HEADLINE[i].0,
+                t.str(0, "jobs_total")?,
+                t.str(0, "cluster")?
+            ));
+        }
+    }
+    let mut head = vec!["policy"];
+    head.extend(HEADLINE.iter().map(|(n, _)| *n));
+    let rows: Vec<Vec<String>> = policies
+        .iter()
+        .map(|p| {
+            let mut r = vec![p.clone()];
+            r.extend(
+                (0..HEADLINE.len())
+                    .map(|i| cells.get(&(p.clone(), i)).cloned().unwrap_or("–".into())),
+            );
+            r
+        })
+        .collect();
+    Ok(format!(
+        "Average job completion time (hours; lower is better) replaying each trace on its default \
+         cluster: {}. {}\n\n{}",
+        meta.join(", "),
+        provenance(&results.join("rl"), results)?,
+        md_table(&head, &rows)
+    ))
+}
+
+/// Every `comparison.csv` under `dir`, sorted by path.
+fn comparisons(dir: &Path, out: &mut Vec<PathBuf>) -> coda::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            comparisons(&p, out)?;
+        } else if p.file_name().is_some_and(|n| n == "comparison.csv") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn comparison_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let name = dir
+        .strip_prefix(results)
+        .unwrap_or(dir)
+        .display()
+        .to_string();
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        rows.push(vec![
+            t.str(r, "policy")?.to_string(),
+            hours(t.num(r, "avg_jct_s")?),
+            hours(t.num(r, "median_jct_s")?),
+            hours(t.num(r, "p99_jct_s")?),
+            format!("{:.1}", t.num(r, "makespan_s")? / 3600.0),
+            pct(t.num(r, "gpu_utilization")?),
+            format!("{:.0}", t.num(r, "restarts")?),
+            t.str(r, "jobs_unfinished_total")?.to_string(),
+            // Older runs did not record the allowance.
+            if t.col("contention_allowance").is_ok() {
+                format!("{:.2}", t.num(r, "contention_allowance")?)
+            } else {
+                "–".into()
+            },
+        ]);
+    }
+    let what = if t.len() > 0 {
+        format!(
+            "Trace `{}`, {} jobs ({} tracked), cluster `{}` ({} GPUs), seed {}.",
+            t.str(0, "trace")?,
+            t.str(0, "jobs_total")?,
+            t.str(0, "jobs_tracked")?,
+            t.str(0, "cluster")?,
+            t.str(0, "gpus")?,
+            t.str(0, "seed")?
+        )
+    } else {
+        "No rows.".into()
+    };
+    Ok(format!(
+        "### {name}\n\n{what} {}\n\n{}\n",
+        provenance(dir, results)?,
+        md_table(
+            &[
+                "policy",
+                "avg JCT (h)",
+                "median JCT (h)",
+                "p99 JCT (h)",
+                "makespan (h)",
+                "GPU util.",
+                "restarts",
+                "unfinished",
+                "allowance",
+            ],
+            &rows
+        )
+    ))
+}
+
+/// `sensitivity.csv`: average JCT (h) per setting (rows) and policy (columns).
+fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let name = dir
+        .strip_prefix(results)
+        .unwrap_or(dir)
+        .display()
+        .to_string();
+    let mut settings: Vec<String> = Vec::new();
+    let mut policies: Vec<String> = Vec::new();
+    let mut cell = BTreeMap::new();
+    for r in 0..t.len() {
+        let s = t.str(r, "setting")?.to_string();
+        let p = t.str(r, "policy")?.to_string();
+        if !settings.contains(&s) {
+            settings.push(s.clone());
+        }
+        if !policies.contains(&p) {
+            policies.push(p.clone());
+        }
+        cell.insert((s, p), hours(t.num(r, "avg_jct_s")?));
+    }
+    let mut head = vec!["setting"];
+    head.extend(policies.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = settings
+        .iter()
+        .map(|s| {
+            let mut r = vec![s.clone()];
+            r.extend(policies.iter().map(|p| {
+                cell.get(&(s.clone(), p.clone()))
+                    .cloned()
+                    .unwrap_or("–".into())
+            }));
+            r
+        })
+        .collect();
+    Ok(format!(
+        "### {name}\n\nAverage JCT (h) with each named estimate at its low and high value, the \
+         others shipped. {}\n\n{}\n",
+        provenance(dir, results)?,
+        md_table(&head, &rows)
+    ))
+}
+
+/// Nearest-rank quantile, the rule `coda gap` uses.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[((s.len() - 1) as f64 * q).round() as usize]
+}
+
+/// `gap.csv`: the gap to the exact program per policy over every round, and the mean gap by
+/// round size for the learned policy and the heuristics' best.
+fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let mut by: BTreeMap<String, Vec<(f64, bool, f64)>> = BTreeMap::new();
+    let mut by_size: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut sizes: Vec<String> = Vec::new();
+    let mut rounds = std::collections::BTreeSet::new();
+    let mut proven = 0usize;
+    for r in 0..t.len() {
+        let p = t.str(r, "policy")?.to_string();
+        let size = t.str(r, "size")?.to_string();
+        let valid = t.str(r, "valid")? == "true";
+        let gap = t.num(r, "gap")?;
+        if rounds.insert(t.str(r, "round")?.to_string()) && t.str(r, "proven")? == "true" {
+            proven += 1;
+        }
+        by.entry(p.clone())
+            .or_default()
+            .push((gap, valid, t.num(r, "decision_s")?));
+        if valid {
+            by_size.entry((size.clone(), p)).or_default().push(gap);
+        }
+        if !sizes.contains(&size) {
+            sizes.push(size);
+        }
+    }
+    let rows: Vec<Vec<String>> = by
+        .iter()
+        .map(|(p, v)| {
+            let gaps: Vec<f64> = v.iter().filter(|x| x.1).map(|x| x.0).collect();
+            let valid = v.iter().filter(|x| x.1).count();
+            vec![
+                p.clone(),
+                v.len().to_string(),
+                format!(
+                    "{:.2} %",
+                    100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64
+                ),
+                format!("{:.2} %", 100.0 * quantile(&gaps, 0.95)),
+                format!(
+                    "{:.2} %",
+                    100.0 * gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                ),
+                format!("{:.0} %", 100.0 * valid as f64 / v.len().max(1) as f64),
+                format!(
+                    "{:.2}",
+                    1e3 * v.iter().map(|x| x.2).sum::<f64>() / v.len().max(1) as f64
+                ),
+            ]
+        })
+        .collect();
+    let cols = [
+        "learned",
+        "learned-greedy",
+        "best-heuristic",
+        "expert-l1+learned-l2",
+    ];
+    let mut head = vec!["rounds"];
+    head.extend(cols);
+    let size_rows: Vec<Vec<String>> = sizes
+        .iter()
+        .map(|s| {
+            let mut r = vec![s.clone()];
+            r.extend(cols.iter().map(|p| {
+                by_size
+                    .get(&(s.clone(), p.to_string()))
+                    .map_or("–".into(), |g| {
+                        // `+ 0.0` prints a rounding-level negative mean as 0.00, not -0.00.
+                        let mean = 100.0 * g.iter().sum::<f64>() / g.len() as f64;
+                        format!("{:.2} %", (mean * 100.0).round() / 100.0 + 0.0)
+                    })
+            }));
+            r
+        })
+        .collect();
+    Ok(format!(
+        "### gap\n\nGap to the exact program's solution on {} held-out rounds ({proven} of them \
+         proven optimal, the others scored against the solver's incumbent). {}\n\n{}\nMean gap \
+         by round size:\n\n{}\n",
+        rounds.len(),
+        provenance(dir, results)?,
+        md_table(
+            &[
+                "policy",
+                "rounds",
+                "mean gap",
+                "p95 gap",
+                "worst gap",
+                "valid",
+                "mean decision (ms)"
+            ],
+            &rows
+        ),
+        md_table(&head, &size_rows)
+    ))
+}
+
+/// `side_by_side.csv`: per policy, how many jobs the independent replay rule matches.
+fn side_by_side_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let name = dir
+        .strip_prefix(results)
+        .unwrap_or(dir)
+        .display()
+        .to_string();
+    // policy → (jobs, packed, packed matching, within one round, spread run ÷ duration)
+    let mut by: BTreeMap<String, (usize, usize, usize, usize, Vec<f64>)> = BTreeMap::new();
+    for r in 0..t.len() {
+        let e = by.entry(t.str(r, "policy")?.to_string()).or_default();
+        let packed = t.str(r, "packed")? == "1";
+        let ok = t.str(r, "match")? == "1";
+        let run = t.num(r, "coda_run_s")?;
+        let dur = t.num(r, "trace_duration_s")?;
+        e.0 += 1;
+        e.1 += packed as usize;
+        e.2 += (packed && ok) as usize;
+        e.3 += ((run - dur).abs() <= 300.0) as usize;
+        if !packed {
+            e.4.push(run / dur);
+        }
+    }
+    let share = |a: usize, b: usize| format!("{a} ({:.1} %)", 100.0 * a as f64 / b.max(1) as f64);
+    let rows: Vec<Vec<String>> = by
+        .into_iter()
+        .map(|(p, (n, pk, pok, wi, mut sp))| {
+            sp.sort_by(f64::total_cmp);
+            let spread = if sp.is_empty() {
+                "–".into()
+            } else {
+                format!(
+                    "{:.3} / {:.3} / {:.3}",
+                    sp[0],
+                    sp[sp.len() / 2],
+                    sp[sp.len() - 1]
+                )
+            };
+            vec![
+                p,
+                n.to_string(),
+                pk.to_string(),
+                share(pok, pk),
+                share(wi, n),
+                sp.len().to_string(),
+                spread,
+            ]
+        })
+        .collect();
+    Ok(format!(
+        "### {name}\n\nContention off, GPU-only servers, 300 s rounds, jobs that finished without a \
+         restart, against the rule \"a job that never moves runs its trace duration\". {}\n\n{}\n",
+        provenance(dir, results)?,
+        md_table(
+            &[
+                "policy",
+                "jobs",
+                "packed",
+                "packed matching",
+                "within one round",
+                "spread jobs",
+                "spread run ÷ duration (min / median / max)"
+            ],
+            &rows
+        )
+    ))
+}
+
+/// `decide_scaling.csv`: the learned policy's and the best heuristic's decision time against
+/// cluster size (mean over seeds of each seed's median).
+fn decide_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
+    let mut policies: Vec<String> = Vec::new();
+    let mut cell: BTreeMap<((u64, u64, u64), String), (f64, usize, bool)> = BTreeMap::new();
+    for r in 0..t.len() {
+        let size = (
+            t.num(r, "servers")? as u64,
+            t.num(r, "gpus")? as u64,
+            t.num(r, "jobs")? as u64,
+        );
+        let p = t.str(r, "policy")?.to_string();
+        if !sizes.contains(&size) {
+            sizes.push(size);
+        }
+        if !policies.contains(&p) {
+            policies.push(p.clone());
+        }
+        let e = cell.entry((size, p)).or_insert((0.0, 0, true));
+        e.0 += t.num(r, "median_s")?;
+        e.1 += 1;
+        e.2 &= t.str(r, "valid")? == "true";
+    }
+    let mut head = vec!["servers", "GPUs", "jobs"];
+    let cols: Vec<String> = policies.iter().map(|p| format!("{p} (ms)")).collect();
+    head.extend(cols.iter().map(String::as_str));
+    head.push("all valid");
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .map(|s| {
+            let mut r = vec![s.0.to_string(), s.1.to_string(), s.2.to_string()];
+            let mut valid = true;
+            for p in &policies {
+                r.push(cell.get(&(*s, p.clone())).map_or("–".into(), |c| {
+                    valid &= c.2;
+                    format!("{:.2}", 1e3 * c.0 / c.1 as f64)
+                }));
+            }
+            r.push(if valid { "yes" } else { "no" }.into());
+            r
+        })
+        .collect();
+    Ok(format!(
+        "### decide\n\nDecision time for one round (median of repeats, mean over seeds), one \
+         thread. {}\n\n{}\n",
+        provenance(dir, results)?,
+        md_table(&head, &rows)
+    ))
+}
+
+/// `solve_scaling.csv`: the exact program's size and solve time against cluster size.
+fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(stop);
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        rows.push(vec![
+            t.str(r, "instance")?.to_string(),
+            t.str(r, "servers")?.to_string(),
+            t.str(r, "gpus")?.to_string(),
+            t.str(r, "jobs")?.to_string(),
+            t.str(r, "symmetry_breaking")?.to_string(),
+            t.str(r, "colocation_cuts")?.to_string(),
+            t.str(r, "variables")?.to_string(),
+            t.str(r, "constraints")?.to_string(),
+            format!("{:.3}", t.num(r, "build_s")?),
+            format!("{:.2}", t.num(r, "solve_s")?),
+            t.str(r, "status")?.to_string(),
+            pct(t.num(r, "gap")?),
+            t.str(r, "nodes")?.to_string(),
+        ]);
+    }
+    Ok(format!(
+        "### formulations/results/solve_scaling.csv\n\nThe exact program's size and solve time \
+         against cluster size. {}\n\n{}\n",
+        provenance(dir, stop)?,
+        md_table(
+            &[
+                "instance",
+                "servers",
+                "GPUs",
+                "jobs",
+                "symmetry breaking",
+                "co-location cuts",
+                "variables",
+                "constraints",
+                "build (s)",
+                "solve (s)",
+                "status",
+                "gap",
+                "nodes"
+            ],
+            &rows
+        )
+    ))
+}
+
+/// `warm_start.csv`: time to a proven optimum (or the gap at the limit) per instance and start.
+fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(stop);
+    let mut instances: Vec<String> = Vec::new();
+    let mut methods: Vec<String> = Vec::new();
+    let mut cell = BTreeMap::new();
+    for r in 0..t.len() {
+        let i = t.str(r, "instance")?.to_string();
+        let m = t.str(r, "method")?.to_string();
+        if !instances.contains(&i) {
+            instances.push(i.clone());
+        }
+        if !methods.contains(&m) {
+            methods.push(m.clone());
+        }
+        let text = if t.str(r, "status")? == "Optimal" {
+            format!("{:.2} s", t.num(r, "solve_s")?)
+        } else {
+            format!("gap {}", pct(t.num(r, "gap")?))
+        };
+        cell.insert((i, m), text);
+    }
+    let mut head = vec!["instance"];
+    head.extend(methods.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = instances
+        .iter()
+        .map(|i| {
+            let mut r = vec![i.clone()];
+            r.extend(methods.iter().map(|m| {
+                cell.get(&(i.clone(), m.clone()))
+                    .cloned()
+                    .unwrap_or("–".into())
+            }));
+            r
+        })
+        .collect();
+    Ok(format!(
+        "### formulations/results/warm_start.csv\n\nTime to a proven optimum, or the gap at the \
+         time limit, from each start. {}\n\n{}\n",
+        provenance(dir, stop)?,
+        md_table(&head, &rows)
+    ))
+}
+
+/// The last row of each training curve.
+fn curves_section(dir: &Path, results: &Path) -> coda::Result<String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    files.sort();
+    let mut s = format!(
+        "### train\n\nThe last epoch or iteration of each training curve. {}\n\n",
+        provenance(dir, results)?
+    );
+    for f in files {
+        let t = Table::read(&f)?;
+        let Some(last) = t.len().checked_sub(1) else {
+            continue;
+        };
+        let mut row = Vec::new();
+        for h in &t.header {
+            let v = t.str(last, h)?;
+            row.push(match v.parse::<f64>() {
+                Ok(x) if x.fract() != 0.0 => format!("{x:.4}"),
+                _ => v.to_string(),
+            });
+        }
+        let head: Vec<&str> = t.header.iter().map(String::as_str).collect();
+        let _ = write!(
+            s,
+            "`{}` ({} rows):\n\n{}\n",
+            f.file_name().unwrap_or_default().to_string_lossy(),
+            t.len(),
+            md_table(&head, &[row])
+        );
+    }
+    Ok(s)
+}
+
+/// The whole `benches/results/README.md`.
+fn results_readme(root: &Path) -> coda::Result<String> {
+    let results = root.join("benches/results");
+    let mut s = String::from(
+        "# Measured results\n\n\
+         Generated by `coda report` from the CSVs in this folder and in `formulations/results/`: \
+         do not edit by hand (`cargo test` fails when this file differs from what the CSVs give). \
+         Each table names the command that wrote its CSV, the commit and the machine; times are \
+         wall-clock on that machine. Markdown tables next to a CSV (`comparison.md`, `gap.md`...) \
+         are the writing command's own view of the same rows.\n\n## Headline\n\n",
+    );
+    s.push_str(&headline(&results)?);
+    s.push_str("\n## Trace replays\n\n");
+    let mut csvs = Vec::new();
+    for set in ["rl", "sim"] {
+        comparisons(&results.join(set), &mut csvs)?;
+    }
+    for c in &csvs {
+        s.push_str(&comparison_section(c, &results)?);
+        s.push('\n');
+    }
+    s.push_str("## Sensitivity to the named estimates\n\n");
+    for t in ["philly", "itp-cluster06"] {
+        let f = results.join(format!("sim/sensitivity-{t}/sensitivity.csv"));
+        s.push_str(&sensitivity_section(&f, &results)?);
+        s.push('\n');
+    }
+    s.push_str("## Side by side with an independent replay rule\n\n");
+    for t in ["philly", "itp-cluster06"] {
+        let f = results.join(format!("side_by_side/{t}/side_by_side.csv"));
+        s.push_str(&side_by_side_section(&f, &results)?);
+        s.push('\n');
+    }
+    s.push_str("## The learned policy against the exact program\n\n");
+    s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
+    s.push('\n');
+    s.push_str(&decide_section(
+        &results.join("decide/decide_scaling.csv"),
+        &results,
+    )?);
+    s.push('\n');
+    s.push_str(&curves_section(&results.join("train"), &results)?);
+    s.push_str("\n## The exact program\n\n");
+    let f = root.join("formulations/results");
+    s.push_str(&solve_section(&f.join("solve_scaling.csv"), &f)?);
+    s.push('\n');
+    s.push_str(&warm_section(&f.join("warm_start.csv"), &f)?);
+    Ok(s.trim_end().to_string() + "\n")
+}
