@@ -5,5 +5,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 cargo test --release --locked
+# Every example runs (each prints what it measured; together about a minute).
+for e in schedule_round replay_two_policies custom_scheduler gap_vs_exact decide_timing; do
+  cargo run --release --locked --quiet --example "$e" > /dev/null
+done
 # The library must build without the command line's crates (the `cli` feature).
 cargo check --release --locked --no-default-features --lib

@@ -39,6 +39,11 @@
 pub mod error;
 mod util;
 
+// The README's Rust blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod ilp;
 pub mod learn;
 pub mod model;

@@ -31,6 +31,7 @@
 //! simulator's state; `admission` the checks before the first event, `core` the event queue,
 //! pricing and applying a decision, `accounting` what a run accrues, `run` the loops that own a
 //! scheduler, `env` the environment, `metrics` and `report` what a run leaves behind.
+#![doc = include_str!("README.md")]
 
 mod accounting;
 mod admission;

@@ -25,8 +25,6 @@ pub struct Args {
     pub check: bool,
 }
 
-const BEGIN: &str = "<!-- report:headline -->";
-const END: &str = "<!-- /report:headline -->";
 /// The traces of the headline, in column order, with their folder under `benches/results/rl/`.
 const HEADLINE: [(&str, &str); 4] = [
     ("Philly", "philly"),
@@ -41,11 +39,20 @@ pub fn run(args: Args) -> coda::Result<ExitCode> {
     let report = results_readme(&args.root)?;
     let readme_path = args.root.join("README.md");
     let readme = read(&readme_path)?;
-    let headline = headline(&results)?;
-    let new_readme = splice(&readme, &headline, &readme_path)?;
+    let new_readme = splice(&readme, "headline", &headline(&results)?, &readme_path)?;
+    let models_path = args.root.join("models/README.md");
+    let models = args.root.join("models");
+    let new_models = splice(
+        &read(&models_path)?,
+        "placement",
+        &placement_tables(&models)?,
+        &models_path,
+    )?;
+    let new_models = splice(&new_models, "fit", &fit_tables(&models)?, &models_path)?;
     let targets = [
         (results.join("README.md"), report),
         (readme_path, new_readme),
+        (models_path, new_models),
     ];
     if args.check {
         let mut drift = false;
@@ -93,20 +100,23 @@ fn read(path: &Path) -> coda::Result<String> {
     std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
 }
 
-/// `readme` with the text between the headline markers replaced by `table`.
-fn splice(readme: &str, table: &str, path: &Path) -> coda::Result<String> {
+/// `text` with what lies between the markers `<!-- report:NAME -->` and `<!-- /report:NAME -->`
+/// replaced by `table`.
+fn splice(text: &str, name: &str, table: &str, path: &Path) -> coda::Result<String> {
+    let begin = format!("<!-- report:{name} -->");
+    let end = format!("<!-- /report:{name} -->");
     let missing = |m: &str| {
         Error::invalid(
             &path.display().to_string(),
             0,
-            "headline markers",
+            "report markers",
             m,
-            "the README must hold the report's begin and end markers, in that order",
+            "the file must hold the report's begin and end markers, in that order",
         )
     };
-    let b = readme.find(BEGIN).ok_or_else(|| missing(BEGIN))? + BEGIN.len();
-    let e = readme[b..].find(END).ok_or_else(|| missing(END))? + b;
-    Ok(format!("{}\n{}{}", &readme[..b], table, &readme[e..]))
+    let b = text.find(&begin).ok_or_else(|| missing(&begin))? + begin.len();
+    let e = text[b..].find(&end).ok_or_else(|| missing(&end))? + b;
+    Ok(format!("{}\n{}{}", &text[..b], table, &text[e..]))
 }
 
 /// A CSV file read whole: its header and its rows with their line numbers.
@@ -655,6 +665,7 @@ fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
             format!("{:.3}", t.num(r, "build_s")?),
             format!("{:.2}", t.num(r, "solve_s")?),
             t.str(r, "status")?.to_string(),
+            pct(t.num(r, "root_gap")?),
             pct(t.num(r, "gap")?),
             t.str(r, "nodes")?.to_string(),
         ]);
@@ -676,6 +687,7 @@ fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
                 "build (s)",
                 "solve (s)",
                 "status",
+                "root gap",
                 "gap",
                 "nodes"
             ],
@@ -814,4 +826,172 @@ fn results_readme(root: &Path) -> coda::Result<String> {
     s.push('\n');
     s.push_str(&warm_section(&f.join("warm_start.csv"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// `models/placement_check.csv`: per source, GPU type and GPU count, the median measured and
+/// predicted spread ÷ packed step-time ratio and the median error of the prediction.
+fn placement_tables(models: &Path) -> coda::Result<String> {
+    let t = Table::read(&models.join("placement_check.csv"))?;
+    let mut by: BTreeMap<(String, String, u64), Vec<(f64, f64)>> = BTreeMap::new();
+    for r in 0..t.len() {
+        // The sizes schedulers ask most; every size is in the CSV.
+        if ![2.0, 4.0, 8.0, 16.0].contains(&t.num(r, "gpus")?) {
+            continue;
+        }
+        by.entry((
+            t.str(r, "source")?.to_string(),
+            t.str(r, "gpu")?.to_string(),
+            t.num(r, "gpus")? as u64,
+        ))
+        .or_default()
+        .push((t.num(r, "measured_ratio")?, t.num(r, "predicted_ratio")?));
+    }
+    let rows: Vec<Vec<String>> = by
+        .iter()
+        .map(|((src, gpu, k), v)| {
+            vec![
+                src.clone(),
+                gpu.clone(),
+                k.to_string(),
+                v.len().to_string(),
+                format!("{:.2}", median(v.iter().map(|x| x.0).collect())),
+                format!("{:.2}", median(v.iter().map(|x| x.1).collect())),
+                format!(
+                    "{:.1} %",
+                    100.0 * median(v.iter().map(|x| (x.1 / x.0 - 1.0).abs()).collect())
+                ),
+            ]
+        })
+        .collect();
+    let all = median(
+        by.values()
+            .flatten()
+            .map(|x| (x.1 / x.0 - 1.0).abs())
+            .collect(),
+    );
+    Ok(format!(
+        "Generated by `coda report` from `models/placement_check.csv` ({} pairs, every GPU count; \
+         here 2, 4, 8 and 16 GPUs, {} pairs, whose median error of the prediction is {:.1} %):\n\n{}",
+        t.len(),
+        by.values().map(Vec::len).sum::<usize>(),
+        100.0 * all,
+        md_table(
+            &[
+                "source",
+                "GPU",
+                "GPUs",
+                "pairs",
+                "measured",
+                "predicted",
+                "median error"
+            ],
+            &rows
+        )
+    ))
+}
+
+/// `models/fit_quality.csv`: held-out error of every fit (PS models; all-reduce models per GPU
+/// type, k-fold and GPU-out; Gavel's), and the row-weighted error per family and split.
+fn fit_tables(models: &Path) -> coda::Result<String> {
+    let t = Table::read(&models.join("fit_quality.csv"))?;
+    let family = |model: &str, gpu: &str| {
+        if gpu == "-" {
+            "PS (DL2)"
+        } else if model.starts_with("gavel-") {
+            "all-reduce (Gavel)"
+        } else {
+            "all-reduce (Pollux/Sia)"
+        }
+    };
+    let err = |x: f64| format!("{:.1} %", 100.0 * x);
+    let mut ps = Vec::new();
+    // family → model → (gpu, split) → MAPE
+    let mut ar: BTreeMap<&str, BTreeMap<String, BTreeMap<(String, String), f64>>> = BTreeMap::new();
+    let mut gpus: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut weighted: BTreeMap<(&str, String), (f64, f64)> = BTreeMap::new();
+    for r in 0..t.len() {
+        let model = t.str(r, "model")?.to_string();
+        let gpu = t.str(r, "gpu")?.to_string();
+        let split = t.str(r, "split")?.to_string();
+        let rows = t.num(r, "rows")?;
+        let fam = family(&model, &gpu);
+        if t.str(r, "mape")?.is_empty() {
+            continue; // a fit with no held-out rows
+        }
+        let mape = t.num(r, "mape")?;
+        let w = weighted.entry((fam, split.clone())).or_default();
+        w.0 += mape * rows;
+        w.1 += rows;
+        if gpu == "-" {
+            ps.push(vec![
+                model,
+                format!("{rows:.0}"),
+                err(mape),
+                err(t.num(r, "median_ape")?),
+            ]);
+        } else {
+            let g = gpus.entry(fam).or_default();
+            if !g.contains(&gpu) {
+                g.push(gpu.clone());
+            }
+            ar.entry(fam)
+                .or_default()
+                .entry(model)
+                .or_default()
+                .insert((gpu, split), mape);
+        }
+    }
+    let mut s = String::from(
+        "Generated by `coda report` from `models/fit_quality.csv` (held-out MAPE: 5-fold \
+         cross-validation, `kfold5`; every row of one GPU type predicted from the others, \
+         `gpu-out`).\n\n",
+    );
+    s += &md_table(
+        &["PS model (DL2)", "rows", "held-out MAPE", "median APE"],
+        &ps,
+    );
+    for (fam, by_model) in &ar {
+        let g = &gpus[fam];
+        let cols: Vec<(String, String)> = ["kfold5", "gpu-out"]
+            .iter()
+            .flat_map(|sp| g.iter().map(move |gpu| (gpu.clone(), sp.to_string())))
+            .collect();
+        let names: Vec<String> = cols.iter().map(|(gpu, sp)| format!("{gpu} {sp}")).collect();
+        let mut head = vec![*fam];
+        head.extend(names.iter().map(String::as_str));
+        let rows: Vec<Vec<String>> = by_model
+            .iter()
+            .map(|(m, cells)| {
+                let mut r = vec![m.clone()];
+                r.extend(
+                    cols.iter()
+                        .map(|c| cells.get(c).map_or("–".into(), |x| err(*x))),
+                );
+                r
+            })
+            .collect();
+        s += "\n";
+        s += &md_table(&head, &rows);
+    }
+    s += "\nRow-weighted held-out MAPE: ";
+    let parts: Vec<String> = weighted
+        .iter()
+        .map(|((fam, split), (sum, n))| format!("{fam} {split} {} ({n:.0} rows)", err(sum / n)))
+        .collect();
+    s += &parts.join("; ");
+    s += ".\n";
+    Ok(s)
 }
