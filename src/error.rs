@@ -96,7 +96,7 @@ pub enum Error {
         /// Where the job came from.
         context: String,
         /// The job id.
-        job: crate::model::JobId,
+        job: crate::id::JobId,
         /// Which demand exceeds which capacity.
         reason: String,
     },

@@ -5,10 +5,11 @@
 //! interfere and that a job spread over servers pays network overhead.
 //!
 //! Data flows one way, and the modules are layered the same way (each imports only from the
-//! ones listed before it):
+//! ones listed before it, and no two files of one folder import each other round a cycle:
+//! `tests/it/layout.rs` checks both):
 //!
 //! ```text
-//! util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
+//! id → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
 //!
 //! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: RoundPricing → Formulation → HiGHS → decode
 //!                                                        └─ policies: sizing → packer
@@ -37,6 +38,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+mod id;
 mod util;
 
 // The README's Rust blocks are compiled and run as doctests.

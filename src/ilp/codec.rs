@@ -6,55 +6,39 @@ use std::collections::HashMap;
 
 use good_lp::Variable;
 
-use super::formulation::{Formulation, JobVars, ShareDef, VarInfo};
+use super::columns::{ColumnMap, Columns};
 use crate::error::{Error, Result};
-use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, Topology, WorkerTask};
+use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
 use crate::objective::{RoundPricing, Sharing, same_assignment};
 
 /// Maps solver values back to a [`Schedule`], and a schedule to solver values (MIP start).
 pub struct Decoder {
-    pub(crate) jobs: Vec<JobVars>,
-    pub(crate) topology: Topology,
-    pub(crate) info: Vec<VarInfo>,
-    pub(crate) constant: f64,
-    pub(crate) index_of: HashMap<Variable, usize>,
-    pub(crate) shares: Vec<ShareDef>,
-}
-
-/// What decoding and encoding read of a built program.
-struct Columns<'a> {
-    jobs: &'a [JobVars],
-    topology: &'a Topology,
-    columns: usize,
-    index_of: &'a HashMap<Variable, usize>,
-    shares: &'a [ShareDef],
+    map: ColumnMap,
 }
 
 impl Decoder {
+    pub(crate) fn new(map: ColumnMap) -> Self {
+        Decoder { map }
+    }
+
     fn columns(&self) -> Columns<'_> {
-        Columns {
-            jobs: &self.jobs,
-            topology: &self.topology,
-            columns: self.info.len(),
-            index_of: &self.index_of,
-            shares: &self.shares,
-        }
+        self.map.view()
     }
 
     /// Number of columns.
     pub fn num_variables(&self) -> usize {
-        self.info.len()
+        self.map.info.len()
     }
 
     /// Column index of a variable.
     pub fn index(&self, v: Variable) -> usize {
-        self.index_of[&v]
+        self.map.index_of[&v]
     }
 
     /// The integer columns of job `j` (snapshot index): its option, workers, presence, GPUs
     /// per switch, PS, sockets and keep — what fixes its assignment.
     pub fn integer_columns_of(&self, j: usize) -> Vec<Variable> {
-        let Some(jv) = self.jobs.iter().find(|jv| jv.job == j) else {
+        let Some(jv) = self.map.jobs.iter().find(|jv| jv.job == j) else {
             return Vec::new();
         };
         let mut out: Vec<Variable> = jv.y.clone();
@@ -67,7 +51,7 @@ impl Decoder {
 
     /// Constant added to the solver objective.
     pub fn objective_constant(&self) -> f64 {
-        self.constant
+        self.map.constant
     }
 
     /// The schedule encoded by a solution (`value(v)` gives each variable's value).
@@ -79,22 +63,6 @@ impl Decoder {
     /// invalid or uses an option the model does not contain.
     pub fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
         self.columns().encode(pricing, schedule)
-    }
-}
-
-impl Formulation {
-    /// [`Decoder::encode`] before the program is handed to a solver (to check rows at a point,
-    /// with [`Formulation::violated_groups`]).
-    pub fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
-        let (jobs, topology, info, index_of, shares) = self.parts();
-        Columns {
-            jobs,
-            topology,
-            columns: info.len(),
-            index_of,
-            shares,
-        }
-        .encode(pricing, schedule)
     }
 }
 
@@ -180,7 +148,11 @@ impl Columns<'_> {
         Schedule { assignments: out }
     }
 
-    fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
+    pub(crate) fn encode(
+        &self,
+        pricing: &RoundPricing<'_>,
+        schedule: &Schedule,
+    ) -> Result<Vec<f64>> {
         let snapshot = pricing.snapshot();
         let mut x = vec![0.0; self.columns];
         let idx = |v: Variable| -> usize { self.index_of[&v] };

@@ -13,6 +13,7 @@
 
 mod brute;
 pub mod codec;
+mod columns;
 mod exact;
 pub mod formulation;
 pub mod scaling;

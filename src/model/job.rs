@@ -3,27 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Assignment;
-
-/// A job's identity: unique within a snapshot and stable across rounds (the trace's job).
-/// Not its position in [`crate::ClusterSnapshot::jobs`] — a plain `usize` that changes from
-/// round to round as jobs arrive and finish. Written in JSON as the bare number.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(transparent)]
-pub struct JobId(pub u64);
-
-impl std::fmt::Display for JobId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl From<u64> for JobId {
-    fn from(id: u64) -> Self {
-        JobId(id)
-    }
-}
+pub use crate::id::JobId;
 
 /// How a job synchronises its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

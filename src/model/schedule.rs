@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cluster::GpuSlot;
-use super::job::JobId;
+use crate::id::JobId;
 
 /// One worker task: a server and the GPUs it uses there. Socket and PCIe switch follow from the
 /// GPU indices and the server's topology.

@@ -5,9 +5,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::JobId;
 use super::schedule::Schedule;
 use super::snapshot::ClusterSnapshot;
+use crate::id::JobId;
 
 /// One reason a schedule cannot run. `validate` returns all of them, not just the first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

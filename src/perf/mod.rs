@@ -29,7 +29,6 @@ mod context;
 mod demand;
 mod nnls;
 mod params;
-mod spread;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -37,6 +36,7 @@ use std::sync::OnceLock;
 pub use calibrate::{
     CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
 };
+pub use calibrate::{PlacementCheck, placement_check, placement_summary};
 pub use context::{
     Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone, speeds,
 };
@@ -45,7 +45,6 @@ pub use params::{
     ArModelParams, ArStepParams, Estimates, FitQuality, GpuMemBandwidth, InterferenceParams,
     PerfParams, PsModelParams,
 };
-pub use spread::{PlacementCheck, placement_check, placement_summary};
 
 use crate::error::{Error, Result};
 use crate::model::{Architecture, ClusterSnapshot, Job};

@@ -223,7 +223,7 @@ struct State {
 }
 
 /// The simulator. Build with [`Simulator::new`], drive with [`Simulator::step`],
-/// [`Simulator::step_until`] or [`Simulator::run`].
+/// [`Simulator::run`].
 pub struct Simulator<'a> {
     perf: &'a dyn PerfModel,
     config: SimConfig,

@@ -1,10 +1,7 @@
-//! The loops that own a scheduler: one event at a time ([`Simulator::step`]), up to a time, or to
-//! the end ([`Simulator::run`]) — the environment loop with the scheduler as the agent.
-
-use std::cmp::Reverse;
+//! The loops that own a scheduler: one event at a time ([`Simulator::step`]) or to the end
+//! ([`Simulator::run`], [`Simulator::run_observed`]) — the environment loop with the scheduler as the agent.
 
 use super::*;
-use crate::util::total::TotalF64 as Time;
 
 impl Simulator<'_> {
     /// Processes the next event; at a round, `scheduler` decides. `Ok(false)` when there is
@@ -28,20 +25,6 @@ impl Simulator<'_> {
                 Ok(true)
             }
         }
-    }
-
-    /// Processes events up to and including time `t`.
-    pub fn step_until(&mut self, t: f64, scheduler: &mut dyn Scheduler) -> Result<()> {
-        while self
-            .events
-            .peek()
-            .is_some_and(|Reverse((Time(x), _, _, _))| *x <= t)
-        {
-            if !self.step(scheduler)? {
-                break;
-            }
-        }
-        Ok(())
     }
 
     /// Runs to the end (every job finished) or the horizon: the environment loop

@@ -39,19 +39,11 @@ use std::collections::{BTreeMap, HashMap};
 use good_lp::{Constraint, Expression, IntoAffineExpression, ProblemVariables, Variable, variable};
 
 use super::codec::Decoder;
+pub(crate) use super::columns::{ColumnMap, Columns, JobVars, ShareDef, VarInfo};
 use crate::error::Result;
-use crate::model::{ClusterSnapshot, Job, SwitchId, Topology};
-use crate::objective::{JobOption, Objective, RoundPricing, Sharing};
+use crate::model::{ClusterSnapshot, Job, Schedule, Topology};
+use crate::objective::{Objective, RoundPricing, Sharing};
 use crate::perf::PerfModel;
-
-/// Metadata of one variable, in creation order (= column index).
-#[derive(Debug, Clone)]
-pub(crate) struct VarInfo {
-    pub(crate) name: String,
-    pub(crate) lb: f64,
-    pub(crate) ub: f64,
-    pub(crate) integer: bool,
-}
 
 /// The constraint groups of `formulations/README.md`, by their number there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -84,79 +76,6 @@ pub enum Group {
     Symmetry = 13,
     /// 14. Valid inequalities on co-location (presence cover, pair variables, clique rows).
     ColocationCuts = 14,
-}
-
-/// The variables of one job.
-pub(crate) struct JobVars {
-    /// Index of the job in the snapshot.
-    pub(crate) job: usize,
-    pub(crate) options: Vec<JobOption>,
-    pub(crate) y: Vec<Variable>,
-    /// Workers per server (None: the job cannot use that server).
-    pub(crate) m: Vec<Option<Variable>>,
-    /// Workers on the server at all.
-    pub(crate) v: Vec<Option<Variable>>,
-    /// GPUs per switch and switch used.
-    pub(crate) g: BTreeMap<SwitchId, (Variable, Variable)>,
-    /// PS per server and "any task on server" (PS jobs only).
-    pub(crate) q: Vec<Option<Variable>>,
-    pub(crate) a: Vec<Option<Variable>>,
-    /// Sockets used per (server, socket) and "spans sockets" per server (all-reduce jobs).
-    pub(crate) t: BTreeMap<(usize, u32), Variable>,
-    pub(crate) zeta: BTreeMap<usize, Variable>,
-    /// Binary expansion of q and the products with m (PS locality).
-    pub(crate) bits: BTreeMap<usize, Vec<(Variable, Variable)>>,
-    pub(crate) local_pairs: Option<Variable>,
-    pub(crate) local_pairs_by_option: Vec<Option<Variable>>,
-    pub(crate) keep: Option<Variable>,
-    pub(crate) restart: f64,
-    /// Loss per sharing kind, indexed by [`Sharing::index`].
-    pub(crate) loss: [Variable; 3],
-    /// `(coefficient, pair variable)` terms of each sharing kind's pressure.
-    pub(crate) pressure: [Vec<(f64, Variable)>; 3],
-    /// Co-location pressure `ωcol_js` per server (where the job can meet a priced co-runner).
-    pub(crate) wcol: BTreeMap<usize, Variable>,
-}
-
-impl JobVars {
-    /// The most workers any option of the job has: the big-M of its worker counts. (Its
-    /// `workers.max` may be far larger than the cluster holds; the options are clipped to it.)
-    pub(crate) fn w_max(&self) -> f64 {
-        f64::from(self.options.iter().map(|o| o.workers).max().unwrap_or(0))
-    }
-
-    /// The most parameter servers any option of the job has.
-    pub(crate) fn p_max(&self) -> f64 {
-        f64::from(self.options.iter().map(|o| o.ps).max().unwrap_or(0))
-    }
-
-    /// `(1, y_k)` for every option: `run_j`.
-    fn run(&self) -> Vec<(f64, Variable)> {
-        self.y.iter().map(|&x| (1.0, x)).collect()
-    }
-
-    /// The option variables whose option satisfies `keep`.
-    fn ys_where(&self, keep: impl Fn(&JobOption) -> bool) -> Vec<Variable> {
-        self.y
-            .iter()
-            .zip(&self.options)
-            .filter(|(_, o)| keep(o))
-            .map(|(&x, _)| x)
-            .collect()
-    }
-
-    /// "Any task on server s": `a` for PS jobs, `v` for all-reduce jobs.
-    fn any_task(&self, s: usize) -> Option<Variable> {
-        self.a[s].or(self.v[s])
-    }
-}
-
-/// `var = Π_gates(Σ gate) · Σ terms` at its tight value (terms empty: the gate product alone).
-#[derive(Clone)]
-pub(crate) struct ShareDef {
-    pub(crate) var: Variable,
-    pub(crate) gates: Vec<Vec<Variable>>,
-    pub(crate) terms: Vec<(f64, Variable)>,
 }
 
 /// How the formulation was built.
@@ -245,16 +164,6 @@ fn lin(terms: &[(f64, Variable)]) -> Expression {
     }
     e
 }
-
-/// What the codec reads of a built program: job variables, topology, columns, column index,
-/// sharing definitions.
-pub(crate) type CodecParts<'a> = (
-    &'a [JobVars],
-    &'a Topology,
-    &'a [VarInfo],
-    &'a HashMap<Variable, usize>,
-    &'a [ShareDef],
-);
 
 /// The integer program of one round.
 pub struct Formulation {
@@ -414,15 +323,21 @@ impl Formulation {
         out
     }
 
-    /// The parts the codec reads.
-    pub(crate) fn parts(&self) -> CodecParts<'_> {
-        (
-            &self.jobs,
-            &self.topology,
-            &self.model.info,
-            &self.model.index_of,
-            &self.model.shares,
-        )
+    /// The column map as the codec reads it, before the program goes to a solver.
+    fn columns(&self) -> Columns<'_> {
+        Columns {
+            jobs: &self.jobs,
+            topology: &self.topology,
+            columns: self.model.info.len(),
+            index_of: &self.model.index_of,
+            shares: &self.model.shares,
+        }
+    }
+
+    /// [`Decoder::encode`] before the program is handed to a solver (to check rows at a point,
+    /// with [`Formulation::violated_groups`]).
+    pub fn encode(&self, pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<f64>> {
+        self.columns().encode(pricing, schedule)
     }
 
     /// Rows per constraint group.
@@ -444,14 +359,14 @@ impl Formulation {
             shares,
             ..
         } = self.model;
-        let dec = Decoder {
+        let dec = Decoder::new(ColumnMap {
             jobs: self.jobs,
             topology: self.topology,
             info,
             constant: self.objective_constant,
             index_of,
             shares,
-        };
+        });
         (vars, self.objective, constraints, dec)
     }
 

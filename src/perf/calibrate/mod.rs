@@ -12,6 +12,7 @@ mod allreduce;
 mod dl2;
 mod gavel;
 mod pollux;
+mod spread;
 
 use std::path::Path;
 
@@ -30,6 +31,7 @@ pub use gavel::gavel_model_name;
 pub(crate) use gavel::{gavel_spread, open_gavel};
 pub use pollux::CLUSTER_GPU;
 pub(crate) use pollux::{cluster_profile, open_pollux, row_placement};
+pub use spread::{PlacementCheck, placement_check, placement_summary};
 
 use allreduce::fit_ar;
 use dl2::fit_ps;
@@ -167,7 +169,7 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     let mut ar_data = read_pollux(dir)?;
     let (gavel, single) = read_gavel_isolated(dir)?;
     ar_data.extend(gavel);
-    let envelopes = super::spread::envelopes(&super::spread::spread_pairs(dir)?);
+    let envelopes = spread::envelopes(&spread::spread_pairs(dir)?);
     let (ar_models, exponent, q2) = fit_ar(ar_data, &envelopes, &estimates, seed)?;
     quality.extend(q2);
     let interference = fit_interference(dir, &single)?;

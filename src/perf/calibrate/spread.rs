@@ -20,12 +20,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::calibrate::{
+use super::{
     cluster_profile, gavel_model_name, gavel_spread, median, open_gavel, open_pollux, row_placement,
 };
-use super::context::packed;
-use super::params::{ArStepParams, PerfParams};
 use crate::error::Result;
+use crate::perf::context::packed;
+use crate::perf::params::{ArStepParams, PerfParams};
 
 /// One measured pair of placements of the same job.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,25 @@
+//! Identifiers every layer names: a leaf module (it imports nothing of the crate), so that the
+//! error type, the model and everything above can all refer to a job without a cycle.
+
+use serde::{Deserialize, Serialize};
+
+/// A job's identity: unique within a snapshot and stable across rounds (the trace's job).
+/// Not its position in [`crate::ClusterSnapshot::jobs`] — a plain `usize` that changes from
+/// round to round as jobs arrive and finish. Written in JSON as the bare number.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct JobId(pub u64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<u64> for JobId {
+    fn from(id: u64) -> Self {
+        JobId(id)
+    }
+}
