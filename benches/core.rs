@@ -64,9 +64,13 @@ fn baseline_rounds(c: &mut Criterion) {
         ..Default::default()
     };
     let snap = generate(&opts, perf).unwrap();
-    for name in coda::policies::POLICIES.iter().filter(|p| **p != "ilp") {
-        let mut policy =
-            coda::policies::by_name(name, perf, &coda::policies::PolicyOptions::default()).unwrap();
+    for name in coda::policies::PolicyKind::ALL
+        .into_iter()
+        .filter(|p| *p != coda::policies::PolicyKind::Ilp)
+    {
+        let mut policy = name
+            .build(perf, &coda::policies::PolicyOptions::default())
+            .unwrap();
         c.bench_function(&format!("round_64x8_600jobs/{name}"), |b| {
             b.iter(|| black_box(policy.schedule(&snap).unwrap()))
         });

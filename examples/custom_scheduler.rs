@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use coda::policies::{self, Packer, Placement, PolicyOptions};
+use coda::policies::{Packer, Placement, PolicyKind, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::{self, trace::TraceOptions};
 use coda::{CalibratedPerf, ClusterSnapshot, PerfModel, Schedule, Scheduler};
@@ -78,8 +78,13 @@ fn main() -> coda::Result<()> {
     };
     let mut mine = LeastGpuTimeFirst { perf };
     let mut policies: Vec<Box<dyn Scheduler + '_>> = Vec::new();
-    for name in ["fifo", "srtf", "tiresias", "pollux"] {
-        policies.push(policies::by_name(name, perf, &PolicyOptions::default())?);
+    for kind in [
+        PolicyKind::Fifo,
+        PolicyKind::Srtf,
+        PolicyKind::Tiresias,
+        PolicyKind::Pollux,
+    ] {
+        policies.push(kind.build(perf, &PolicyOptions::default())?);
     }
     println!("| policy | avg JCT (h) | p99 JCT (h) | restarts |\n|---|---|---|---|");
     let row = |p: &mut dyn Scheduler| -> coda::Result<()> {

@@ -21,7 +21,7 @@ fn main() -> coda::Result<()> {
         ..SolveSettings::default()
     };
     let mut learned = LearnedScheduler::shipped(perf, objective)?;
-    let mut pollux = policies::by_name("pollux", perf, &PolicyOptions::default())?;
+    let mut pollux = policies::PolicyKind::Pollux.build(perf, &PolicyOptions::default())?;
     println!("| round | optimum | status | learned gap | pollux gap |\n|---|---|---|---|---|");
     let (mut sum_learned, mut sum_pollux, mut proven) = (0.0, 0.0, 0);
     for (servers, jobs) in [(2, 4), (2, 6), (3, 6)] {

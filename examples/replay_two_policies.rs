@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use coda::CalibratedPerf;
-use coda::policies::{self, PolicyOptions};
+use coda::policies::{PolicyKind, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::{self, trace::TraceOptions};
 
@@ -44,13 +44,13 @@ fn main() -> coda::Result<()> {
     println!(
         "| policy | avg JCT (h) | p99 JCT (h) | makespan (h) | restarts |\n|---|---|---|---|---|"
     );
-    for name in ["fifo", "pollux"] {
-        let mut policy = policies::by_name(name, perf, &PolicyOptions::default())?;
+    for kind in [PolicyKind::Fifo, PolicyKind::Pollux] {
+        let mut policy = kind.build(perf, &PolicyOptions::default())?;
         let mut simulator = Simulator::new(perf, config, wl.cluster.clone(), wl.jobs.clone())?;
         simulator.run(policy.as_mut())?;
         let m = sim::metrics(simulator.records(), 0.1..0.9, wl.cluster.num_gpus());
         println!(
-            "| {name} | {:.2} | {:.2} | {:.1} | {} |",
+            "| {kind} | {:.2} | {:.2} | {:.1} | {} |",
             m.avg_jct_s / 3600.0,
             m.p99_jct_s / 3600.0,
             m.makespan_s / 3600.0,

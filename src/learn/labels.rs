@@ -16,6 +16,7 @@ use crate::model::{Assignment, ClusterSnapshot, JobId, PsTask, Schedule, WorkerT
 use crate::objective::{Mode, Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::policies::BestHeuristic;
+use crate::policies::PolicyKind;
 use crate::scheduler::Scheduler;
 use crate::sim::{SimConfig, Simulator, Unplaceable};
 use crate::workload::{GenerateOptions, Workload, generate};
@@ -145,7 +146,7 @@ impl LabelSpec {
 }
 
 /// Rounds cut from a trace replay, running jobs included: `workload` replayed under `policy`
-/// with `opts` (one of [`crate::policies::POLICIES`] other than `ilp`; `learned` visits the
+/// with `opts` (any [`PolicyKind`] but [`PolicyKind::Ilp`]; `learned` visits the
 /// policy's own states, for DAgger), every `every`-th
 /// round with at least two jobs present, up to `count` rounds, each cut to a label window (the
 /// `ilp` policy's before it held running jobs): every running job, and waiting ones by
@@ -158,13 +159,13 @@ pub fn trace_rounds(
     workload: &Workload,
     perf: &dyn PerfModel,
     objective: &Objective,
-    policy: &str,
+    policy: PolicyKind,
     opts: &crate::policies::PolicyOptions,
     every: usize,
     count: usize,
     max_jobs: usize,
 ) -> Result<Vec<(String, ClusterSnapshot)>> {
-    if policy == "ilp" || every == 0 || max_jobs == 0 {
+    if policy == PolicyKind::Ilp || every == 0 || max_jobs == 0 {
         return Err(Error::setting(
             "trace rounds",
             "policy / every / max_jobs",
@@ -172,7 +173,7 @@ pub fn trace_rounds(
             "a heuristic policy, every >= 1 and max_jobs >= 1",
         ));
     }
-    let mut baseline = crate::policies::by_name(policy, perf, opts)?;
+    let mut baseline = policy.build(perf, opts)?;
     let config = SimConfig {
         objective: *objective,
         unplaceable: Unplaceable::Skip,

@@ -44,6 +44,7 @@
 
 mod baselines;
 mod expert;
+mod kind;
 pub mod learned;
 mod packer;
 mod sizing;
@@ -55,6 +56,7 @@ use rand_chacha::ChaCha8Rng;
 
 pub use baselines::POLLUX_RESTART_PENALTY;
 pub use expert::{Backfill, BestHeuristic, Revisit};
+pub use kind::PolicyKind;
 pub use packer::{GpuChoice, Packer, Placement};
 
 use baselines::*;
@@ -66,22 +68,6 @@ use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
-
-/// Every baseline's name, in the order reports list them.
-pub const POLICIES: [&str; 12] = [
-    "fifo",
-    "srtf",
-    "drf",
-    "tiresias",
-    "optimus",
-    "sjf-bco",
-    "pollux",
-    "random",
-    "ilp",
-    "learned",
-    "learned-rl",
-    "learned-packer",
-];
 
 /// Settings shared by the baselines.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,121 +129,123 @@ impl Default for PolicyOptions {
 /// 1,666, for an average JCT of 1.33 h (1.34 h solving every round).
 pub const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 
-/// The baseline called `name` (one of [`POLICIES`]).
-pub fn by_name<'a>(
-    name: &str,
-    perf: &'a dyn PerfModel,
-    opts: &PolicyOptions,
-) -> Result<Box<dyn Scheduler + 'a>> {
-    let base = Base::new(perf);
-    let policy: Box<dyn Scheduler + 'a> = match name {
-        "fifo" => Box::new(Fifo(base)),
-        "srtf" => Box::new(Srtf(base)),
-        "drf" => Box::new(Drf(base)),
-        "tiresias" => {
-            let t = &opts.tiresias_thresholds_gpu_s;
-            if t.iter().any(|x| !x.is_finite() || *x <= 0.0) || t.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(Error::setting(
-                    "policy options",
-                    "tiresias_thresholds_gpu_s",
-                    format!("{t:?}"),
-                    "must be positive, finite and ascending",
-                ));
+impl PolicyKind {
+    /// The policy, built with `opts` (checked: an invalid option is an error naming it), behind
+    /// a wrapper that checks every snapshot it is handed.
+    pub fn build<'a>(
+        self,
+        perf: &'a dyn PerfModel,
+        opts: &PolicyOptions,
+    ) -> Result<Box<dyn Scheduler + 'a>> {
+        let base = Base::new(perf);
+        let policy: Box<dyn Scheduler + 'a> = match self {
+            PolicyKind::Fifo => Box::new(Fifo(base)),
+            PolicyKind::Srtf => Box::new(Srtf(base)),
+            PolicyKind::Drf => Box::new(Drf(base)),
+            PolicyKind::Tiresias => {
+                let t = &opts.tiresias_thresholds_gpu_s;
+                if t.iter().any(|x| !x.is_finite() || *x <= 0.0)
+                    || t.windows(2).any(|w| w[0] >= w[1])
+                {
+                    return Err(Error::setting(
+                        "policy options",
+                        "tiresias_thresholds_gpu_s",
+                        format!("{t:?}"),
+                        "must be positive, finite and ascending",
+                    ));
+                }
+                if !(opts.tiresias_promote_knob.is_finite() && opts.tiresias_promote_knob >= 0.0) {
+                    return Err(Error::setting(
+                        "policy options",
+                        "tiresias_promote_knob",
+                        opts.tiresias_promote_knob,
+                        "must be >= 0 (0 disables promotion)",
+                    ));
+                }
+                Box::new(Tiresias {
+                    base,
+                    thresholds: t.clone(),
+                    promote_knob: opts.tiresias_promote_knob,
+                    attained: HashMap::new(),
+                    last_time: None,
+                })
             }
-            if !(opts.tiresias_promote_knob.is_finite() && opts.tiresias_promote_knob >= 0.0) {
-                return Err(Error::setting(
-                    "policy options",
-                    "tiresias_promote_knob",
-                    opts.tiresias_promote_knob,
-                    "must be >= 0 (0 disables promotion)",
-                ));
+            PolicyKind::Optimus => Box::new(Optimus(base)),
+            PolicyKind::SjfBco => Box::new(SjfBco(base)),
+            PolicyKind::Pollux => {
+                let mut base = base;
+                base.one_distributed_per_server = true;
+                Box::new(Pollux(base))
             }
-            Box::new(Tiresias {
+            PolicyKind::Random => Box::new(RandomPlacement {
                 base,
-                thresholds: t.clone(),
-                promote_knob: opts.tiresias_promote_knob,
-                attained: HashMap::new(),
-                last_time: None,
-            })
-        }
-        "optimus" => Box::new(Optimus(base)),
-        "sjf-bco" => Box::new(SjfBco(base)),
-        "pollux" => {
-            let mut base = base;
-            base.one_distributed_per_server = true;
-            Box::new(Pollux(base))
-        }
-        "random" => Box::new(RandomPlacement {
-            base,
-            rng: ChaCha8Rng::seed_from_u64(opts.seed),
-        }),
-        "ilp" => {
-            if opts.ilp_max_jobs == 0 {
-                return Err(Error::setting(
-                    "policy options",
-                    "ilp_max_jobs",
-                    0,
-                    "must be >= 1",
-                ));
-            }
-            let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
-                .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
-            if opts.ilp_policy_start {
-                exact = exact.with_start(Box::new(
-                    learned::LearnedScheduler::new(perf, opts.objective, learned_net(perf, opts)?)
+                rng: ChaCha8Rng::seed_from_u64(opts.seed),
+            }),
+            PolicyKind::Ilp => {
+                if opts.ilp_max_jobs == 0 {
+                    return Err(Error::setting(
+                        "policy options",
+                        "ilp_max_jobs",
+                        0,
+                        "must be >= 1",
+                    ));
+                }
+                let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
+                    .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
+                if opts.ilp_policy_start {
+                    exact = exact.with_start(Box::new(
+                        learned::LearnedScheduler::new(
+                            perf,
+                            opts.objective,
+                            learned_net(perf, opts)?,
+                        )
                         .with_samples(opts.policy_samples, opts.seed),
-                ));
-            }
-            let backfilled = Backfill::new(
-                Box::new(WindowedIlp::new(
-                    exact,
+                    ));
+                }
+                let backfilled = Backfill::new(
+                    Box::new(WindowedIlp::new(
+                        exact,
+                        perf,
+                        opts.objective,
+                        opts.ilp_max_jobs,
+                    )),
                     perf,
                     opts.objective,
-                    opts.ilp_max_jobs,
-                )),
-                perf,
-                opts.objective,
-            );
-            Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
-        }
-        "learned" | "learned-rl" | "learned-packer" => {
-            // `learned-rl`: the shipped weights refined by RL (unless weights are given);
-            // `learned-packer`: level 1 with the baselines' consolidated placement (the
-            // ablation of level 2).
-            let net = match (name, &opts.policy_weights) {
-                ("learned-rl", None) => {
-                    learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
-                        .net()
-                        .clone()
-                }
-                _ => learned_net(perf, opts)?,
-            };
-            let placer = if name == "learned-packer" {
-                learned::Placer::Packer
-            } else {
-                learned::Placer::Learned
-            };
-            // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
-            // are filled under the same pricing.
-            Box::new(Backfill::new(
-                Box::new(
-                    learned::LearnedScheduler::new(perf, opts.objective, net)
-                        .with_placer(placer)
-                        .with_samples(opts.policy_samples, opts.seed),
-                ),
-                perf,
-                opts.objective,
-            ))
-        }
-        other => {
-            return Err(Error::UnknownName {
-                what: "policy".into(),
-                name: other.into(),
-                reason: format!("known: {}", POLICIES.join(", ")),
-            });
-        }
-    };
-    Ok(Box::new(Checked(policy)))
+                );
+                Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
+            }
+            PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
+                // `learned-rl`: the shipped weights refined by RL (unless weights are given);
+                // `learned-packer`: level 1 with the baselines' consolidated placement (the
+                // ablation of level 2).
+                let net = match (self, &opts.policy_weights) {
+                    (PolicyKind::LearnedRl, None) => {
+                        learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
+                            .net()
+                            .clone()
+                    }
+                    _ => learned_net(perf, opts)?,
+                };
+                let placer = if self == PolicyKind::LearnedPacker {
+                    learned::Placer::Packer
+                } else {
+                    learned::Placer::Learned
+                };
+                // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
+                // are filled under the same pricing.
+                Box::new(Backfill::new(
+                    Box::new(
+                        learned::LearnedScheduler::new(perf, opts.objective, net)
+                            .with_placer(placer)
+                            .with_samples(opts.policy_samples, opts.seed),
+                    ),
+                    perf,
+                    opts.objective,
+                ))
+            }
+        };
+        Ok(Box::new(Checked(policy)))
+    }
 }
 
 /// The learned policy's weights: `policy_weights`, or the shipped ones.

@@ -123,7 +123,7 @@ pub fn contention_allowance(
     if perf.contention_free() {
         return Ok(1.0);
     }
-    let mut fifo = crate::policies::by_name("fifo", perf, &Default::default())?;
+    let mut fifo = crate::policies::PolicyKind::Fifo.build(perf, &Default::default())?;
     let mut sim = Simulator::new(
         perf,
         SimConfig {

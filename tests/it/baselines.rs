@@ -1,7 +1,11 @@
 //! Every baseline, tested once for all: valid schedules on random rounds, the ILP bounds each of
 //! them, and whole trace replays that are deterministic, lose nothing and stay valid every round.
 
-use coda::policies::{self, POLICIES, PolicyOptions};
+use coda::policies::{self, PolicyKind, PolicyOptions};
+
+fn all_policies() -> [&'static str; 12] {
+    PolicyKind::ALL.map(PolicyKind::name)
+}
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::trace;
 use coda::{
@@ -26,7 +30,7 @@ fn repeatable() -> PolicyOptions {
 }
 
 fn heuristics() -> impl Iterator<Item = &'static str> {
-    POLICIES.into_iter().filter(|p| *p != "ilp")
+    all_policies().into_iter().filter(|p| *p != "ilp")
 }
 
 /// A scheduler that validates every schedule it passes on, so a test sees the violation itself
@@ -64,7 +68,7 @@ proptest! {
             servers, jobs, seed, running_fraction: running, gpu_types, ..Default::default()
         }, perf).unwrap();
         for name in heuristics() {
-            let mut p = policies::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
+            let mut p = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
             let s = p.schedule(&snap).unwrap();
             let v = s.validate(&snap);
             prop_assert!(v.is_empty(), "{name}: {v:?}");
@@ -97,7 +101,7 @@ proptest! {
         let exact = coda::ilp::solve(&snap, perf, &obj, &SolveSettings::default(), None).unwrap();
         prop_assert_eq!(exact.report.status, coda::SolveStatus::Optimal);
         for name in heuristics() {
-            let mut p = policies::by_name(name, perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
+            let mut p = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
             let s = p.schedule(&snap).unwrap();
             let h = obj.score(perf, &snap, &s).unwrap().total;
             // HiGHS stops at a relative gap of 1e-6 or an absolute one of 1e-6.
@@ -114,7 +118,14 @@ fn replay(policy: &str, jobs: &[coda::Job], servers: usize, opts: &PolicyOptions
     let perf = CalibratedPerf::shipped();
     let cluster = coda::Cluster::homogeneous(servers, &trace::default_server());
     let mut sim = Simulator::new(perf, SimConfig::default(), cluster, jobs.to_vec()).unwrap();
-    let mut p = Checked(policies::by_name(policy, perf, opts).unwrap(), 0);
+    let mut p = Checked(
+        policy
+            .parse::<coda::policies::PolicyKind>()
+            .unwrap()
+            .build(perf, opts)
+            .unwrap(),
+        0,
+    );
     sim.run(&mut p).unwrap();
     (
         sim.records().to_vec(),
@@ -129,7 +140,7 @@ fn replay(policy: &str, jobs: &[coda::Job], servers: usize, opts: &PolicyOptions
 #[test]
 fn every_policy_replays_a_trace_slice() {
     let jobs = philly(80);
-    for name in POLICIES {
+    for name in all_policies() {
         let (n_jobs, servers) = if name == "ilp" { (25, 1) } else { (80, 2) };
         let jobs = &jobs[..n_jobs];
         let a = replay(name, jobs, servers, &repeatable());
@@ -190,7 +201,9 @@ fn a_horizon_reports_unfinished_jobs() {
     };
     let cluster = coda::Cluster::homogeneous(1, &trace::default_server());
     let mut sim = Simulator::new(perf, cfg, cluster, jobs).unwrap();
-    let mut p = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+    let mut p = policies::PolicyKind::Tiresias
+        .build(perf, &PolicyOptions::default())
+        .unwrap();
     sim.run(p.as_mut()).unwrap();
     let m = sim::metrics(sim.records(), 0.0..1.0, 8);
     assert_eq!(m.jobs_total + sim.unplaceable().len(), 60);
@@ -223,7 +236,11 @@ fn tiresias_demotes_attained_service() {
             vec![long.clone(), short.clone()],
         )
         .unwrap();
-        let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+        let mut p = policy
+            .parse::<coda::policies::PolicyKind>()
+            .unwrap()
+            .build(perf, &PolicyOptions::default())
+            .unwrap();
         sim.run(p.as_mut()).unwrap();
         sim.records().to_vec()
     };
@@ -240,9 +257,7 @@ fn tiresias_demotes_attained_service() {
 #[test]
 fn unknown_policy_and_bad_options_are_typed_errors() {
     let perf = CalibratedPerf::shipped();
-    let e = policies::by_name("lottery", perf, &PolicyOptions::default())
-        .err()
-        .unwrap();
+    let e = "lottery".parse::<PolicyKind>().err().unwrap();
     assert!(
         e.to_string().contains("lottery") && e.to_string().contains("fifo"),
         "{e}"
@@ -251,12 +266,12 @@ fn unknown_policy_and_bad_options_are_typed_errors() {
         tiresias_thresholds_gpu_s: vec![10.0, 5.0],
         ..PolicyOptions::default()
     };
-    assert!(policies::by_name("tiresias", perf, &bad).is_err());
+    assert!(policies::PolicyKind::Tiresias.build(perf, &bad).is_err());
     let bad = PolicyOptions {
         ilp_max_jobs: 0,
         ..PolicyOptions::default()
     };
-    assert!(policies::by_name("ilp", perf, &bad).is_err());
+    assert!(policies::PolicyKind::Ilp.build(perf, &bad).is_err());
 }
 
 #[test]

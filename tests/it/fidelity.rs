@@ -25,7 +25,11 @@ fn run(policy: &str, allowance: f64, jobs: &[Job], servers: usize) -> Simulator<
         ..SimConfig::default()
     };
     let mut sim = Simulator::new(perf, cfg, cluster(servers), jobs.to_vec()).unwrap();
-    let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+    let mut p = policy
+        .parse::<coda::policies::PolicyKind>()
+        .unwrap()
+        .build(perf, &PolicyOptions::default())
+        .unwrap();
     sim.run(p.as_mut()).unwrap();
     assert!(sim.done());
     sim
@@ -157,7 +161,9 @@ fn stranded_gpus_are_counted() {
         jobs,
     )
     .unwrap();
-    let mut fifo = policies::by_name("fifo", perf, &PolicyOptions::default()).unwrap();
+    let mut fifo = policies::PolicyKind::Fifo
+        .build(perf, &PolicyOptions::default())
+        .unwrap();
     sim.run(fifo.as_mut()).unwrap();
     assert!(sim.done());
     assert!(
@@ -246,7 +252,9 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
     running.arrival_s = 10.0;
     running.current = Some(one_gpu_workers(1, 0, 8));
     let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
-    let mut t = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+    let mut t = policies::PolicyKind::Tiresias
+        .build(perf, &PolicyOptions::default())
+        .unwrap();
     let s = t.schedule(&snap).unwrap();
     assert!(s.assignment(coda::JobId(1)).is_some() && s.assignment(coda::JobId(0)).is_none());
 }
@@ -264,7 +272,7 @@ fn tiresias_promotion_ends_starvation() {
             tiresias_promote_knob: knob,
             ..PolicyOptions::default()
         };
-        let mut p = policies::by_name("tiresias", perf, &opts).unwrap();
+        let mut p = policies::PolicyKind::Tiresias.build(perf, &opts).unwrap();
         sim.run(p.as_mut()).unwrap();
         sim.records().to_vec()
     };
@@ -281,7 +289,7 @@ fn tiresias_promotion_ends_starvation() {
         tiresias_promote_knob: -1.0,
         ..PolicyOptions::default()
     };
-    assert!(policies::by_name("tiresias", perf, &bad).is_err());
+    assert!(policies::PolicyKind::Tiresias.build(perf, &bad).is_err());
 }
 
 /// Pollux's repair rule: a placement over several servers avoids servers that already hold
@@ -352,7 +360,9 @@ fn contention_free_models_skip_the_allowance_replay() {
         sim::contention_allowance(&off, SimConfig::default(), cluster(4), jobs.clone()).unwrap();
     assert_eq!(f, 1.0);
     let mut replay = Simulator::new(&off, SimConfig::default(), cluster(4), jobs).unwrap();
-    let mut fifo = policies::by_name("fifo", &off, &PolicyOptions::default()).unwrap();
+    let mut fifo = policies::PolicyKind::Fifo
+        .build(&off, &PolicyOptions::default())
+        .unwrap();
     replay.run(fifo.as_mut()).unwrap();
     let held: f64 = replay.records().iter().map(|r| r.gpu_seconds).sum();
     let useful: f64 = replay.records().iter().map(|r| r.useful_gpu_seconds).sum();

@@ -209,7 +209,11 @@ fn exercise(snap: &ClusterSnapshot, perf: &CalibratedPerf) {
     }
     let _ = Objective::default().score(perf, snap, &current);
     for name in ["fifo", "optimus"] {
-        let mut p = policies::by_name(name, perf, &PolicyOptions::default()).unwrap();
+        let mut p = name
+            .parse::<coda::policies::PolicyKind>()
+            .unwrap()
+            .build(perf, &PolicyOptions::default())
+            .unwrap();
         if let Ok(s) = p.schedule(snap) {
             let v = s.validate(snap);
             assert!(v.is_empty(), "{name} proposed an invalid schedule: {v:?}");
@@ -402,7 +406,9 @@ fn fuzz_trace_csv() {
                 tally.refused();
                 return;
             };
-            let mut p = policies::by_name("tiresias", perf, &PolicyOptions::default()).unwrap();
+            let mut p = policies::PolicyKind::Tiresias
+                .build(perf, &PolicyOptions::default())
+                .unwrap();
             let events = run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, 300.0));
             check_accounted(&sim, &jobs, events, &tally);
         },
@@ -566,7 +572,9 @@ fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
 #[test]
 fn fuzz_simulator_terminates_and_accounts_for_every_job() {
     let perf = CalibratedPerf::shipped();
-    let mut names: Vec<&str> = policies::POLICIES.to_vec();
+    let mut names: Vec<&str> = policies::PolicyKind::ALL
+        .map(policies::PolicyKind::name)
+        .to_vec();
     names.retain(|p| *p != "ilp");
     let tally = Tally::default();
     fuzz(
@@ -626,7 +634,11 @@ fn fuzz_simulator_terminates_and_accounts_for_every_job() {
                     j.total_iterations / v.max(1e-3)
                 })
                 .collect();
-            let mut p = policies::by_name(policy, perf, &PolicyOptions::default()).unwrap();
+            let mut p = policy
+                .parse::<coda::policies::PolicyKind>()
+                .unwrap()
+                .build(perf, &PolicyOptions::default())
+                .unwrap();
             let events = run_bounded(&mut sim, p.as_mut(), event_bound(&jobs, &alone, round_s));
             check_accounted(&sim, &jobs, events, &tally);
         },

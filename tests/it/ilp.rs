@@ -455,7 +455,7 @@ proptest! {
         let pricing = coda::RoundPricing::new(perf, &snap, coda::Objective::default());
         let form = Formulation::from_pricing(&pricing, FormulationOptions::default()).unwrap();
         for name in ["fifo", "drf", "pollux", "random", "sjf-bco"] {
-            let mut h = coda::policies::by_name(name, perf, &Default::default()).unwrap();
+            let mut h = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &Default::default()).unwrap();
             let s = h.schedule(&snap).unwrap();
             let r = relabel(&snap, pricing.topology(), &s);
             prop_assert!(r.validate(&snap).is_empty());

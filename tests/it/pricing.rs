@@ -172,7 +172,9 @@ impl Scheduler for FirstFit {
         "first-fit"
     }
     fn schedule(&mut self, snap: &ClusterSnapshot) -> coda::Result<Schedule> {
-        coda::policies::by_name("fifo", perf(), &Default::default())?.schedule(snap)
+        coda::policies::PolicyKind::Fifo
+            .build(perf(), &Default::default())?
+            .schedule(snap)
     }
 }
 

@@ -31,7 +31,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A copy of what the report reads: the results, the formulation results and the README.
+/// A copy of what the report reads: the results, the formulation results, the model's fit
+/// tables and the two READMEs it writes into.
 fn copy_of_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(
@@ -42,6 +43,14 @@ fn copy_of_repo() -> tempfile::TempDir {
         &root().join("formulations/results"),
         &dir.path().join("formulations/results"),
     );
+    std::fs::create_dir_all(dir.path().join("models")).unwrap();
+    for f in ["README.md", "fit_quality.csv", "placement_check.csv"] {
+        std::fs::copy(
+            root().join("models").join(f),
+            dir.path().join("models").join(f),
+        )
+        .unwrap();
+    }
     std::fs::copy(root().join("README.md"), dir.path().join("README.md")).unwrap();
     dir
 }

@@ -475,9 +475,12 @@ fn entry_points_check_snapshots_built_in_code() {
     dup.reindex();
     let mut nan = good.clone();
     nan.jobs[1].total_iterations = f64::NAN;
-    for name in coda::policies::POLICIES {
-        let mut p =
-            coda::policies::by_name(name, perf, &coda::policies::PolicyOptions::default()).unwrap();
+    for name in coda::policies::PolicyKind::ALL.map(coda::policies::PolicyKind::name) {
+        let mut p = name
+            .parse::<coda::policies::PolicyKind>()
+            .unwrap()
+            .build(perf, &coda::policies::PolicyOptions::default())
+            .unwrap();
         let e = p.schedule(&dup).unwrap_err().to_string();
         assert!(e.contains("duplicate job id"), "{name}: {e}");
         let e = p.schedule(&nan).unwrap_err().to_string();

@@ -258,7 +258,9 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
         unplaceable: Unplaceable::Skip,
         ..SimConfig::default()
     };
-    let mut fifo = coda::policies::by_name("fifo", perf, &Default::default()).unwrap();
+    let mut fifo = coda::policies::PolicyKind::Fifo
+        .build(perf, &Default::default())
+        .unwrap();
     let mut sim = Simulator::new(perf, config, cluster(1), jobs.clone()).unwrap();
     sim.run(fifo.as_mut()).unwrap();
     assert!(sim.stall().is_none());
@@ -276,14 +278,22 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
 fn skipping_idle_rounds_changes_no_result() {
     let perf = CalibratedPerf::shipped();
     for (jobs, servers) in [(philly_jobs(120), 2), (philly_jobs(40), 8)] {
-        for &name in coda::policies::POLICIES.iter().filter(|p| **p != "ilp") {
+        for &name in coda::policies::PolicyKind::ALL
+            .map(coda::policies::PolicyKind::name)
+            .iter()
+            .filter(|p| **p != "ilp")
+        {
             let run = |skip: bool| {
                 let config = SimConfig {
                     skip_idle_rounds: skip,
                     unplaceable: Unplaceable::Skip,
                     ..SimConfig::default()
                 };
-                let mut p = coda::policies::by_name(name, perf, &Default::default()).unwrap();
+                let mut p = name
+                    .parse::<coda::policies::PolicyKind>()
+                    .unwrap()
+                    .build(perf, &Default::default())
+                    .unwrap();
                 let mut sim = Simulator::new(perf, config, cluster(servers), jobs.clone()).unwrap();
                 sim.run(p.as_mut()).unwrap();
                 let keeps = p.keeps_when_none_wait();

@@ -116,9 +116,9 @@ fn replayed_alone_every_trace_job_takes_its_trace_duration() {
             alone.arrival_s = 0.0;
             let mut sim =
                 Simulator::new(perf, SimConfig::default(), w.cluster.clone(), vec![alone]).unwrap();
-            let mut fifo =
-                coda::policies::by_name("fifo", perf, &coda::policies::PolicyOptions::default())
-                    .unwrap();
+            let mut fifo = coda::policies::PolicyKind::Fifo
+                .build(perf, &coda::policies::PolicyOptions::default())
+                .unwrap();
             sim.run(fifo.as_mut()).unwrap();
             let rec = &sim.records()[0];
             let ran = rec.finish_s.unwrap() - rec.first_start_s.unwrap();

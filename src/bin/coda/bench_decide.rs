@@ -94,7 +94,9 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                     "learned" => Box::new(learned.clone()),
                     "learned-greedy" => Box::new(learned.clone().with_samples(1, 0)),
                     "best-heuristic" => Box::new(BestHeuristic::new(&perf, objective)),
-                    name => coda::policies::by_name(name, &perf, &Default::default())?,
+                    name => name
+                        .parse::<coda::policies::PolicyKind>()?
+                        .build(&perf, &Default::default())?,
                 };
                 let mut times = Vec::new();
                 let mut last = None;

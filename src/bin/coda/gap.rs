@@ -134,11 +134,8 @@ fn rows_of(
     let (s, t) = timed(&mut || Ok(learned.place(&pricing, &alloc)))?;
     out.push((VARIANTS[4].into(), s, t));
     let opts = PolicyOptions::default();
-    for name in policies::POLICIES {
-        if name == "ilp" || name.starts_with("learned") {
-            continue;
-        }
-        let mut p = policies::by_name(name, perf, &opts)?;
+    for name in policies::PolicyKind::BASELINES {
+        let mut p = name.build(perf, &opts)?;
         let (s, t) = timed(&mut || p.schedule(snap))?;
         out.push((name.to_string(), s, t));
     }
@@ -184,15 +181,6 @@ fn rows_of(
         .collect()
 }
 
-fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * q).round() as usize]
-}
-
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
@@ -235,7 +223,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             "| {size} | {policy} | {} | {:.2} % | {:.2} % | {:.2} % | {:.0} % | {:.2} | {:.2} |\n",
             rs.len(),
             100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64,
-            100.0 * quantile(&gaps, 0.95),
+            100.0 * crate::report::quantile(&gaps, 0.95),
             100.0 * gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             100.0 * valid as f64 / rs.len() as f64,
             1e3 * rs.iter().map(|r| r.decision_s).sum::<f64>() / rs.len() as f64,

@@ -52,8 +52,8 @@ pub struct Args {
     pub cluster: Option<String>,
     /// Policy the replay runs under (the states it visits are labelled): a baseline, or
     /// `learned` for on-policy states.
-    #[arg(long, default_value = "pollux")]
-    pub trace_policy: String,
+    #[arg(long, value_enum, default_value = "pollux")]
+    pub trace_policy: coda::policies::PolicyKind,
     /// Weights of the `learned` policy when it runs the replay (DAgger: the states the policy
     /// itself visits, labelled by the program; default: the shipped weights).
     #[arg(long)]
@@ -176,7 +176,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             &w,
             &perf,
             &objective,
-            &args.trace_policy,
+            args.trace_policy,
             &coda::policies::PolicyOptions {
                 policy_weights: args.policy_weights.clone(),
                 ..Default::default()

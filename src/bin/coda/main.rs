@@ -91,9 +91,9 @@ enum Cmd {
     Simulate {
         #[command(flatten)]
         sim: simulate::SimArgs,
-        /// `fifo`, `srtf`, `drf`, `tiresias`, `optimus`, `sjf-bco`, `pollux`, `random`, `ilp`, `learned`.
-        #[arg(long)]
-        policy: String,
+        /// The policy.
+        #[arg(long, value_enum)]
+        policy: coda::policies::PolicyKind,
     },
     /// Replay a trace under several policies in parallel: one table, one plot, and each run's
     /// files in a subfolder.
@@ -157,7 +157,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Generate(args) => generate::run(args, params),
         Cmd::Trace(args) => trace::run(args, params),
         Cmd::Simulate { sim, policy } => {
-            let text = simulate::simulate(&sim, &policy, &perf_model(params)?)?;
+            let text = simulate::simulate(&sim, policy, &perf_model(params)?)?;
             out!("{}", text.trim_end());
             Ok(ExitCode::SUCCESS)
         }

@@ -246,6 +246,47 @@ fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
+/// A table of text cells keyed by (row, column), both kept in first-seen order.
+#[derive(Default)]
+struct Pivot {
+    rows: Vec<String>,
+    cols: Vec<String>,
+    cells: BTreeMap<(String, String), String>,
+}
+
+impl Pivot {
+    fn add(&mut self, row: &str, col: &str, text: String) {
+        if !self.rows.iter().any(|r| r == row) {
+            self.rows.push(row.to_string());
+        }
+        if !self.cols.iter().any(|c| c == col) {
+            self.cols.push(col.to_string());
+        }
+        self.cells.insert((row.to_string(), col.to_string()), text);
+    }
+
+    /// The Markdown table, `corner` heading the row names; missing cells are "–".
+    fn markdown(&self, corner: &str) -> String {
+        let mut head = vec![corner];
+        head.extend(self.cols.iter().map(String::as_str));
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut out = vec![r.clone()];
+                out.extend(self.cols.iter().map(|c| {
+                    self.cells
+                        .get(&(r.clone(), c.clone()))
+                        .cloned()
+                        .unwrap_or_else(|| "–".into())
+                }));
+                out
+            })
+            .collect();
+        md_table(&head, &rows)
+    }
+}
+
 /// The headline: average JCT (h) of every policy on the four traces (rows in the order of the
 /// first trace's CSV), with the provenance of the runs.
 fn headline(results: &Path) -> coda::Result<String> {
@@ -379,44 +420,24 @@ fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<String> {
         .unwrap_or(dir)
         .display()
         .to_string();
-    let mut settings: Vec<String> = Vec::new();
-    let mut policies: Vec<String> = Vec::new();
-    let mut cell = BTreeMap::new();
+    let mut pivot = Pivot::default();
     for r in 0..t.len() {
-        let s = t.str(r, "setting")?.to_string();
-        let p = t.str(r, "policy")?.to_string();
-        if !settings.contains(&s) {
-            settings.push(s.clone());
-        }
-        if !policies.contains(&p) {
-            policies.push(p.clone());
-        }
-        cell.insert((s, p), hours(t.num(r, "avg_jct_s")?));
+        pivot.add(
+            t.str(r, "setting")?,
+            t.str(r, "policy")?,
+            hours(t.num(r, "avg_jct_s")?),
+        );
     }
-    let mut head = vec!["setting"];
-    head.extend(policies.iter().map(String::as_str));
-    let rows: Vec<Vec<String>> = settings
-        .iter()
-        .map(|s| {
-            let mut r = vec![s.clone()];
-            r.extend(policies.iter().map(|p| {
-                cell.get(&(s.clone(), p.clone()))
-                    .cloned()
-                    .unwrap_or("–".into())
-            }));
-            r
-        })
-        .collect();
     Ok(format!(
         "### {name}\n\nAverage JCT (h) with each named estimate at its low and high value, the \
          others shipped. {}\n\n{}\n",
         provenance(dir, results)?,
-        md_table(&head, &rows)
+        pivot.markdown("setting")
     ))
 }
 
-/// Nearest-rank quantile, the rule `coda gap` uses.
-fn quantile(v: &[f64], q: f64) -> f64 {
+/// Nearest-rank quantile (`coda gap` and its table here use the same rule).
+pub fn quantile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -700,44 +721,20 @@ fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
 fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(stop);
-    let mut instances: Vec<String> = Vec::new();
-    let mut methods: Vec<String> = Vec::new();
-    let mut cell = BTreeMap::new();
+    let mut pivot = Pivot::default();
     for r in 0..t.len() {
-        let i = t.str(r, "instance")?.to_string();
-        let m = t.str(r, "method")?.to_string();
-        if !instances.contains(&i) {
-            instances.push(i.clone());
-        }
-        if !methods.contains(&m) {
-            methods.push(m.clone());
-        }
         let text = if t.str(r, "status")? == "Optimal" {
             format!("{:.2} s", t.num(r, "solve_s")?)
         } else {
             format!("gap {}", pct(t.num(r, "gap")?))
         };
-        cell.insert((i, m), text);
+        pivot.add(t.str(r, "instance")?, t.str(r, "method")?, text);
     }
-    let mut head = vec!["instance"];
-    head.extend(methods.iter().map(String::as_str));
-    let rows: Vec<Vec<String>> = instances
-        .iter()
-        .map(|i| {
-            let mut r = vec![i.clone()];
-            r.extend(methods.iter().map(|m| {
-                cell.get(&(i.clone(), m.clone()))
-                    .cloned()
-                    .unwrap_or("–".into())
-            }));
-            r
-        })
-        .collect();
     Ok(format!(
         "### formulations/results/warm_start.csv\n\nTime to a proven optimum, or the gap at the \
          time limit, from each start. {}\n\n{}\n",
         provenance(dir, stop)?,
-        md_table(&head, &rows)
+        pivot.markdown("instance")
     ))
 }
 

@@ -127,8 +127,8 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
         .zip(&workloads)
         .map(|((m, a), w)| a.allowance(w, m))
         .collect::<coda::Result<_>>()?;
-    let jobs: Vec<(usize, &String)> = (0..settings.len())
-        .flat_map(|s| policies.iter().map(move |p| (s, p)))
+    let jobs: Vec<(usize, coda::policies::PolicyKind)> = (0..settings.len())
+        .flat_map(|s| policies.iter().map(move |&p| (s, p)))
         .collect();
     let bar = if args.quiet {
         ProgressBar::hidden()

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use coda::policies::{self, POLICIES, PolicyOptions};
+use coda::policies::{PolicyKind, PolicyOptions};
 use coda::sim::{
     self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Unplaceable, jobs_csv,
     utilization_csv,
@@ -122,10 +122,11 @@ pub struct PolicyRuns {
     /// Comma-separated policies (default: every heuristic baseline).
     #[arg(
         long,
+        value_enum,
         value_delimiter = ',',
         default_value = "fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random"
     )]
-    pub policies: Vec<String>,
+    pub policies: Vec<PolicyKind>,
     /// Runs at a time (default: one per core; more than the cores is capped to them); 1 gives
     /// single-core wall times.
     #[arg(long)]
@@ -263,7 +264,7 @@ fn bar_style() -> ProgressStyle {
 
 /// Runs `policy` on `workload`, updating `bar` (jobs finished, simulated day).
 pub fn run_one(
-    policy: &str,
+    policy: PolicyKind,
     workload: &Workload,
     args: &SimArgs,
     allowance: f64,
@@ -271,7 +272,7 @@ pub fn run_one(
     bar: &ProgressBar,
 ) -> coda::Result<Run> {
     let opts = args.policy_options()?;
-    let mut scheduler = policies::by_name(policy, perf, &opts)?;
+    let mut scheduler = policy.build(perf, &opts)?;
     let mut simulator = Simulator::new(
         perf,
         args.config(allowance)?,
@@ -375,7 +376,7 @@ fn progress(quiet: bool) -> MultiProgress {
 }
 
 /// `coda simulate`.
-pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Result<String> {
+pub fn simulate(args: &SimArgs, policy: PolicyKind, perf: &dyn PerfModel) -> coda::Result<String> {
     args.check()?;
     let workload = args.workload(perf)?;
     let mp = progress(args.quiet);
@@ -397,17 +398,18 @@ pub fn simulate(args: &SimArgs, policy: &str, perf: &dyn PerfModel) -> coda::Res
     })
 }
 
-/// Checks the shared arguments and that every policy name is known.
-pub fn check_policies(args: &SimArgs, policies: &[String]) -> coda::Result<()> {
+/// Checks the shared arguments and that no policy is named twice (their runs write to one
+/// folder each).
+pub fn check_policies(args: &SimArgs, policies: &[PolicyKind]) -> coda::Result<()> {
     args.check()?;
-    for p in policies {
-        if !POLICIES.contains(&p.as_str()) {
+    for (i, p) in policies.iter().enumerate() {
+        if policies[..i].contains(p) {
             return Err(Error::invalid(
                 "command line",
                 0,
                 "policies",
                 p,
-                format!("unknown policy; known: {}", POLICIES.join(", ")),
+                "named twice",
             ));
         }
     }
@@ -417,7 +419,7 @@ pub fn check_policies(args: &SimArgs, policies: &[String]) -> coda::Result<()> {
 /// `coda compare`: every policy on the same workload, in parallel.
 pub fn compare(
     args: &SimArgs,
-    policies: &[String],
+    policies: &[PolicyKind],
     threads: Option<usize>,
     perf: &dyn PerfModel,
 ) -> coda::Result<String> {
@@ -437,7 +439,7 @@ pub fn compare(
         policies
             .par_iter()
             .zip(bars.par_iter())
-            .map(|(p, bar)| run_one(p, &workload, args, allowance, perf, bar))
+            .map(|(p, bar)| run_one(*p, &workload, args, allowance, perf, bar))
             .collect()
     });
     let runs: Vec<Run> = runs.into_iter().collect::<coda::Result<_>>()?;

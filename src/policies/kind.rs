@@ -1,0 +1,110 @@
+//! The policies coda can replay, as a type (the table of what each follows is in the
+//! [module docs](super)): [`PolicyKind`] names each one, parses its name, and
+//! builds it ([`PolicyKind::build`], in `mod.rs` next to the policies it builds).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::Error;
+
+/// Every policy of the simulator and the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum PolicyKind {
+    /// Blox's FIFO: the submitted size in arrival order, consolidated, never preempts.
+    Fifo,
+    /// Shortest remaining time first at the submitted size, consolidated, preemptive (oracle remaining work).
+    Srtf,
+    /// Dominant resource fairness (GPUs, cores, memory) by progressive filling, preemptive.
+    Drf,
+    /// Tiresias: two-dimensional least-attained-service queues with starvation promotion.
+    Tiresias,
+    /// Optimus: workers and PS where they cut remaining time most (oracle speeds).
+    Optimus,
+    /// SJF-BCO: smallest GPU-time first, balanced over the least-loaded servers.
+    SjfBco,
+    /// Pollux-style elastic sizing on the harmonic mean of speed-ups, consolidated (oracle speeds).
+    Pollux,
+    /// The submitted size in arrival order on random servers and GPUs (seeded).
+    Random,
+    /// The integer program each round, on a window of jobs, back-filled.
+    Ilp,
+    /// The learned hierarchical policy (imitation weights), back-filled.
+    Learned,
+    /// The learned policy with its RL-refined weights.
+    LearnedRl,
+    /// The learned level 1 with the baselines' consolidated placement (an ablation of level 2).
+    LearnedPacker,
+}
+
+impl PolicyKind {
+    /// Every policy, in the order reports list them.
+    pub const ALL: [PolicyKind; 12] = [
+        PolicyKind::Fifo,
+        PolicyKind::Srtf,
+        PolicyKind::Drf,
+        PolicyKind::Tiresias,
+        PolicyKind::Optimus,
+        PolicyKind::SjfBco,
+        PolicyKind::Pollux,
+        PolicyKind::Random,
+        PolicyKind::Ilp,
+        PolicyKind::Learned,
+        PolicyKind::LearnedRl,
+        PolicyKind::LearnedPacker,
+    ];
+
+    /// The eight heuristic baselines.
+    pub const BASELINES: [PolicyKind; 8] = [
+        PolicyKind::Fifo,
+        PolicyKind::Srtf,
+        PolicyKind::Drf,
+        PolicyKind::Tiresias,
+        PolicyKind::Optimus,
+        PolicyKind::SjfBco,
+        PolicyKind::Pollux,
+        PolicyKind::Random,
+    ];
+
+    /// The name reports and the command line use (`sjf-bco`, `learned-rl`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Fifo => "fifo",
+            PolicyKind::Srtf => "srtf",
+            PolicyKind::Drf => "drf",
+            PolicyKind::Tiresias => "tiresias",
+            PolicyKind::Optimus => "optimus",
+            PolicyKind::SjfBco => "sjf-bco",
+            PolicyKind::Pollux => "pollux",
+            PolicyKind::Random => "random",
+            PolicyKind::Ilp => "ilp",
+            PolicyKind::Learned => "learned",
+            PolicyKind::LearnedRl => "learned-rl",
+            PolicyKind::LearnedPacker => "learned-packer",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self, Error> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| Error::UnknownName {
+                what: "policy".into(),
+                name: name.into(),
+                reason: format!(
+                    "known: {}",
+                    PolicyKind::ALL.map(PolicyKind::name).join(", ")
+                ),
+            })
+    }
+}
