@@ -69,62 +69,95 @@ use crate::objective::Objective;
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundSolve, Scheduler};
 
-/// Settings shared by the baselines.
-#[derive(Debug, Clone, PartialEq)]
+/// How the policies are built: what every policy shares (seed, objective) and each policy's
+/// own settings, in its own struct.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct PolicyOptions {
-    /// Seed of every random choice (only `random` draws).
+    /// Seed of every random choice (`random`'s placement, the learned policy's decodings).
     pub seed: u64,
-    /// Tiresias queue thresholds in attained GPU-seconds, ascending (default 1 and 10 GPU-hours,
-    /// the bounds of the trace's model classes; Tiresias tunes these per cluster).
-    pub tiresias_thresholds_gpu_s: Vec<f64>,
-    /// Tiresias' `PromoteKnob`: a job pending for at least this many times its executed time
-    /// (since its last promotion) is promoted to the highest queue; 0 disables promotion. The
-    /// paper leaves it a knob; 4 is coda's setting, not a published value.
-    pub tiresias_promote_knob: f64,
-    /// The objective the `ilp` policy maximises each round.
+    /// The objective the `ilp` and learned policies maximise each round.
     pub objective: Objective,
-    /// Solver settings of the `ilp` policy (set a time or node limit for simulations).
-    pub ilp: SolveSettings,
-    /// The `ilp` policy decides at most this many jobs a round ([`WindowedIlp`]): the waiting
-    /// ones the objective values most (half the window kept for them) and the running ones it
-    /// values least; other running jobs are held where they are, other waiting jobs wait unless
-    /// the back-fill places them (the program grows with jobs × servers).
-    pub ilp_max_jobs: usize,
-    /// The `ilp` policy re-solves a round in which nothing changed since its last decision (same
-    /// jobs, every one where it was put) only every this many rounds ([`Revisit`]); 1: every
-    /// round.
-    pub ilp_revisit_rounds: u32,
-    /// Weights of the `learned` policy (default: the shipped `models/policy.safetensors`).
-    pub policy_weights: Option<std::path::PathBuf>,
-    /// Decodings per round of the `learned` policy (1: greedy; see
-    /// [`learned::DEFAULT_SAMPLES`]), drawn from `seed`.
-    pub policy_samples: usize,
-    /// The `ilp` policy also starts each round's solve from the learned policy's schedule of
-    /// the round (weights: `policy_weights`), besides the best heuristic's.
-    pub ilp_policy_start: bool,
+    /// `tiresias`.
+    pub tiresias: TiresiasOptions,
+    /// `ilp`.
+    pub ilp: IlpOptions,
+    /// `learned`, `learned-rl`, `learned-packer` (and the `ilp` policy's learned start).
+    pub learned: LearnedOptions,
 }
 
-impl Default for PolicyOptions {
+/// Settings of the `tiresias` policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TiresiasOptions {
+    /// Queue thresholds in attained GPU-seconds, ascending (default 1 and 10 GPU-hours, the
+    /// bounds of the trace's model classes; Tiresias tunes these per cluster).
+    pub thresholds_gpu_s: Vec<f64>,
+    /// `PromoteKnob`: a job pending for at least this many times its executed time (since its
+    /// last promotion) is promoted to the highest queue; 0 disables promotion. The paper leaves
+    /// it a knob; 4 is coda's setting, not a published value.
+    pub promote_knob: f64,
+}
+
+impl Default for TiresiasOptions {
     fn default() -> Self {
-        PolicyOptions {
-            seed: 0,
-            tiresias_thresholds_gpu_s: vec![3_600.0, 36_000.0],
-            tiresias_promote_knob: 4.0,
-            objective: Objective::default(),
-            ilp: SolveSettings {
-                time_limit_s: 10.0,
-                ..SolveSettings::default()
-            },
-            ilp_max_jobs: 12,
-            ilp_revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
-            policy_weights: None,
-            policy_samples: learned::DEFAULT_SAMPLES,
-            ilp_policy_start: false,
+        TiresiasOptions {
+            thresholds_gpu_s: vec![3_600.0, 36_000.0],
+            promote_knob: 4.0,
         }
     }
 }
 
-/// Default of [`PolicyOptions::ilp_revisit_rounds`]: half an hour of 300-s rounds. On the first
+/// Settings of the `ilp` policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IlpOptions {
+    /// Solver settings of each round (set a time or node limit for simulations; default 10 s).
+    pub solve: SolveSettings,
+    /// At most this many jobs a round ([`WindowedIlp`]): the waiting ones the objective values
+    /// most (half the window kept for them) and the running ones it values least; other running
+    /// jobs are held where they are, other waiting jobs wait unless the back-fill places them
+    /// (the program grows with jobs × servers).
+    pub max_jobs: usize,
+    /// A round in which nothing changed since the last decision (same jobs, every one where it
+    /// was put) is re-solved only every this many rounds ([`Revisit`]); 1: every round.
+    pub revisit_rounds: u32,
+    /// Also start each round's solve from the learned policy's schedule of the round (weights:
+    /// [`LearnedOptions::weights`]), besides the best heuristic's.
+    pub learned_start: bool,
+}
+
+impl Default for IlpOptions {
+    fn default() -> Self {
+        IlpOptions {
+            solve: SolveSettings {
+                time_limit_s: 10.0,
+                ..SolveSettings::default()
+            },
+            max_jobs: 12,
+            revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
+            learned_start: false,
+        }
+    }
+}
+
+/// Settings of the learned policies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedOptions {
+    /// Weights (default: the shipped `models/policy.safetensors`, or `policy-rl.safetensors`
+    /// for `learned-rl`).
+    pub weights: Option<std::path::PathBuf>,
+    /// Decodings per round (1: greedy; see [`learned::DEFAULT_SAMPLES`]), drawn from the seed.
+    pub samples: usize,
+}
+
+impl Default for LearnedOptions {
+    fn default() -> Self {
+        LearnedOptions {
+            weights: None,
+            samples: learned::DEFAULT_SAMPLES,
+        }
+    }
+}
+
+/// Default of [`IlpOptions::revisit_rounds`]: half an hour of 300-s rounds. On the first
 /// 150 Philly jobs on 4 × 8 GPUs the `ilp` policy solved 324 of 1,650 rounds instead of all
 /// 1,666, for an average JCT of 1.33 h (1.34 h solving every round).
 pub const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
@@ -143,29 +176,29 @@ impl PolicyKind {
             PolicyKind::Srtf => Box::new(Srtf(base)),
             PolicyKind::Drf => Box::new(Drf(base)),
             PolicyKind::Tiresias => {
-                let t = &opts.tiresias_thresholds_gpu_s;
+                let t = &opts.tiresias.thresholds_gpu_s;
                 if t.iter().any(|x| !x.is_finite() || *x <= 0.0)
                     || t.windows(2).any(|w| w[0] >= w[1])
                 {
                     return Err(Error::setting(
                         "policy options",
-                        "tiresias_thresholds_gpu_s",
+                        "tiresias.thresholds_gpu_s",
                         format!("{t:?}"),
                         "must be positive, finite and ascending",
                     ));
                 }
-                if !(opts.tiresias_promote_knob.is_finite() && opts.tiresias_promote_knob >= 0.0) {
+                if !(opts.tiresias.promote_knob.is_finite() && opts.tiresias.promote_knob >= 0.0) {
                     return Err(Error::setting(
                         "policy options",
-                        "tiresias_promote_knob",
-                        opts.tiresias_promote_knob,
+                        "tiresias.promote_knob",
+                        opts.tiresias.promote_knob,
                         "must be >= 0 (0 disables promotion)",
                     ));
                 }
                 Box::new(Tiresias {
                     base,
                     thresholds: t.clone(),
-                    promote_knob: opts.tiresias_promote_knob,
+                    promote_knob: opts.tiresias.promote_knob,
                     attained: HashMap::new(),
                     last_time: None,
                 })
@@ -182,24 +215,24 @@ impl PolicyKind {
                 rng: ChaCha8Rng::seed_from_u64(opts.seed),
             }),
             PolicyKind::Ilp => {
-                if opts.ilp_max_jobs == 0 {
+                if opts.ilp.max_jobs == 0 {
                     return Err(Error::setting(
                         "policy options",
-                        "ilp_max_jobs",
+                        "ilp.max_jobs",
                         0,
                         "must be >= 1",
                     ));
                 }
-                let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.clone())
+                let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.solve.clone())
                     .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
-                if opts.ilp_policy_start {
+                if opts.ilp.learned_start {
                     exact = exact.with_start(Box::new(
                         learned::LearnedScheduler::new(
                             perf,
                             opts.objective,
                             learned_net(perf, opts)?,
                         )
-                        .with_samples(opts.policy_samples, opts.seed),
+                        .with_samples(opts.learned.samples, opts.seed),
                     ));
                 }
                 let backfilled = Backfill::new(
@@ -207,18 +240,18 @@ impl PolicyKind {
                         exact,
                         perf,
                         opts.objective,
-                        opts.ilp_max_jobs,
+                        opts.ilp.max_jobs,
                     )),
                     perf,
                     opts.objective,
                 );
-                Box::new(Revisit::new(Box::new(backfilled), opts.ilp_revisit_rounds))
+                Box::new(Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds))
             }
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
                 // `learned-rl`: the shipped weights refined by RL (unless weights are given);
                 // `learned-packer`: level 1 with the baselines' consolidated placement (the
                 // ablation of level 2).
-                let net = match (self, &opts.policy_weights) {
+                let net = match (self, &opts.learned.weights) {
                     (PolicyKind::LearnedRl, None) => {
                         learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
                             .net()
@@ -237,7 +270,7 @@ impl PolicyKind {
                     Box::new(
                         learned::LearnedScheduler::new(perf, opts.objective, net)
                             .with_placer(placer)
-                            .with_samples(opts.policy_samples, opts.seed),
+                            .with_samples(opts.learned.samples, opts.seed),
                     ),
                     perf,
                     opts.objective,
@@ -248,9 +281,9 @@ impl PolicyKind {
     }
 }
 
-/// The learned policy's weights: `policy_weights`, or the shipped ones.
+/// The learned policy's weights: [`LearnedOptions::weights`], or the shipped ones.
 fn learned_net(perf: &dyn PerfModel, opts: &PolicyOptions) -> Result<learned::PolicyNet> {
-    Ok(match &opts.policy_weights {
+    Ok(match &opts.learned.weights {
         Some(path) => learned::PolicyNet::load(path)?,
         None => learned::LearnedScheduler::shipped(perf, opts.objective)?
             .net()

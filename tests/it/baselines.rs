@@ -19,12 +19,15 @@ use crate::common::{datasets, philly};
 /// Repeatable `ilp` settings: a node limit instead of a time limit.
 fn repeatable() -> PolicyOptions {
     PolicyOptions {
-        ilp: SolveSettings {
-            time_limit_s: 1e6,
-            node_limit: Some(200),
-            ..SolveSettings::default()
+        ilp: coda::policies::IlpOptions {
+            solve: SolveSettings {
+                time_limit_s: 1e6,
+                node_limit: Some(200),
+                ..SolveSettings::default()
+            },
+            max_jobs: 6,
+            ..Default::default()
         },
-        ilp_max_jobs: 6,
         ..PolicyOptions::default()
     }
 }
@@ -263,12 +266,18 @@ fn unknown_policy_and_bad_options_are_typed_errors() {
         "{e}"
     );
     let bad = PolicyOptions {
-        tiresias_thresholds_gpu_s: vec![10.0, 5.0],
+        tiresias: coda::policies::TiresiasOptions {
+            thresholds_gpu_s: vec![10.0, 5.0],
+            ..Default::default()
+        },
         ..PolicyOptions::default()
     };
     assert!(policies::PolicyKind::Tiresias.build(perf, &bad).is_err());
     let bad = PolicyOptions {
-        ilp_max_jobs: 0,
+        ilp: coda::policies::IlpOptions {
+            max_jobs: 0,
+            ..Default::default()
+        },
         ..PolicyOptions::default()
     };
     assert!(policies::PolicyKind::Ilp.build(perf, &bad).is_err());

@@ -269,7 +269,10 @@ fn tiresias_promotion_ends_starvation() {
         // Two servers hold every job of the slice (the largest asks 16 GPUs).
         let mut sim = Simulator::new(perf, SimConfig::default(), cluster(2), jobs.clone()).unwrap();
         let opts = PolicyOptions {
-            tiresias_promote_knob: knob,
+            tiresias: coda::policies::TiresiasOptions {
+                promote_knob: knob,
+                ..Default::default()
+            },
             ..PolicyOptions::default()
         };
         let mut p = policies::PolicyKind::Tiresias.build(perf, &opts).unwrap();
@@ -286,7 +289,10 @@ fn tiresias_promotion_ends_starvation() {
         worst_wait(&off)
     );
     let bad = PolicyOptions {
-        tiresias_promote_knob: -1.0,
+        tiresias: coda::policies::TiresiasOptions {
+            promote_knob: -1.0,
+            ..Default::default()
+        },
         ..PolicyOptions::default()
     };
     assert!(policies::PolicyKind::Tiresias.build(perf, &bad).is_err());

@@ -178,7 +178,10 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             &objective,
             args.trace_policy,
             &coda::policies::PolicyOptions {
-                policy_weights: args.policy_weights.clone(),
+                learned: coda::policies::LearnedOptions {
+                    weights: args.policy_weights.clone(),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             args.trace_every,

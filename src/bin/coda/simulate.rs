@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use coda::policies::{PolicyKind, PolicyOptions};
+use coda::policies::{IlpOptions, LearnedOptions, PolicyKind, PolicyOptions, TiresiasOptions};
 use coda::sim::{
     self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Unplaceable, jobs_csv,
     utilization_csv,
@@ -204,19 +204,25 @@ impl SimArgs {
         Ok(PolicyOptions {
             seed: self.seed,
             objective: self.objective()?,
-            ilp: SolveSettings {
-                time_limit_s: self.ilp_time_limit,
-                node_limit: self.ilp_node_limit,
-                seed: (self.seed % u64::from(u32::MAX)) as u32,
-                ..SolveSettings::default()
+            tiresias: TiresiasOptions {
+                promote_knob: self.tiresias_promote_knob,
+                ..TiresiasOptions::default()
             },
-            ilp_max_jobs: self.ilp_max_jobs,
-            ilp_revisit_rounds: self.ilp_revisit_rounds,
-            tiresias_promote_knob: self.tiresias_promote_knob,
-            policy_weights: self.policy_weights.clone(),
-            policy_samples: self.policy_samples,
-            ilp_policy_start: self.ilp_policy_start,
-            ..PolicyOptions::default()
+            ilp: IlpOptions {
+                solve: SolveSettings {
+                    time_limit_s: self.ilp_time_limit,
+                    node_limit: self.ilp_node_limit,
+                    seed: (self.seed % u64::from(u32::MAX)) as u32,
+                    ..SolveSettings::default()
+                },
+                max_jobs: self.ilp_max_jobs,
+                revisit_rounds: self.ilp_revisit_rounds,
+                learned_start: self.ilp_policy_start,
+            },
+            learned: LearnedOptions {
+                weights: self.policy_weights.clone(),
+                samples: self.policy_samples,
+            },
         })
     }
 
