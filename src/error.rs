@@ -2,7 +2,8 @@
 //!
 //! Bad input fails at construction with a variant that names the file, the line and the field;
 //! outcomes of a correct computation (a violated constraint, an infeasible round) are data, not
-//! errors (see [`crate::Violation`]).
+//! errors (see [`crate::Violation`]) — except where a caller hands an invalid schedule to
+//! something that needs a valid one ([`Error::InvalidSchedule`]).
 
 use std::path::PathBuf;
 
@@ -108,6 +109,19 @@ pub enum Error {
         context: String,
         /// What is inconsistent.
         reason: String,
+    },
+    /// A schedule that cannot run on its snapshot, with every violation, typed (what
+    /// [`crate::Schedule::validate`] found).
+    #[error(
+        "{context}: invalid schedule, {} violation(s), first: {}",
+        .violations.len(),
+        .violations.first().map(ToString::to_string).unwrap_or_default()
+    )]
+    InvalidSchedule {
+        /// Who produced or used the schedule.
+        context: String,
+        /// Every violation.
+        violations: Vec<crate::violation::Violation>,
     },
     /// A setting outside its range: solver, simulator, objective, policy or generator settings.
     #[error("{settings}: setting `{field}` = {value}: {reason}")]

@@ -9,7 +9,7 @@
 //! `tests/it/layout.rs` checks both):
 //!
 //! ```text
-//! id → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
+//! id → violation → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
 //!
 //! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: RoundPricing → Formulation → HiGHS → decode
 //!                                                        └─ policies: sizing → packer
@@ -40,6 +40,7 @@
 pub mod error;
 mod id;
 mod util;
+mod violation;
 
 // The README's Rust blocks are compiled and run as doctests.
 #[cfg(doctest)]
@@ -105,10 +106,11 @@ pub fn schedule_with(
 ) -> Result<Schedule> {
     snapshot.check("schedule_with: its snapshot")?;
     let schedule = scheduler.schedule(snapshot)?;
-    if let Some(v) = schedule.validate(snapshot).first() {
-        return Err(Error::InvalidInstance {
+    let violations = schedule.validate(snapshot);
+    if !violations.is_empty() {
+        return Err(Error::InvalidSchedule {
             context: format!("scheduler `{}`", scheduler.name()),
-            reason: format!("returned an invalid schedule: {v}"),
+            violations,
         });
     }
     Ok(schedule)

@@ -247,10 +247,10 @@ impl<'a> RoundPricing<'a> {
     /// [module docs](super).
     pub fn score(&self, schedule: &Schedule) -> Result<Score> {
         let violations = schedule.validate(self.snapshot);
-        if let Some(v) = violations.first() {
-            return Err(Error::InvalidInstance {
+        if !violations.is_empty() {
+            return Err(Error::InvalidSchedule {
                 context: "schedule".into(),
-                reason: format!("{} violation(s), first: {v}", violations.len()),
+                violations,
             });
         }
         let idx = |id: JobId| {

@@ -205,11 +205,11 @@ impl<'a> Simulator<'a> {
         who: &str,
     ) -> Result<Vec<JobId>> {
         let violations = schedule.validate(snapshot);
-        if let Some(v) = violations.first() {
+        if !violations.is_empty() {
             // Nothing has changed yet: the caller may keep the round pending and retry.
-            return Err(Error::InvalidInstance {
+            return Err(Error::InvalidSchedule {
                 context: format!("round at t = {} s, policy `{who}`", self.now),
-                reason: format!("{} violation(s), first: {v}", violations.len()),
+                violations,
             });
         }
         let mut restarted = Vec::new();

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Bottom to top.
-const LAYERS: [&str; 12] = [
+const LAYERS: [&str; 13] = [
     "id",
+    "violation",
     "error",
     "util",
     "model",

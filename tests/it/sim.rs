@@ -212,7 +212,18 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
         j.arrival_s = 0.0;
     }
     let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs).unwrap();
-    assert!(sim.run(&mut Bad).is_err());
+    // The error carries every violation, typed: three jobs on one GPU is two double bookings.
+    match sim.run(&mut Bad) {
+        Err(coda::Error::InvalidSchedule { context, violations }) => {
+            assert!(context.contains("policy `bad`"), "{context}");
+            let doubles = violations
+                .iter()
+                .filter(|v| matches!(v, coda::Violation::GpuDoubleBooked { .. }))
+                .count();
+            assert_eq!(doubles, 2, "{violations:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Never places anything.

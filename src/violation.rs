@@ -1,0 +1,202 @@
+//! What makes a schedule unable to run: a leaf module (it names jobs by id and servers and GPUs
+//! by index, nothing else of the crate), so that the error type can carry every violation
+//! typed. [`crate::Schedule::validate`] finds them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::JobId;
+
+/// One reason a schedule cannot run. `validate` returns all of them, not just the first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Violation {
+    /// The schedule names a job the snapshot does not have.
+    UnknownJob {
+        /// The job id.
+        job: JobId,
+    },
+    /// A job appears in two assignments.
+    DuplicateJob {
+        /// The job id.
+        job: JobId,
+    },
+    /// A task is placed on a server index outside the cluster.
+    UnknownServer {
+        /// The job.
+        job: JobId,
+        /// The server index.
+        server: usize,
+    },
+    /// A worker names a GPU index the server does not have.
+    UnknownGpu {
+        /// The job.
+        job: JobId,
+        /// The server.
+        server: usize,
+        /// The GPU index.
+        gpu: u32,
+    },
+    /// One GPU is given to two tasks (of the same or different jobs).
+    GpuDoubleBooked {
+        /// The server.
+        server: usize,
+        /// The GPU.
+        gpu: u32,
+        /// The job that holds it first.
+        first_job: JobId,
+        /// The job that is given it again.
+        second_job: JobId,
+    },
+    /// A worker does not have exactly the job's GPUs-per-worker.
+    WrongGpusPerWorker {
+        /// The job.
+        job: JobId,
+        /// Worker index in the assignment.
+        worker: usize,
+        /// GPUs the job needs per worker.
+        expected: u32,
+        /// GPUs given.
+        got: u32,
+    },
+    /// The number of workers is outside the job's range.
+    WorkersOutOfRange {
+        /// The job.
+        job: JobId,
+        /// Workers given.
+        workers: u32,
+        /// Allowed minimum.
+        min: u32,
+        /// Allowed maximum.
+        max: u32,
+    },
+    /// The number of parameter servers is outside the job's range.
+    PsOutOfRange {
+        /// The job.
+        job: JobId,
+        /// PS given.
+        ps: u32,
+        /// Allowed minimum.
+        min: u32,
+        /// Allowed maximum.
+        max: u32,
+    },
+    /// A task sits on a server whose GPU type the job cannot use.
+    IncompatibleGpuType {
+        /// The job.
+        job: JobId,
+        /// The server.
+        server: usize,
+        /// The server's GPU type.
+        gpu_type: String,
+    },
+    /// A job's workers sit on servers of different GPU types (data-parallel training would run at
+    /// the slowest type's pace; coda keeps each job on one type).
+    MixedGpuTypes {
+        /// The job.
+        job: JobId,
+        /// The GPU types used, sorted.
+        gpu_types: Vec<String>,
+    },
+    /// Tasks on a server ask for more CPU cores than it has.
+    CpuOverCapacity {
+        /// The server.
+        server: usize,
+        /// Cores asked for.
+        used: f64,
+        /// Cores available.
+        capacity: f64,
+    },
+    /// Tasks on a server ask for more memory than it has.
+    MemoryOverCapacity {
+        /// The server.
+        server: usize,
+        /// GiB asked for.
+        used_gib: f64,
+        /// GiB available.
+        capacity_gib: f64,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Violation::*;
+        match self {
+            UnknownJob { job } => write!(f, "job {job}: not in the snapshot"),
+            DuplicateJob { job } => write!(f, "job {job}: assigned twice"),
+            UnknownServer { job, server } => write!(f, "job {job}: server {server} does not exist"),
+            UnknownGpu { job, server, gpu } => {
+                write!(f, "job {job}: server {server} has no GPU {gpu}")
+            }
+            GpuDoubleBooked {
+                server,
+                gpu,
+                first_job,
+                second_job,
+            } => write!(
+                f,
+                "server {server} GPU {gpu}: given to job {first_job} and again to job {second_job}"
+            ),
+            WrongGpusPerWorker {
+                job,
+                worker,
+                expected,
+                got,
+            } => {
+                write!(
+                    f,
+                    "job {job} worker {worker}: {got} GPUs, the job needs {expected}"
+                )
+            }
+            WorkersOutOfRange {
+                job,
+                workers,
+                min,
+                max,
+            } => {
+                write!(f, "job {job}: {workers} workers, allowed {min}..={max}")
+            }
+            PsOutOfRange { job, ps, min, max } => {
+                write!(
+                    f,
+                    "job {job}: {ps} parameter servers, allowed {min}..={max}"
+                )
+            }
+            IncompatibleGpuType {
+                job,
+                server,
+                gpu_type,
+            } => {
+                write!(
+                    f,
+                    "job {job}: server {server} has {gpu_type} GPUs, which it cannot use"
+                )
+            }
+            MixedGpuTypes { job, gpu_types } => {
+                write!(f, "job {job}: workers on several GPU types {gpu_types:?}")
+            }
+            CpuOverCapacity {
+                server,
+                used,
+                capacity,
+            } => {
+                write!(
+                    f,
+                    "server {server}: {used} CPU cores asked, {capacity} available"
+                )
+            }
+            MemoryOverCapacity {
+                server,
+                used_gib,
+                capacity_gib,
+            } => {
+                write!(
+                    f,
+                    "server {server}: {used_gib} GiB asked, {capacity_gib} GiB available"
+                )
+            }
+        }
+    }
+}
