@@ -4,10 +4,44 @@
 //! A scheduler proposes; [`crate::Schedule::validate`] decides whether the proposal can run.
 //! Heuristics may change how good a schedule is, never whether it is feasible.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
+
+/// How a solve ended (written `optimal`, `gap_limit`, `time_limit`, `node_limit`, `infeasible`,
+/// `no_solution`). Here, below every solver, so that a scheduler's round log is typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolveStatus {
+    /// Proven optimal (within `mip_rel_gap` of 1e-6 or better).
+    Optimal,
+    /// Stopped with a feasible schedule within the requested gap, which is looser than the
+    /// 1e-6 of [`SolveStatus::Optimal`].
+    GapLimit,
+    /// Stopped at the time limit with a feasible schedule.
+    TimeLimit,
+    /// Stopped at the node limit with a feasible schedule.
+    NodeLimit,
+    /// The model has no solution.
+    Infeasible,
+    /// A limit (time, nodes) stopped the solver before it found any feasible schedule: nothing
+    /// is known about the round, and the empty schedule returned is not a decision.
+    NoSolution,
+}
+
+impl std::fmt::Display for SolveStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SolveStatus::Optimal => "optimal",
+            SolveStatus::GapLimit => "gap_limit",
+            SolveStatus::TimeLimit => "time_limit",
+            SolveStatus::NodeLimit => "node_limit",
+            SolveStatus::Infeasible => "infeasible",
+            SolveStatus::NoSolution => "no_solution",
+        })
+    }
+}
 
 /// What an optimising scheduler records of one round's solve (see [`Scheduler::solves`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -18,8 +52,8 @@ pub struct RoundSolve {
     pub jobs: usize,
     /// Of those, running jobs held where they are (outside the decision window).
     pub held: usize,
-    /// How the solve ended (`optimal`, `time_limit`, ...).
-    pub status: String,
+    /// How the solve ended.
+    pub status: SolveStatus,
     /// Objective of the schedule returned.
     pub objective: f64,
     /// Objective of the best start.

@@ -17,11 +17,21 @@ pub struct ExactScheduler<'a> {
     /// Heuristics (or a learned policy) whose schedules are candidate starts every round.
     start: Vec<Box<dyn Scheduler + 'a>>,
     last: Option<SolveReport>,
-    /// Rounds solved; rounds a limit stopped before any schedule; rounds the solver's schedule
-    /// did not beat the start.
-    rounds: (u64, u64, u64),
+    /// How the rounds so far ended, for the run's notes.
+    rounds: RoundCounts,
     /// One record per solved round.
     log: Vec<RoundSolve>,
+}
+
+/// How an exact scheduler's rounds ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RoundCounts {
+    /// Rounds solved.
+    solved: u64,
+    /// Rounds a limit stopped before the solver found any schedule (the start was used).
+    no_solution: u64,
+    /// Rounds in which the solver's schedule did not beat the start (the start was used).
+    start_kept: u64,
 }
 
 impl<'a> ExactScheduler<'a> {
@@ -33,7 +43,7 @@ impl<'a> ExactScheduler<'a> {
             settings,
             start: Vec::new(),
             last: None,
-            rounds: (0, 0, 0),
+            rounds: RoundCounts::default(),
             log: Vec::new(),
         }
     }
@@ -104,17 +114,14 @@ impl<'a> ExactScheduler<'a> {
             &candidates,
             held,
         )?;
-        self.rounds.0 += 1;
+        self.rounds.solved += 1;
         if s.report.status == SolveStatus::NoSolution {
-            self.rounds.1 += 1;
+            self.rounds.no_solution += 1;
         } else if s.report.returned_start {
-            self.rounds.2 += 1;
+            self.rounds.start_kept += 1;
         }
         let r = &s.report;
-        let status = serde_json::to_value(r.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let status = r.status;
         self.log.push(RoundSolve {
             time_s: snapshot.time_s,
             jobs: snapshot.jobs.len(),
@@ -175,7 +182,11 @@ impl Scheduler for ExactScheduler<'_> {
     }
 
     fn notes(&self) -> Vec<String> {
-        let (all, none, start) = self.rounds;
+        let RoundCounts {
+            solved: all,
+            no_solution: none,
+            start_kept: start,
+        } = self.rounds;
         let mut notes = Vec::new();
         if none > 0 {
             notes.push(format!(

@@ -91,25 +91,7 @@ impl SolveSettings {
 /// The relative and absolute gap under which a solve is called optimal.
 const PROVEN_GAP: f64 = 1e-6;
 
-/// How a solve ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SolveStatus {
-    /// Proven optimal (within `mip_rel_gap` of 1e-6 or better).
-    Optimal,
-    /// Stopped with a feasible schedule within the requested gap, which is looser than the
-    /// 1e-6 of [`SolveStatus::Optimal`].
-    GapLimit,
-    /// Stopped at the time limit with a feasible schedule.
-    TimeLimit,
-    /// Stopped at the node limit with a feasible schedule.
-    NodeLimit,
-    /// The model has no solution.
-    Infeasible,
-    /// A limit (time, nodes) stopped the solver before it found any feasible schedule: nothing
-    /// is known about the round, and the empty schedule returned is not a decision.
-    NoSolution,
-}
+pub use crate::scheduler::SolveStatus;
 
 /// What a solve did and found.
 #[derive(Debug, Clone, PartialEq, Serialize)]

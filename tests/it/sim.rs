@@ -214,7 +214,10 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
     let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs).unwrap();
     // The error carries every violation, typed: three jobs on one GPU is two double bookings.
     match sim.run(&mut Bad) {
-        Err(coda::Error::InvalidSchedule { context, violations }) => {
+        Err(coda::Error::InvalidSchedule {
+            context,
+            violations,
+        }) => {
             assert!(context.contains("policy `bad`"), "{context}");
             let doubles = violations
                 .iter()
