@@ -314,20 +314,36 @@ fn headline(results: &Path) -> coda::Result<String> {
     }
     let mut head = vec!["policy"];
     head.extend(HEADLINE.iter().map(|(n, _)| *n));
+    // The lowest of each column, as printed, in bold.
+    let best: Vec<Option<String>> = (0..HEADLINE.len())
+        .map(|i| {
+            policies
+                .iter()
+                .filter_map(|p| cells.get(&(p.clone(), i)))
+                .min_by(|a, b| {
+                    let v = |x: &String| x.parse::<f64>().unwrap_or(f64::INFINITY);
+                    v(a).total_cmp(&v(b))
+                })
+                .cloned()
+        })
+        .collect();
     let rows: Vec<Vec<String>> = policies
         .iter()
         .map(|p| {
             let mut r = vec![p.clone()];
             r.extend(
-                (0..HEADLINE.len())
-                    .map(|i| cells.get(&(p.clone(), i)).cloned().unwrap_or("–".into())),
+                (0..HEADLINE.len()).map(|i| match cells.get(&(p.clone(), i)) {
+                    Some(c) if best[i].as_ref() == Some(c) => format!("**{c}**"),
+                    Some(c) => c.clone(),
+                    None => "–".into(),
+                }),
             );
             r
         })
         .collect();
     Ok(format!(
-        "Average job completion time (hours; lower is better) replaying each trace on its default \
-         cluster: {}. {}\n\n{}",
+        "Average job completion time (hours; lower is better, the lowest of each trace in bold) \
+         replaying each trace on its default cluster: {}. {}\n\n{}",
         meta.join(", "),
         provenance(&results.join("rl"), results)?,
         md_table(&head, &rows)
