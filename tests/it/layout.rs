@@ -246,10 +246,10 @@ fn scan() -> Scan {
         for p in paths_named(&code) {
             let mut abs = absolute(&p, &module, is_mod);
             // A root re-export names the module it comes from.
-            if abs.len() == 1 {
-                if let Some(m) = roots.get(&abs[0]) {
-                    abs = vec![m.clone(), abs[0].clone()];
-                }
+            if abs.len() == 1
+                && let Some(m) = roots.get(&abs[0])
+            {
+                abs = vec![m.clone(), abs[0].clone()];
             }
             if !abs.is_empty() {
                 named.push(abs);
@@ -270,10 +270,10 @@ fn no_layer_imports_from_a_layer_above_it() {
             continue; // the crate root (lib.rs) sits above every layer
         };
         for p in named {
-            if let Some(r) = rank(&p[0]) {
-                if r > own {
-                    upward.push(format!("{}: {}", f.display(), p.join("::")));
-                }
+            if let Some(r) = rank(&p[0])
+                && r > own
+            {
+                upward.push(format!("{}: {}", f.display(), p.join("::")));
             }
         }
     }

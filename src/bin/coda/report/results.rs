@@ -1,295 +1,18 @@
-//! `coda report`: every results table in the docs, generated from the CSVs the benchmark
-//! commands wrote, so that no number is copied by hand.
-//!
-//! It writes `benches/results/README.md` (every table, each with the command that made its CSV,
-//! the commit and the machine, read from the nearest `machine.txt` above the CSV) and the
-//! headline table between the `<!-- report:headline -->` markers of the top-level `README.md`.
-//! With `--check` it writes nothing and exits 1 when either file differs from what the CSVs give
-//! (the drift test runs this).
+//! The sections of `benches/results/README.md` (and the README's headline), one per kind of
+//! results CSV.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use coda::Error;
 
-/// Arguments of `coda report`.
-#[derive(clap::Args)]
-pub struct Args {
-    /// The repository root (results under `benches/results/` and `formulations/results/`).
-    #[arg(long, default_value = ".")]
-    pub root: PathBuf,
-    /// Compare instead of writing: exit 1 naming the first line that differs.
-    #[arg(long)]
-    pub check: bool,
-}
-
-/// The traces of the headline, in column order, with their folder under `benches/results/rl/`.
-const HEADLINE: [(&str, &str); 4] = [
-    ("Philly", "philly"),
-    ("ITP 06", "itp-cluster06"),
-    ("ITP 02", "itp-cluster02"),
-    ("Alibaba", "alibaba"),
-];
-
-/// Runs the command.
-pub fn run(args: Args) -> coda::Result<ExitCode> {
-    let results = args.root.join("benches/results");
-    let report = results_readme(&args.root)?;
-    let readme_path = args.root.join("README.md");
-    let readme = read(&readme_path)?;
-    let new_readme = splice(&readme, "headline", &headline(&results)?, &readme_path)?;
-    let models_path = args.root.join("models/README.md");
-    let models = args.root.join("models");
-    let new_models = splice(
-        &read(&models_path)?,
-        "placement",
-        &placement_tables(&models)?,
-        &models_path,
-    )?;
-    let new_models = splice(&new_models, "fit", &fit_tables(&models)?, &models_path)?;
-    let targets = [
-        (results.join("README.md"), report),
-        (readme_path, new_readme),
-        (models_path, new_models),
-    ];
-    if args.check {
-        let mut drift = false;
-        for (path, want) in &targets {
-            let have = std::fs::read_to_string(path).unwrap_or_default();
-            if let Some(line) = first_difference(&have, want) {
-                drift = true;
-                out!(
-                    "{}:{line}: differs from what the CSVs give (run `coda report`)",
-                    path.display()
-                );
-            }
-        }
-        return Ok(if drift {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
-    }
-    for (path, text) in &targets {
-        coda::write_atomic(path, text.as_bytes())?;
-        out!("wrote {}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The 1-based first line where `have` and `want` differ, if any.
-fn first_difference(have: &str, want: &str) -> Option<usize> {
-    if have == want {
-        return None;
-    }
-    let mut a = have.lines();
-    let mut b = want.lines();
-    let mut n = 1;
-    loop {
-        match (a.next(), b.next()) {
-            (Some(x), Some(y)) if x == y => n += 1,
-            (None, None) => return Some(n), // only line endings differ
-            _ => return Some(n),
-        }
-    }
-}
-
-fn read(path: &Path) -> coda::Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
-}
-
-/// `text` with what lies between the markers `<!-- report:NAME -->` and `<!-- /report:NAME -->`
-/// replaced by `table`.
-fn splice(text: &str, name: &str, table: &str, path: &Path) -> coda::Result<String> {
-    let begin = format!("<!-- report:{name} -->");
-    let end = format!("<!-- /report:{name} -->");
-    let missing = |m: &str| {
-        Error::invalid(
-            &path.display().to_string(),
-            0,
-            "report markers",
-            m,
-            "the file must hold the report's begin and end markers, in that order",
-        )
-    };
-    let b = text.find(&begin).ok_or_else(|| missing(&begin))? + begin.len();
-    let e = text[b..].find(&end).ok_or_else(|| missing(&end))? + b;
-    Ok(format!("{}\n{}{}", &text[..b], table, &text[e..]))
-}
-
-/// A CSV file read whole: its header and its rows with their line numbers.
-struct Table {
-    file: String,
-    header: Vec<String>,
-    rows: Vec<(u64, csv::StringRecord)>,
-}
-
-impl Table {
-    fn read(path: &Path) -> coda::Result<Table> {
-        let file = path.display().to_string();
-        let mut r = csv::Reader::from_path(path).map_err(|e| Error::MalformedRow {
-            file: file.clone(),
-            line: 1,
-            message: e.to_string(),
-        })?;
-        let header = r
-            .headers()
-            .map_err(|e| Error::MalformedRow {
-                file: file.clone(),
-                line: 1,
-                message: e.to_string(),
-            })?
-            .iter()
-            .map(str::to_string)
-            .collect();
-        let mut rows = Vec::new();
-        for rec in r.records() {
-            let rec = rec.map_err(|e| Error::MalformedRow {
-                file: file.clone(),
-                line: e.position().map_or(0, |p| p.line()),
-                message: e.to_string(),
-            })?;
-            let line = rec.position().map_or(0, |p| p.line());
-            rows.push((line, rec));
-        }
-        Ok(Table { file, header, rows })
-    }
-
-    fn col(&self, name: &str) -> coda::Result<usize> {
-        self.header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| Error::MissingColumn {
-                file: self.file.clone(),
-                column: name.into(),
-            })
-    }
-
-    fn str(&self, row: usize, name: &str) -> coda::Result<&str> {
-        let c = self.col(name)?;
-        let (line, rec) = &self.rows[row];
-        rec.get(c).ok_or_else(|| Error::MalformedRow {
-            file: self.file.clone(),
-            line: *line,
-            message: format!("no field `{name}`"),
-        })
-    }
-
-    /// A number (`NaN` allowed: some columns are undefined on some rows).
-    fn num(&self, row: usize, name: &str) -> coda::Result<f64> {
-        let v = self.str(row, name)?;
-        v.trim()
-            .parse::<f64>()
-            .map_err(|_| Error::invalid(&self.file, self.rows[row].0, name, v, "not a number"))
-    }
-
-    fn len(&self) -> usize {
-        self.rows.len()
-    }
-}
-
-/// Where a CSV came from: the nearest `machine.txt` at or above its folder (up to `stop`), as
-/// one line: command, commit, machine, date.
-fn provenance(dir: &Path, stop: &Path) -> coda::Result<String> {
-    let mut d = Some(dir);
-    while let Some(p) = d {
-        let f = p.join("machine.txt");
-        if f.is_file() {
-            let text = read(&f)?;
-            let key = |k: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(&format!("{k}: ")))
-                    .map(str::trim)
-                    .unwrap_or("not recorded")
-                    .to_string()
-            };
-            let mut s = format!(
-                "Made by `{}` at commit `{}` on {} ({})",
-                key("command"),
-                key("commit"),
-                key("machine"),
-                key("date")
-            );
-            if let Some(note) = text.lines().find_map(|l| l.strip_prefix("runs: ")) {
-                let _ = write!(s, "; {}", note.trim());
-            }
-            s.push('.');
-            return Ok(s);
-        }
-        if p == stop {
-            break;
-        }
-        d = p.parent();
-    }
-    Ok("Provenance not recorded (no machine.txt above this file).".into())
-}
-
-fn hours(s: f64) -> String {
-    format!("{:.2}", s / 3600.0)
-}
-
-fn pct(x: f64) -> String {
-    if x.is_nan() {
-        "–".into()
-    } else {
-        format!("{:.1} %", 100.0 * x)
-    }
-}
-
-fn md_table(head: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
-    for r in rows {
-        let _ = writeln!(s, "| {} |", r.join(" | "));
-    }
-    s
-}
-
-/// A table of text cells keyed by (row, column), both kept in first-seen order.
-#[derive(Default)]
-struct Pivot {
-    rows: Vec<String>,
-    cols: Vec<String>,
-    cells: BTreeMap<(String, String), String>,
-}
-
-impl Pivot {
-    fn add(&mut self, row: &str, col: &str, text: String) {
-        if !self.rows.iter().any(|r| r == row) {
-            self.rows.push(row.to_string());
-        }
-        if !self.cols.iter().any(|c| c == col) {
-            self.cols.push(col.to_string());
-        }
-        self.cells.insert((row.to_string(), col.to_string()), text);
-    }
-
-    /// The Markdown table, `corner` heading the row names; missing cells are "–".
-    fn markdown(&self, corner: &str) -> String {
-        let mut head = vec![corner];
-        head.extend(self.cols.iter().map(String::as_str));
-        let rows: Vec<Vec<String>> = self
-            .rows
-            .iter()
-            .map(|r| {
-                let mut out = vec![r.clone()];
-                out.extend(self.cols.iter().map(|c| {
-                    self.cells
-                        .get(&(r.clone(), c.clone()))
-                        .cloned()
-                        .unwrap_or_else(|| "–".into())
-                }));
-                out
-            })
-            .collect();
-        md_table(&head, &rows)
-    }
-}
+use super::HEADLINE;
+use super::table::{Pivot, Table, hours, md_table, pct, provenance, quantile};
 
 /// The headline: average JCT (h) of every policy on the four traces (rows in the order of the
 /// first trace's CSV), with the provenance of the runs.
-fn headline(results: &Path) -> coda::Result<String> {
+pub(super) fn headline(results: &Path) -> coda::Result<String> {
     let mut policies: Vec<String> = Vec::new();
     let mut cells: BTreeMap<(String, usize), String> = BTreeMap::new();
     let mut meta = Vec::new();
@@ -351,7 +74,7 @@ fn headline(results: &Path) -> coda::Result<String> {
 }
 
 /// Every `comparison.csv` under `dir`, sorted by path.
-fn comparisons(dir: &Path, out: &mut Vec<PathBuf>) -> coda::Result<()> {
+pub(super) fn comparisons(dir: &Path, out: &mut Vec<PathBuf>) -> coda::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -367,7 +90,7 @@ fn comparisons(dir: &Path, out: &mut Vec<PathBuf>) -> coda::Result<()> {
     Ok(())
 }
 
-fn comparison_section(csv: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn comparison_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
     let name = dir
@@ -428,7 +151,7 @@ fn comparison_section(csv: &Path, results: &Path) -> coda::Result<String> {
 }
 
 /// `sensitivity.csv`: average JCT (h) per setting (rows) and policy (columns).
-fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
     let name = dir
@@ -452,19 +175,9 @@ fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<String> {
     ))
 }
 
-/// Nearest-rank quantile (`coda gap` and its table here use the same rule).
-pub fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * q).round() as usize]
-}
-
 /// `gap.csv`: the gap to the exact program per policy over every round, and the mean gap by
 /// round size for the learned policy and the heuristics' best.
-fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
     let mut by: BTreeMap<String, Vec<(f64, bool, f64)>> = BTreeMap::new();
@@ -562,7 +275,7 @@ fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
 }
 
 /// `side_by_side.csv`: per policy, how many jobs the independent replay rule matches.
-fn side_by_side_section(csv: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn side_by_side_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
     let name = dir
@@ -633,12 +346,15 @@ fn side_by_side_section(csv: &Path, results: &Path) -> coda::Result<String> {
 
 /// `decide_scaling.csv`: the learned policy's and the best heuristic's decision time against
 /// cluster size (mean over seeds of each seed's median).
-fn decide_section(csv: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn decide_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
-    let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
+    // (servers, GPUs, jobs) of a size point.
+    type Size = (u64, u64, u64);
+    let mut sizes: Vec<Size> = Vec::new();
     let mut policies: Vec<String> = Vec::new();
-    let mut cell: BTreeMap<((u64, u64, u64), String), (f64, usize, bool)> = BTreeMap::new();
+    // (size, policy) → (sum of medians, seeds, all valid)
+    let mut cell: BTreeMap<(Size, String), (f64, usize, bool)> = BTreeMap::new();
     for r in 0..t.len() {
         let size = (
             t.num(r, "servers")? as u64,
@@ -685,7 +401,7 @@ fn decide_section(csv: &Path, results: &Path) -> coda::Result<String> {
 }
 
 /// `solve_scaling.csv`: the exact program's size and solve time against cluster size.
-fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
+pub(super) fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(stop);
     let mut rows = Vec::new();
@@ -734,7 +450,7 @@ fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
 }
 
 /// `warm_start.csv`: time to a proven optimum (or the gap at the limit) per instance and start.
-fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
+pub(super) fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(stop);
     let mut pivot = Pivot::default();
@@ -755,7 +471,7 @@ fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
 }
 
 /// The last row of each training curve.
-fn curves_section(dir: &Path, results: &Path) -> coda::Result<String> {
+pub(super) fn curves_section(dir: &Path, results: &Path) -> coda::Result<String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -792,7 +508,7 @@ fn curves_section(dir: &Path, results: &Path) -> coda::Result<String> {
 }
 
 /// The whole `benches/results/README.md`.
-fn results_readme(root: &Path) -> coda::Result<String> {
+pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     let results = root.join("benches/results");
     let mut s = String::from(
         "# Measured results\n\n\
@@ -839,172 +555,4 @@ fn results_readme(root: &Path) -> coda::Result<String> {
     s.push('\n');
     s.push_str(&warm_section(&f.join("warm_start.csv"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
-/// `models/placement_check.csv`: per source, GPU type and GPU count, the median measured and
-/// predicted spread ÷ packed step-time ratio and the median error of the prediction.
-fn placement_tables(models: &Path) -> coda::Result<String> {
-    let t = Table::read(&models.join("placement_check.csv"))?;
-    let mut by: BTreeMap<(String, String, u64), Vec<(f64, f64)>> = BTreeMap::new();
-    for r in 0..t.len() {
-        // The sizes schedulers ask most; every size is in the CSV.
-        if ![2.0, 4.0, 8.0, 16.0].contains(&t.num(r, "gpus")?) {
-            continue;
-        }
-        by.entry((
-            t.str(r, "source")?.to_string(),
-            t.str(r, "gpu")?.to_string(),
-            t.num(r, "gpus")? as u64,
-        ))
-        .or_default()
-        .push((t.num(r, "measured_ratio")?, t.num(r, "predicted_ratio")?));
-    }
-    let rows: Vec<Vec<String>> = by
-        .iter()
-        .map(|((src, gpu, k), v)| {
-            vec![
-                src.clone(),
-                gpu.clone(),
-                k.to_string(),
-                v.len().to_string(),
-                format!("{:.2}", median(v.iter().map(|x| x.0).collect())),
-                format!("{:.2}", median(v.iter().map(|x| x.1).collect())),
-                format!(
-                    "{:.1} %",
-                    100.0 * median(v.iter().map(|x| (x.1 / x.0 - 1.0).abs()).collect())
-                ),
-            ]
-        })
-        .collect();
-    let all = median(
-        by.values()
-            .flatten()
-            .map(|x| (x.1 / x.0 - 1.0).abs())
-            .collect(),
-    );
-    Ok(format!(
-        "Generated by `coda report` from `models/placement_check.csv` ({} pairs, every GPU count; \
-         here 2, 4, 8 and 16 GPUs, {} pairs, whose median error of the prediction is {:.1} %):\n\n{}",
-        t.len(),
-        by.values().map(Vec::len).sum::<usize>(),
-        100.0 * all,
-        md_table(
-            &[
-                "source",
-                "GPU",
-                "GPUs",
-                "pairs",
-                "measured",
-                "predicted",
-                "median error"
-            ],
-            &rows
-        )
-    ))
-}
-
-/// `models/fit_quality.csv`: held-out error of every fit (PS models; all-reduce models per GPU
-/// type, k-fold and GPU-out; Gavel's), and the row-weighted error per family and split.
-fn fit_tables(models: &Path) -> coda::Result<String> {
-    let t = Table::read(&models.join("fit_quality.csv"))?;
-    let family = |model: &str, gpu: &str| {
-        if gpu == "-" {
-            "PS (DL2)"
-        } else if model.starts_with("gavel-") {
-            "all-reduce (Gavel)"
-        } else {
-            "all-reduce (Pollux/Sia)"
-        }
-    };
-    let err = |x: f64| format!("{:.1} %", 100.0 * x);
-    let mut ps = Vec::new();
-    // family → model → (gpu, split) → MAPE
-    let mut ar: BTreeMap<&str, BTreeMap<String, BTreeMap<(String, String), f64>>> = BTreeMap::new();
-    let mut gpus: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut weighted: BTreeMap<(&str, String), (f64, f64)> = BTreeMap::new();
-    for r in 0..t.len() {
-        let model = t.str(r, "model")?.to_string();
-        let gpu = t.str(r, "gpu")?.to_string();
-        let split = t.str(r, "split")?.to_string();
-        let rows = t.num(r, "rows")?;
-        let fam = family(&model, &gpu);
-        if t.str(r, "mape")?.is_empty() {
-            continue; // a fit with no held-out rows
-        }
-        let mape = t.num(r, "mape")?;
-        let w = weighted.entry((fam, split.clone())).or_default();
-        w.0 += mape * rows;
-        w.1 += rows;
-        if gpu == "-" {
-            ps.push(vec![
-                model,
-                format!("{rows:.0}"),
-                err(mape),
-                err(t.num(r, "median_ape")?),
-            ]);
-        } else {
-            let g = gpus.entry(fam).or_default();
-            if !g.contains(&gpu) {
-                g.push(gpu.clone());
-            }
-            ar.entry(fam)
-                .or_default()
-                .entry(model)
-                .or_default()
-                .insert((gpu, split), mape);
-        }
-    }
-    let mut s = String::from(
-        "Generated by `coda report` from `models/fit_quality.csv` (held-out MAPE: 5-fold \
-         cross-validation, `kfold5`; every row of one GPU type predicted from the others, \
-         `gpu-out`).\n\n",
-    );
-    s += &md_table(
-        &["PS model (DL2)", "rows", "held-out MAPE", "median APE"],
-        &ps,
-    );
-    for (fam, by_model) in &ar {
-        let g = &gpus[fam];
-        let cols: Vec<(String, String)> = ["kfold5", "gpu-out"]
-            .iter()
-            .flat_map(|sp| g.iter().map(move |gpu| (gpu.clone(), sp.to_string())))
-            .collect();
-        let names: Vec<String> = cols.iter().map(|(gpu, sp)| format!("{gpu} {sp}")).collect();
-        let mut head = vec![*fam];
-        head.extend(names.iter().map(String::as_str));
-        let rows: Vec<Vec<String>> = by_model
-            .iter()
-            .map(|(m, cells)| {
-                let mut r = vec![m.clone()];
-                r.extend(
-                    cols.iter()
-                        .map(|c| cells.get(c).map_or("–".into(), |x| err(*x))),
-                );
-                r
-            })
-            .collect();
-        s += "\n";
-        s += &md_table(&head, &rows);
-    }
-    s += "\nRow-weighted held-out MAPE: ";
-    let parts: Vec<String> = weighted
-        .iter()
-        .map(|((fam, split), (sum, n))| format!("{fam} {split} {} ({n:.0} rows)", err(sum / n)))
-        .collect();
-    s += &parts.join("; ");
-    s += ".\n";
-    Ok(s)
 }
