@@ -6,7 +6,8 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{CalibratedPerf, GenerateOptions, current_schedule, generate, perf};
+use coda::workload::{GenerateOptions, current_schedule, generate};
+use coda::{CalibratedPerf, perf};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn datasets() -> PathBuf {

@@ -10,7 +10,8 @@
 use coda::ilp::{self, SolveSettings, SolveStatus};
 use coda::policies::learned::LearnedScheduler;
 use coda::policies::{self, PolicyOptions};
-use coda::{CalibratedPerf, GenerateOptions, Objective, Scheduler, current_schedule, generate};
+use coda::workload::{GenerateOptions, current_schedule, generate};
+use coda::{CalibratedPerf, Objective, Scheduler};
 
 fn main() -> coda::Result<()> {
     let perf = CalibratedPerf::shipped();

@@ -4,7 +4,8 @@
 //! `cargo run --release --example schedule_round [-- examples/instances/hetero.json]`
 
 use coda::policies::learned::LearnedScheduler;
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, current_schedule, ilp};
+use coda::workload::current_schedule;
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, ilp};
 
 fn main() -> coda::Result<()> {
     let path = std::env::args()

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! ```
-//! use coda::{CalibratedPerf, ClusterSnapshot, PerfModel, Schedule, generate, GenerateOptions};
+//! use coda::workload::{GenerateOptions, generate};
+//! use coda::{CalibratedPerf, ClusterSnapshot, PerfModel, Schedule};
 //!
 //! // A random instance: 4 servers of 8 GPUs, 6 jobs, seed 7 (same seed, same instance).
 //! let perf = CalibratedPerf::shipped();
@@ -26,7 +27,8 @@
 //! // The empty schedule (everyone waits) is always valid.
 //! assert!(Schedule::default().validate(&snapshot).is_empty());
 //! // What-if: an all-reduce job on 4 GPUs of one server vs 4 servers.
-//! use coda::{JobQuery, PlacementShape, Architecture};
+//! use coda::model::Architecture;
+//! use coda::perf::{JobQuery, PlacementShape};
 //! let q = JobQuery { model: "imagenet", arch: Architecture::AllReduce, gpus_per_worker: 1, local_batch: None };
 //! let packed = perf.speed(&q, "t4", &PlacementShape::isolated(4, 0, vec![4])).unwrap();
 //! let spread = perf.speed(&q, "t4", &PlacementShape::isolated(4, 0, vec![1, 1, 1, 1])).unwrap();
@@ -57,18 +59,22 @@ pub mod scheduler;
 pub mod sim;
 pub mod workload;
 
+// The root holds what one round needs: the input, the output, the decision, its price and
+// its errors. Everything else lives in its module (`coda::model::TaskRange`,
+// `coda::objective::RoundPricing`, `coda::ilp::SolveReport`, `coda::workload::generate`...).
 pub use error::{Error, Result};
-pub use ilp::ExactScheduler;
-pub use ilp::{SolveReport, SolveSettings, SolveStatus, Solved};
-pub use model::{
-    Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, PsTask, Request, Schedule,
-    Server, TaskDemand, TaskRange, Violation, WorkerTask,
-};
-pub use objective::{Objective, RoundPricing, Score};
-pub use perf::{CalibratedPerf, JobQuery, PerfModel, PlacementShape, Speed};
-pub use scheduler::{RoundSolve, Scheduler};
-pub use util::{check_writable, write_atomic, write_csv};
-pub use workload::{GenerateOptions, current_schedule, generate};
+pub use ilp::{ExactScheduler, SolveSettings};
+pub use model::{Assignment, Cluster, ClusterSnapshot, Job, JobId, Schedule, Server, Violation};
+pub use objective::Objective;
+pub use perf::{CalibratedPerf, PerfModel};
+pub use scheduler::Scheduler;
+
+/// File helpers the command line and the training loop share: atomic writes (nothing already
+/// written is lost if a run fails), a check that an output is writable before long work, CSV
+/// rows from serde structs.
+pub mod io {
+    pub use crate::util::{check_writable, write_atomic, write_csv};
+}
 
 /// Schedules one round with the shipped performance model, the default objective and the
 /// default solver settings (60 s limit, optimality): the integer program started from the best
@@ -85,12 +91,14 @@ pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
 }
 
 /// Schedules one round with a scheduler of the caller's choice — the learned policy
-/// ([`policies::learned::LearnedScheduler`]), a baseline ([`policies::by_name`]) or an
+/// ([`policies::learned::LearnedScheduler`]), a baseline ([`policies::PolicyKind::build`]) or an
 /// [`ExactScheduler`] with other settings — after checking the snapshot as [`schedule`] does;
-/// a schedule that does not validate is an error naming its first violation, never returned.
+/// a schedule that does not validate is [`Error::InvalidSchedule`] with every violation, never
+/// returned.
 ///
 /// ```
-/// use coda::{CalibratedPerf, GenerateOptions, Objective, generate};
+/// use coda::workload::{GenerateOptions, generate};
+/// use coda::{CalibratedPerf, Objective};
 /// use coda::policies::learned::LearnedScheduler;
 ///
 /// let perf = CalibratedPerf::shipped();

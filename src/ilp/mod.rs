@@ -5,7 +5,7 @@
 //! infeasible model is a [`SolveStatus`], not an error. Only bad input is an error.
 //!
 //! The layers, bottom to top: [`formulation`] builds the program from the round priced once
-//! ([`crate::RoundPricing`]), one file per constraint group of `formulations/README.md`;
+//! ([`crate::objective::RoundPricing`]), one file per constraint group of `formulations/README.md`;
 //! [`codec`] maps solver values to a [`crate::Schedule`] and back (MIP starts); `solve` hands
 //! the program to HiGHS; [`ExactScheduler`] puts it behind the [`crate::Scheduler`] trait and
 //! [`WindowedIlp`] bounds it to a window of jobs for simulations; [`brute_force`] re-checks it

@@ -8,10 +8,8 @@ fn all_policies() -> [&'static str; 12] {
 }
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::trace;
-use coda::{
-    CalibratedPerf, ClusterSnapshot, GenerateOptions, Objective, Schedule, Scheduler,
-    SolveSettings, generate,
-};
+use coda::workload::{GenerateOptions, generate};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Scheduler, SolveSettings};
 use proptest::prelude::*;
 
 use crate::common::{datasets, philly};
@@ -102,7 +100,7 @@ proptest! {
         }, perf).unwrap();
         let obj = Objective::default();
         let exact = coda::ilp::solve(&snap, perf, &obj, &SolveSettings::default(), None).unwrap();
-        prop_assert_eq!(exact.report.status, coda::SolveStatus::Optimal);
+        prop_assert_eq!(exact.report.status, coda::ilp::SolveStatus::Optimal);
         for name in heuristics() {
             let mut p = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
             let s = p.schedule(&snap).unwrap();
@@ -347,8 +345,8 @@ impl Scheduler for Counting<'_> {
 #[test]
 fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
     let perf = CalibratedPerf::shipped();
-    let snap = coda::generate(
-        &coda::GenerateOptions {
+    let snap = coda::workload::generate(
+        &coda::workload::GenerateOptions {
             servers: 2,
             jobs: 4,
             seed: 3,

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use coda::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
+use coda::model::{PsTask, WorkerTask};
+use coda::{Assignment, ClusterSnapshot, Schedule};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -1,14 +1,12 @@
 //! Simulator fidelity: the contention allowance, the run metrics that say what happened, the
 //! measured task demands, NIC sharing by communication share, and the baselines' paper rules.
 
+use coda::model::{Architecture, Request, TaskDemand, TaskRange, WorkerTask};
 use coda::perf::{Estimates, PerfParams};
 use coda::policies::{self, Packer, Placement, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::trace;
-use coda::{
-    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, PerfModel, Request,
-    Server, TaskDemand, TaskRange, WorkerTask,
-};
+use coda::{Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, PerfModel, Server};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -382,14 +380,14 @@ fn contention_free_models_skip_the_allowance_replay() {
 fn co_location_saturates_at_the_coupling_share() {
     let perf = CalibratedPerf::shipped();
     let kappa = perf.params().estimates.colocation_coupling;
-    let q = coda::JobQuery {
+    let q = coda::perf::JobQuery {
         model: "imagenet",
         arch: Architecture::AllReduce,
         gpus_per_worker: 1,
         local_batch: None,
     };
     let t = |co: Vec<&str>| {
-        let mut s = coda::PlacementShape::isolated(1, 0, vec![1]);
+        let mut s = coda::perf::PlacementShape::isolated(1, 0, vec![1]);
         s.co_runners = vec![co.into_iter().map(String::from).collect()];
         perf.speed(&q, "v100", &s).unwrap().compute_s
     };
@@ -436,9 +434,13 @@ fn nvlink_servers_have_no_cross_socket_placements() {
     assert_eq!((x_dgx, x_pcie), (0, 1));
     let e = perf.params().estimates.cross_socket_comm_factor;
     assert!((s_pcie.intra_comm_s - e * s_dgx.intra_comm_s).abs() < 1e-12);
-    let q = coda::JobQuery::of(&job);
+    let q = coda::perf::JobQuery::of(&job);
     let measured = perf
-        .speed(&q, "v100", &coda::PlacementShape::isolated(8, 0, vec![8]))
+        .speed(
+            &q,
+            "v100",
+            &coda::perf::PlacementShape::isolated(8, 0, vec![8]),
+        )
         .unwrap();
     assert_eq!(s_dgx.step_time_s, measured.step_time_s);
 }

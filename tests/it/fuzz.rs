@@ -10,12 +10,13 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+use coda::model::{Architecture, TaskDemand, TaskRange};
 use coda::policies::{self, PolicyOptions};
 use coda::sim::{SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
 use coda::{
-    Architecture, CalibratedPerf, Cluster, ClusterSnapshot, Job, JobId, Objective, PerfModel,
-    Schedule, Scheduler, Server, SolveSettings, TaskDemand, TaskRange,
+    CalibratedPerf, Cluster, ClusterSnapshot, Job, JobId, Objective, PerfModel, Schedule,
+    Scheduler, Server, SolveSettings,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -202,7 +203,7 @@ fn read(p: &str) -> String {
 /// What must hold for any snapshot that loaded: the current placements validate, a heuristic's
 /// schedule validates, and a small node-limited solve ends with a valid schedule or an error.
 fn exercise(snap: &ClusterSnapshot, perf: &CalibratedPerf) {
-    let current = coda::current_schedule(snap);
+    let current = coda::workload::current_schedule(snap);
     assert!(current.validate(snap).is_empty());
     if perf.check_snapshot(snap, "fuzz").is_err() {
         return;
@@ -432,7 +433,7 @@ fn fuzz_params_json() {
         };
         // Whatever loads prices finitely, or refuses.
         for (model, arch) in perf.models().into_iter().take(40) {
-            let q = coda::JobQuery {
+            let q = coda::perf::JobQuery {
                 model: &model,
                 arch,
                 gpus_per_worker: 1,
@@ -440,8 +441,8 @@ fn fuzz_params_json() {
             };
             let ps = u32::from(arch == Architecture::ParameterServer);
             for shape in [
-                coda::PlacementShape::isolated(1, ps, vec![1]),
-                coda::PlacementShape::isolated(4, ps, vec![2, 2]),
+                coda::perf::PlacementShape::isolated(1, ps, vec![1]),
+                coda::perf::PlacementShape::isolated(4, ps, vec![2, 2]),
             ] {
                 if let Ok(s) = perf.speed(&q, "v100", &shape) {
                     assert!(
@@ -556,7 +557,7 @@ fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
                         gpu_types: Vec::new(),
                         local_batch: None,
                         current: None,
-                        requested: Some(coda::Request {
+                        requested: Some(coda::model::Request {
                             workers: asked,
                             ps: ps.min,
                         }),
@@ -621,8 +622,8 @@ fn fuzz_simulator_terminates_and_accounts_for_every_job() {
             let alone: Vec<f64> = jobs
                 .iter()
                 .map(|j| {
-                    let q = coda::JobQuery::of(j);
-                    let shape = coda::PlacementShape::isolated(
+                    let q = coda::perf::JobQuery::of(j);
+                    let shape = coda::perf::PlacementShape::isolated(
                         j.workers.min,
                         j.ps.min,
                         vec![j.workers.min * j.demand.gpus_per_worker],

@@ -1,6 +1,7 @@
 //! Random instances: deterministic, valid, and round-trip through JSON files.
 
-use coda::{CalibratedPerf, ClusterSnapshot, GenerateOptions, PerfModel, generate};
+use coda::workload::{GenerateOptions, generate};
+use coda::{CalibratedPerf, ClusterSnapshot, PerfModel};
 use proptest::prelude::*;
 
 proptest! {

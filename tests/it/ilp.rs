@@ -2,9 +2,11 @@
 //! own decoded schedule, every other schedule, and a bigger cluster.
 
 use coda::ilp::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
+use coda::model::{Architecture, TaskDemand, TaskRange, WorkerTask};
+use coda::workload::{GenerateOptions, generate};
 use coda::{
-    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, GenerateOptions, Job,
-    Objective, PerfModel, Schedule, Server, TaskDemand, TaskRange, WorkerTask, generate,
+    Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, Objective, PerfModel, Schedule,
+    Server,
 };
 use proptest::prelude::*;
 
@@ -66,7 +68,9 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
     }
     // The first job runs now on GPU 0 of server 0 (so restart costs are exercised).
     if let Some(j) = js.first_mut() {
-        let ps = (0..j.ps.min).map(|_| coda::PsTask { server: 0 }).collect();
+        let ps = (0..j.ps.min)
+            .map(|_| coda::model::PsTask { server: 0 })
+            .collect();
         j.current = Some(Assignment {
             job: j.id,
             workers: vec![WorkerTask {
@@ -80,11 +84,11 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
     ClusterSnapshot::new(0.0, cluster, js).unwrap()
 }
 
-fn exact(s: &ClusterSnapshot) -> coda::Solved {
+fn exact(s: &ClusterSnapshot) -> coda::ilp::Solved {
     exact_for(s, &Objective::default())
 }
 
-fn exact_for(s: &ClusterSnapshot, objective: &Objective) -> coda::Solved {
+fn exact_for(s: &ClusterSnapshot, objective: &Objective) -> coda::ilp::Solved {
     let settings = SolveSettings {
         time_limit_s: 120.0,
         ..Default::default()
@@ -133,7 +137,7 @@ proptest! {
         let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
         let obj = with_credit(credit);
         let opt = exact_for(&s, &obj).report.objective;
-        let mut others = vec![coda::current_schedule(&s), Schedule::default()];
+        let mut others = vec![coda::workload::current_schedule(&s), Schedule::default()];
         others.extend((0..8).map(|k| random_valid_schedule(&s, seed ^ k)));
         for other in others {
             if let Ok(sc) = obj.score(perf(), &s, &other) {
@@ -401,7 +405,7 @@ fn generated(servers: usize, jobs: usize) -> ClusterSnapshot {
 }
 
 /// Solves with default settings and a node limit.
-fn solve_with_node_limit(s: &ClusterSnapshot, nodes: u64) -> coda::Solved {
+fn solve_with_node_limit(s: &ClusterSnapshot, nodes: u64) -> coda::ilp::Solved {
     let settings = SolveSettings {
         node_limit: Some(nodes),
         ..Default::default()
@@ -452,7 +456,7 @@ proptest! {
         use coda::ilp::formulation::{Formulation, FormulationOptions, relabel};
         let perf = coda::CalibratedPerf::shipped();
         let snap = coda::workload::scaling_instance(servers, 2 * servers, seed, perf).unwrap();
-        let pricing = coda::RoundPricing::new(perf, &snap, coda::Objective::default());
+        let pricing = coda::objective::RoundPricing::new(perf, &snap, coda::Objective::default());
         let form = Formulation::from_pricing(&pricing, FormulationOptions::default()).unwrap();
         for name in ["fifo", "drf", "pollux", "random", "sjf-bco"] {
             let mut h = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &Default::default()).unwrap();
@@ -473,8 +477,9 @@ proptest! {
 /// than keeping every running job.
 #[test]
 fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_jobs() {
+    use coda::Scheduler;
     use coda::ilp::{ExactScheduler, WindowedIlp};
-    use coda::{RoundPricing, Scheduler};
+    use coda::objective::RoundPricing;
     let snap = generate(
         &GenerateOptions {
             servers: 4,

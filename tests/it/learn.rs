@@ -3,7 +3,9 @@
 //! duplicating a round.
 
 use coda::learn::{LabelSpec, label_round, labels_of, rebuild};
-use coda::{CalibratedPerf, GenerateOptions, Objective, RoundPricing, SolveSettings, generate};
+use coda::objective::RoundPricing;
+use coda::workload::{GenerateOptions, generate};
+use coda::{CalibratedPerf, Objective, SolveSettings};
 use proptest::prelude::*;
 
 use crate::common::{coda_bin, random_valid_schedule};
@@ -76,7 +78,7 @@ fn labels_are_deterministic_and_marked_by_how_the_solve_ended() {
         let b = label_round(&id, &snap, perf, &Objective::default(), &spec.settings).unwrap();
         assert_eq!(a.schedule, b.schedule);
         assert_eq!(a.jobs, b.jobs);
-        assert_eq!(a.proven, a.status == coda::SolveStatus::Optimal);
+        assert_eq!(a.proven, a.status == coda::ilp::SolveStatus::Optimal);
         // The labels describe the expert's schedule, at its objective.
         let back = rebuild(&snap, &a.jobs).unwrap();
         let score = Objective::default().score(perf, &snap, &back).unwrap();

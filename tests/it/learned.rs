@@ -5,7 +5,8 @@
 use coda::learn::examples::examples;
 use coda::learn::{LabelSpec, label_round};
 use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
-use coda::{CalibratedPerf, Error, GenerateOptions, Objective, Scheduler, SolveSettings, generate};
+use coda::workload::{GenerateOptions, generate};
+use coda::{CalibratedPerf, Error, Objective, Scheduler, SolveSettings};
 use proptest::prelude::*;
 
 fn snapshot(
@@ -214,8 +215,8 @@ fn training_examples_follow_the_labels() {
 #[cfg(feature = "train")]
 #[test]
 fn tch_and_plain_rust_forward_passes_agree() {
-    use coda::RoundPricing;
     use coda::learn::train::TchPolicy;
+    use coda::objective::RoundPricing;
     use coda::policies::learned::features::{self, L1_WIDTH, PLACE_FEATURES};
     use tch::{Device, Tensor};
 

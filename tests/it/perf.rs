@@ -1,8 +1,10 @@
 //! The performance model: reproducible calibration, sane predictions, and monotone where physics
 //! says it must be.
 
+use coda::model::Architecture;
 use coda::perf::{self, Estimates, PerfParams};
-use coda::{Architecture, CalibratedPerf, JobQuery, PerfModel, PlacementShape};
+use coda::perf::{JobQuery, PlacementShape};
+use coda::{CalibratedPerf, PerfModel};
 use proptest::prelude::*;
 
 use crate::common::datasets;
@@ -235,10 +237,8 @@ proptest! {
 
 #[test]
 fn co_location_and_contention_read_from_a_schedule() {
-    use coda::{
-        Assignment, Cluster, ClusterSnapshot, Job, Schedule, Server, TaskDemand, TaskRange,
-        WorkerTask,
-    };
+    use coda::model::{TaskDemand, TaskRange, WorkerTask};
+    use coda::{Assignment, Cluster, ClusterSnapshot, Job, Schedule, Server};
     let server = Server::uniform("n", "v100", 2, 2, 2, 64.0, 512.0, 100.0);
     let cluster = Cluster::homogeneous(2, &server);
     let mk = |id: u64, model: &str| Job {
@@ -372,7 +372,8 @@ fn partitions(k: u32, per: u32) -> Vec<Vec<u32>> {
 /// estimate, and only on PCIe servers.
 #[test]
 fn every_placement_is_priced_within_the_measured_envelope() {
-    use coda::{Assignment, Cluster, JobId, WorkerTask};
+    use coda::model::WorkerTask;
+    use coda::{Assignment, Cluster, JobId};
     let perf = perf();
     let d = datasets();
     let mut kinds: Vec<coda::Server> = ["1xdgx-1-v100", "1xnd40rs-v2", "1x8", "1x4:t4", "1x8:a100"]

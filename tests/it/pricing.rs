@@ -1,11 +1,14 @@
 //! The round priced once against the objective's formula computed from scratch, and the
 //! simulator as an environment against the simulator driven by a scheduler.
 
+use coda::model::Architecture;
 use coda::objective::Mode;
+use coda::objective::RoundPricing;
 use coda::sim::{SimConfig, Simulator};
+use coda::workload::{GenerateOptions, generate};
 use coda::{
-    Architecture, Assignment, CalibratedPerf, Cluster, ClusterSnapshot, GenerateOptions, Objective,
-    PerfModel, RoundPricing, Schedule, Scheduler, Server, generate,
+    Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Objective, PerfModel, Schedule,
+    Scheduler, Server,
 };
 use proptest::prelude::*;
 
@@ -238,7 +241,7 @@ fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
     let bad = Schedule {
         assignments: vec![Assignment {
             job: j.id,
-            workers: vec![coda::WorkerTask {
+            workers: vec![coda::model::WorkerTask {
                 server: 7,
                 gpus: vec![0],
             }],

@@ -3,9 +3,10 @@
 //! its jobs spend in the system; fix-and-solve never returns less than its start and, freed,
 //! reaches the same optimum as a plain solve.
 
+use coda::ilp::SolveStatus;
 use coda::learn::rl::{Decoding, Episode, advantages, rollout};
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, SolveSettings, SolveStatus};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, SolveSettings};
 
 use crate::common::philly;
 
@@ -18,8 +19,8 @@ fn sampled_decodings_are_valid_seeded_and_recorded_as_decided() {
     let perf = CalibratedPerf::shipped();
     let p = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
     for seed in 0..6u64 {
-        let snap = coda::generate(
-            &coda::GenerateOptions {
+        let snap = coda::workload::generate(
+            &coda::workload::GenerateOptions {
                 servers: 3,
                 jobs: 8,
                 seed,

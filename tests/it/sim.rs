@@ -1,10 +1,9 @@
 //! Simulator core: determinism, conservation, valid rounds, restart cost.
 
+use coda::model::WorkerTask;
 use coda::sim::{SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{
-    Assignment, CalibratedPerf, ClusterSnapshot, Job, Objective, Schedule, Scheduler, WorkerTask,
-};
+use coda::{Assignment, CalibratedPerf, ClusterSnapshot, Job, Objective, Schedule, Scheduler};
 
 use crate::common::datasets;
 
@@ -258,7 +257,7 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
     // front, with the way out; skipped, it is reported and every other job runs.
     let mut jobs = philly_jobs(6);
     jobs[2].workers.max = 16;
-    jobs[2].requested = Some(coda::Request { workers: 16, ps: 0 });
+    jobs[2].requested = Some(coda::model::Request { workers: 16, ps: 0 });
     let e = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone())
         .err()
         .unwrap()
@@ -350,9 +349,9 @@ fn a_job_whose_smallest_allocation_exceeds_the_cluster_is_rejected_up_front() {
     let cluster = coda::Cluster::homogeneous(1, &server);
     let mut job = philly_jobs(1).remove(0);
     job.model = "resnet-50".into();
-    job.arch = coda::Architecture::ParameterServer;
-    job.workers = coda::TaskRange::new(1, 1);
-    job.ps = coda::TaskRange::new(1, 1);
+    job.arch = coda::model::Architecture::ParameterServer;
+    job.workers = coda::model::TaskRange::new(1, 1);
+    job.ps = coda::model::TaskRange::new(1, 1);
     job.requested = None;
     job.demand.cpu_per_worker = 2.0;
     job.demand.cpu_per_ps = 3.0;

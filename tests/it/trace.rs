@@ -66,7 +66,7 @@ fn model_assignment_is_seeded() {
     // The PS share follows the option (25 % ± 2 % over 5,745 draws).
     let ps = a
         .iter()
-        .filter(|j| j.arch == coda::Architecture::ParameterServer)
+        .filter(|j| j.arch == coda::model::Architecture::ParameterServer)
         .count() as f64
         / a.len() as f64;
     assert!((ps - 0.25).abs() < 0.02, "{ps}");

@@ -1,9 +1,8 @@
 //! `Schedule::validate`: valid schedules pass; each kind of mutation yields its own violation.
 
-use coda::{
-    Architecture, CalibratedPerf, ClusterSnapshot, GenerateOptions, PsTask, Schedule, Violation,
-    generate,
-};
+use coda::model::{Architecture, PsTask};
+use coda::workload::{GenerateOptions, generate};
+use coda::{CalibratedPerf, ClusterSnapshot, Schedule, Violation};
 use proptest::prelude::*;
 
 use crate::common::random_valid_schedule;
@@ -143,7 +142,7 @@ proptest! {
     #[test]
     fn current_placements_are_valid(servers in 1usize..8, jobs in 0usize..16, seed in 0u64..1_000) {
         let s = instance(servers, jobs, seed);
-        let v = coda::current_schedule(&s).validate(&s);
+        let v = coda::workload::current_schedule(&s).validate(&s);
         prop_assert!(v.is_empty(), "{v:?}");
     }
 }

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use coda::objective::RoundPricing;
 use coda::policies::BestHeuristic;
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
-use coda::{GenerateOptions, Objective, RoundPricing, Scheduler, generate};
+use coda::workload::{GenerateOptions, generate};
+use coda::{Objective, Scheduler};
 
 use crate::{perf_model, range};
 
@@ -69,7 +71,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let objective = Objective::default();
-    coda::check_writable(&args.out)?;
+    coda::io::check_writable(&args.out)?;
     let net = match &args.policy_weights {
         Some(p) => PolicyNet::load(p)?,
         None => LearnedScheduler::shipped(&perf, objective)?.net().clone(),
@@ -130,7 +132,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             }
         }
     }
-    coda::write_csv(&args.out, &rows)?;
+    coda::io::write_csv(&args.out, &rows)?;
     out!("{} rows written to {}", rows.len(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use coda::ilp::SolveStatus;
 use coda::policies::BestHeuristic;
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
-use coda::{ClusterSnapshot, Objective, PerfModel, Scheduler, SolveStatus};
+use coda::{ClusterSnapshot, Objective, PerfModel, Scheduler};
 
 use crate::{perf_model, range};
 
@@ -91,7 +92,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let heuristic = BestHeuristic::new(&perf, objective).schedule(&snap)?;
         let start = policy.decide(&snap);
         let fixed = policy.confident_jobs(&snap, &start, args.fix_confident as f32);
-        let row = |method, r: &coda::SolveReport, fixed: usize, fixed_s: f64| Row {
+        let row = |method, r: &coda::ilp::SolveReport, fixed: usize, fixed_s: f64| Row {
             instance: name.clone(),
             jobs: snap.jobs.len(),
             servers: snap.cluster.servers.len(),
@@ -148,7 +149,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         }
     }
     let path = args.out.join("warm_start.csv");
-    coda::write_csv(&path, &rows)?;
+    coda::io::write_csv(&path, &rows)?;
     // Median ratio of time to a proven optimum, over instances every method proved taking
     // the default start more than 0.1 s (below that the times are noise).
     let proven = |r: &Row| r.status == format!("{:?}", SolveStatus::Optimal);

@@ -39,13 +39,13 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let t = Instant::now();
     let params = perf::calibrate(&datasets, Estimates::default())?;
     let text = serde_json::to_string_pretty(&params).expect("params serialize") + "\n";
-    coda::write_atomic(&out, text.as_bytes())?;
+    coda::io::write_atomic(&out, text.as_bytes())?;
     if let Some(q) = quality_csv {
-        coda::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
+        coda::io::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
     }
     if let Some(p) = placement_csv {
         let rows = perf::placement_check(&datasets, &params)?;
-        coda::write_atomic(&p, placement_csv_text(&rows).as_bytes())?;
+        coda::io::write_atomic(&p, placement_csv_text(&rows).as_bytes())?;
         if !json {
             out!("{}", perf::placement_summary(&rows));
         }

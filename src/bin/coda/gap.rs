@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use coda::learn::{RoundLabel, read_labels};
+use coda::objective::RoundPricing;
 use coda::policies::learned::{Allocation, LearnedScheduler, Placer, PolicyNet};
 use coda::policies::{self, Backfill, BestHeuristic, PolicyOptions};
-use coda::{Objective, PerfModel, RoundPricing, Schedule, Scheduler};
+use coda::{Objective, PerfModel, Schedule, Scheduler};
 use rayon::prelude::*;
 
 use crate::perf_model;
@@ -202,7 +203,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .into_iter()
         .flatten()
         .collect();
-    coda::write_csv(&args.out.join("gap.csv"), &rows)?;
+    coda::io::write_csv(&args.out.join("gap.csv"), &rows)?;
 
     let mut by: BTreeMap<(String, String), Vec<&Row>> = BTreeMap::new();
     for r in &rows {
@@ -230,7 +231,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             rs.iter().map(|r| r.expert_solve_s).sum::<f64>() / rs.len() as f64,
         ));
     }
-    coda::write_atomic(&args.out.join("gap.md"), md.as_bytes())?;
+    coda::io::write_atomic(&args.out.join("gap.md"), md.as_bytes())?;
     out!("{}", md.trim_end());
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::GenerateOptions;
+use coda::workload::GenerateOptions;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{perf_model, range};
@@ -39,7 +39,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let out = args.out;
     if let Some(p) = &out {
-        coda::check_writable(p)?;
+        coda::io::check_writable(p)?;
     }
     let opts = GenerateOptions {
         servers: args.servers,

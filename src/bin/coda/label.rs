@@ -133,7 +133,7 @@ fn resume(path: &Path) -> coda::Result<std::collections::HashSet<String>> {
         }
     }
     if keep < text.len() {
-        coda::write_atomic(path, &text.as_bytes()[..keep])?;
+        coda::io::write_atomic(path, &text.as_bytes()[..keep])?;
     }
     Ok(done)
 }

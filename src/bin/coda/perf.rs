@@ -3,11 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use coda::model::{Architecture, PsTask, WorkerTask};
 use coda::perf::ServerSize;
-use coda::{
-    Architecture, Assignment, Cluster, JobId, JobQuery, PerfModel, PlacementShape, PsTask,
-    WorkerTask,
-};
+use coda::perf::{JobQuery, PlacementShape};
+use coda::{Assignment, Cluster, JobId, PerfModel};
 
 use crate::{perf_model, range};
 

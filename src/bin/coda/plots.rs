@@ -5,8 +5,9 @@ use std::path::Path;
 
 use coda::ilp::SolveStatus;
 use coda::ilp::scaling::ScalingRow;
+use coda::io::write_atomic;
 use coda::sim::JobRecord;
-use coda::{Error, Result, write_atomic};
+use coda::{Error, Result};
 use plotters::prelude::*;
 
 const COLORS: [RGBColor; 10] = [

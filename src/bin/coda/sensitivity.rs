@@ -5,8 +5,9 @@
 
 use std::fmt::Write as _;
 
+use coda::io::write_atomic;
 use coda::perf::Estimates;
-use coda::{CalibratedPerf, Error, write_atomic};
+use coda::{CalibratedPerf, Error};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rayon::prelude::*;
 

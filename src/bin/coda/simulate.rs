@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
+use coda::io::write_atomic;
 use coda::policies::{IlpOptions, LearnedOptions, PolicyKind, PolicyOptions, TiresiasOptions};
 use coda::sim::{
     self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Unplaceable, jobs_csv,
@@ -11,7 +12,7 @@ use coda::sim::{
 };
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, Workload};
-use coda::{Error, Objective, PerfModel, SolveSettings, write_atomic};
+use coda::{Error, Objective, PerfModel, SolveSettings};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
@@ -258,7 +259,7 @@ pub struct Run {
     pub records: Vec<JobRecord>,
     pub utilization: Vec<(f64, u64)>,
     /// The optimising policy's solve of every round (empty for heuristics).
-    pub solves: Vec<coda::RoundSolve>,
+    pub solves: Vec<coda::scheduler::RoundSolve>,
 }
 
 fn bar_style() -> ProgressStyle {
@@ -321,7 +322,7 @@ pub fn run_one(
 }
 
 /// One row per round the policy solved: status, objectives, bound, gap, times, nodes.
-fn solves_csv(solves: &[coda::RoundSolve]) -> String {
+fn solves_csv(solves: &[coda::scheduler::RoundSolve]) -> String {
     let mut out = String::from(
         "time_s,jobs,held,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes\n",
     );

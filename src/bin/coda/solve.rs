@@ -105,7 +105,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let objective = range::objective(round_s, restart_s, in_service_credit)?;
     // A bad --out fails now, not after a long solve.
     if let Some(p) = &out {
-        coda::check_writable(p)?;
+        coda::io::check_writable(p)?;
     }
     let settings = coda::SolveSettings {
         time_limit_s: time_limit,
@@ -122,7 +122,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let mut buf = Vec::new();
         let size =
             coda::ilp::export_mps(&snap, &perf, &objective, settings.formulation(), &mut buf)?;
-        coda::write_atomic(p, &buf)?;
+        coda::io::write_atomic(p, &buf)?;
         if !json {
             out!(
                 "wrote {} ({} variables, {} integer, {} constraints)",
@@ -202,7 +202,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     // any work: `--node-limit 0`) decided nothing.
     let solver_stopped_empty = matches!(
         r.status,
-        coda::SolveStatus::NoSolution | coda::SolveStatus::Infeasible
+        coda::ilp::SolveStatus::NoSolution | coda::ilp::SolveStatus::Infeasible
     );
     let learned_nothing = r.returned_start && !r.best_bound.is_finite();
     let decided = !solver_stopped_empty && !learned_nothing;

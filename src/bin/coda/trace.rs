@@ -88,7 +88,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     }
     if let Some(p) = &out {
         let text = serde_json::to_string_pretty(&jobs).expect("serialize");
-        coda::write_atomic(p, text.as_bytes())?;
+        coda::io::write_atomic(p, text.as_bytes())?;
     }
     if let Some(p) = &snapshot_out {
         trace::round_snapshot(&jobs, skip, take, servers)?.to_json_file(p)?;

@@ -78,7 +78,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let t0 = Instant::now();
     let perf = perf_model(params)?;
     let objective = Objective::default();
-    coda::check_writable(&args.out)?;
+    coda::io::check_writable(&args.out)?;
     std::fs::create_dir_all(&args.run_dir).map_err(|e| coda::Error::io(&args.run_dir, e))?;
     let mut labels = Vec::new();
     for f in &args.labels {
@@ -151,7 +151,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     if !args.drop_features.is_empty() {
         meta.push(("dropped_features", args.drop_features.join(",")));
     }
-    coda::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
+    coda::io::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
     out!(
         "{} rounds ({} training, {} validation): level-1 decisions {} / {}, level-2 steps {} / {}; \
          {epochs} epochs on {}; kept the epochs of lowest validation loss ({:.3}, {:.3}); \

@@ -98,7 +98,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let t0 = Instant::now();
     let perf = perf_model(params)?;
     let objective = Objective::default();
-    coda::check_writable(&args.out)?;
+    coda::io::check_writable(&args.out)?;
     std::fs::create_dir_all(&args.run_dir).map_err(|e| Error::io(&args.run_dir, e))?;
     let start = PolicyNet::load(&args.start)?;
     let mut stages = Vec::new();
@@ -226,7 +226,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         ("device", trained.device.clone()),
         ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
     ];
-    coda::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
+    coda::io::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
     out!(
         "{total} iterations on {}: validation average JCT {:.3} h at the start, {:.3} h at \
          iteration {} (kept); {:.1} s; wrote {}",

@@ -633,7 +633,10 @@ pub fn train(
                 let path = cfg
                     .run_dir
                     .join(format!("checkpoint-{epoch:04}.safetensors"));
-                crate::write_atomic(&path, &net.to_safetensors(&[("epoch", epoch.to_string())])?)?;
+                crate::util::write_atomic(
+                    &path,
+                    &net.to_safetensors(&[("epoch", epoch.to_string())])?,
+                )?;
             }
         }
     }
@@ -655,5 +658,5 @@ pub fn train(
 
 /// Writes the learning curve as CSV.
 pub fn write_curve(path: &Path, curve: &[EpochLog]) -> Result<()> {
-    crate::write_csv(path, curve)
+    crate::util::write_csv(path, curve)
 }

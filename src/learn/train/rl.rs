@@ -517,7 +517,7 @@ pub fn train_rl(
                 let path = cfg
                     .run_dir
                     .join(format!("rl-checkpoint-{iteration:04}.safetensors"));
-                crate::write_atomic(
+                crate::util::write_atomic(
                     &path,
                     &net.to_safetensors(&[("rl_iteration", iteration.to_string())])?,
                 )?;
@@ -567,5 +567,5 @@ pub fn write_rl_curve(path: &std::path::Path, curve: &[RlLog]) -> crate::error::
             seconds: l.seconds,
         })
         .collect();
-    crate::write_csv(path, &rows)
+    crate::util::write_csv(path, &rows)
 }

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> coda::Result<ExitCode> {
         });
     }
     for (path, text) in &targets {
-        coda::write_atomic(path, text.as_bytes())?;
+        coda::io::write_atomic(path, text.as_bytes())?;
         out!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
