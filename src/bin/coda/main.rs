@@ -55,27 +55,57 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Fit the performance model to datasets/ and write the parameter file.
+    ///
+    /// Writes `--out` (default `models/perf_params.json`) atomically; `--quality-csv` and
+    /// `--placement-csv` add the held-out fit error per model and the spread ÷ packed check per
+    /// measured pair. Prints the fit quality. Under a second.
     Calibrate(calibrate::Args),
     /// Predicted speed of one job alone with an allocation and a placement.
+    ///
+    /// Writes nothing; prints the step time split into compute, intra- and inter-server sync
+    /// (`--json` for one object). With `--cluster`, the placement is priced on those servers
+    /// (sockets, PCIe switches) next to the packed one and the measured envelope. Milliseconds.
     Perf(perf::Args),
     /// Check a schedule against an instance; exit status 1 if it has violations.
+    ///
+    /// Writes nothing; prints every violation, or each job's speed in context. Milliseconds.
     Validate(validate::Args),
     /// Solve one round exactly (integer program, HiGHS) and write the schedule.
+    ///
+    /// Writes the schedule (`--out`, JSON) and optionally the program (`--export-mps`); prints
+    /// status, objective, bound, gap, build and solve time. Takes up to `--time-limit` (60 s by
+    /// default; rounds of 2–4 servers are proven in seconds on 2 cores).
     Solve(solve::Args),
     /// Measure build and solve time against cluster size; write a CSV and an SVG plot.
+    ///
+    /// Writes `solve_scaling.{csv,svg}` under `--out`. Up to 60 s per instance (the time
+    /// limit): minutes for the default sizes, about 30 minutes for every shipped instance.
     BenchSolve(bench_solve::Args),
     /// The learned policy as the solver's start: default start vs MIP start vs fix-and-solve
     /// on every instance (time to a proven optimum, or gap at the limit).
+    ///
+    /// Writes `warm_start.csv` under `--out`. Three solves per instance, each of up to
+    /// `--time-limit`: rounds of 1–2 servers take seconds, 8-server rounds the whole limit.
     BenchWarmStart(bench_warm::Args),
     /// The learned policy's decision time for one round against cluster size (CSV).
+    ///
+    /// Writes `--out` (default `decide_scaling.csv`). About a minute for the default sizes (to
+    /// 1,000 servers and 2,000 jobs, three seeds).
     BenchDecide(bench_decide::Args),
     /// Write a random instance.
+    ///
+    /// Writes `--out` (or stdout), JSON; the same seed gives the same instance. Milliseconds.
     Generate(generate::Args),
     /// Expert labels for the learned scheduler: generated rounds solved exactly, decoded per job
     /// into the level-1 allocation and level-2 placement (JSON lines, resumable).
+    ///
+    /// Appends to `--out` (a second run skips the rounds already there). Each round takes up to
+    /// `--time-limit` on one thread: the shipped label sets took minutes to about half an hour.
     Label(label::Args),
     /// The learned policy's optimality gap on held-out labelled rounds, next to every
     /// heuristic's, by size, with decision times (`gap.csv`, `gap.md`).
+    ///
+    /// Writes `gap.csv` and `gap.md` under `--out`. Under a second for the shipped held-out set.
     Gap(gap::Args),
     /// Regenerate every results table in the docs from the CSVs under `benches/results/` and
     /// `formulations/results/` (`benches/results/README.md` and the README's headline); with
@@ -86,8 +116,14 @@ enum Cmd {
     #[command(subcommand)]
     Train(train::Cmd),
     /// Load a trace, assign models, print a summary.
+    ///
+    /// Writes the converted jobs with `--out` (JSON). Milliseconds.
     Trace(trace::Args),
     /// Replay a trace under one policy: metrics JSON, per-job and utilisation CSVs, plots.
+    ///
+    /// Writes `metrics.json`, `jobs.csv`, `utilization.csv`, `jct_cdf.svg`, `utilization.svg`
+    /// (and `solves.csv` for `ilp`) under `--out`. A heuristic replays the Philly window in a few
+    /// seconds, the learned policy in under a minute; `ilp` takes minutes on a 150-job slice.
     Simulate {
         #[command(flatten)]
         sim: simulate::SimArgs,
@@ -97,6 +133,10 @@ enum Cmd {
     },
     /// Replay a trace under several policies in parallel: one table, one plot, and each run's
     /// files in a subfolder.
+    ///
+    /// Writes `comparison.{csv,md}`, `jct_cdf.svg`, `utilization.svg` and one folder per policy
+    /// (as `simulate`) under `--out`. The eight baselines on the Philly window: about 30 s on 2
+    /// cores.
     Compare {
         #[command(flatten)]
         sim: simulate::SimArgs,
@@ -105,6 +145,9 @@ enum Cmd {
     },
     /// Which estimate drives which result: replay every policy with each named estimate at its
     /// low, shipped and high value, and with all contention off (`sensitivity.{csv,md}`).
+    ///
+    /// Writes `sensitivity.{csv,md}` under `--out`: 13 settings × the policies. The eight
+    /// baselines on the Philly window: a few minutes on 2 cores.
     Sensitivity {
         #[command(flatten)]
         sim: simulate::SimArgs,
