@@ -8,6 +8,13 @@
 use std::path::PathBuf;
 
 /// Everything that can go wrong while reading input or answering a query.
+///
+/// ```
+/// // A file that does not parse names its line, column and field.
+/// let e = coda::ClusterSnapshot::from_json_str("{\"time_s\": \"soon\"}", "round.json").unwrap_err();
+/// assert!(matches!(e, coda::Error::Json { .. }));
+/// assert!(e.to_string().starts_with("round.json:1:"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

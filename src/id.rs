@@ -6,6 +6,12 @@ use serde::{Deserialize, Serialize};
 /// A job's identity: unique within a snapshot and stable across rounds (the trace's job).
 /// Not its position in [`crate::ClusterSnapshot::jobs`] — a plain `usize` that changes from
 /// round to round as jobs arrive and finish. Written in JSON as the bare number.
+///
+/// ```
+/// use coda::JobId;
+/// assert_eq!(JobId(7).to_string(), "7");
+/// assert_eq!(serde_json::to_string(&JobId(7)).unwrap(), "7");
+/// ```
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]

@@ -82,6 +82,13 @@ pub mod io {
 /// start, then back-filled ([`policies::Backfill`]). The snapshot is checked first, as an
 /// instance file is (an error names the field). Build an [`ExactScheduler`] yourself to read
 /// the solve's report ([`ExactScheduler::last_report`]).
+///
+/// ```
+/// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let schedule = coda::schedule(&snapshot)?;
+/// assert!(schedule.validate(&snapshot).is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();

@@ -73,6 +73,19 @@ pub struct RoundSolve {
 }
 
 /// Snapshot in, schedule out.
+///
+/// ```
+/// use coda::{ClusterSnapshot, Schedule, Scheduler};
+/// /// Everyone waits: valid, and useless.
+/// struct Idle;
+/// impl Scheduler for Idle {
+///     fn name(&self) -> &str { "idle" }
+///     fn schedule(&mut self, _: &ClusterSnapshot) -> coda::Result<Schedule> { Ok(Schedule::default()) }
+/// }
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// assert!(coda::schedule_with(&snapshot, &mut Idle)?.assignments.is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
 pub trait Scheduler {
     /// A short name for reports (`ilp`, `fifo`, ...).
     fn name(&self) -> &str;

@@ -9,6 +9,19 @@ use serde::{Deserialize, Serialize};
 use crate::id::JobId;
 
 /// One reason a schedule cannot run. `validate` returns all of them, not just the first.
+///
+/// ```
+/// use coda::{ClusterSnapshot, Schedule, Violation};
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let mut schedule = coda::workload::current_schedule(&snapshot);
+/// // The same job assigned twice is one violation among however many there are.
+/// if let Some(a) = schedule.assignments.first().cloned() {
+///     schedule.assignments.push(a);
+///     let v = schedule.validate(&snapshot);
+///     assert!(v.iter().any(|v| matches!(v, Violation::DuplicateJob { .. })));
+/// }
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]

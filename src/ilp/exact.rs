@@ -10,6 +10,20 @@ use crate::scheduler::{RoundSolve, Scheduler};
 /// The contention-aware integer program solved by HiGHS, started from the best of keeping the
 /// running jobs where they are and a heuristic's schedule ([`ExactScheduler::with_start`]), and
 /// never returning less than that start.
+///
+/// ```
+/// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let settings = SolveSettings { time_limit_s: 10.0, ..SolveSettings::default() };
+/// let mut exact = ExactScheduler::new(CalibratedPerf::shipped(), Objective::default(), settings);
+/// let schedule = exact.schedule(&snapshot)?;
+/// assert!(schedule.validate(&snapshot).is_empty());
+/// let report = exact.last_report().unwrap();
+/// // A small round: proven optimal, with its bound and gap.
+/// assert_eq!(report.status, coda::ilp::SolveStatus::Optimal);
+/// assert!(report.gap <= 1e-6);
+/// # Ok::<(), coda::Error>(())
+/// ```
 pub struct ExactScheduler<'a> {
     perf: &'a dyn PerfModel,
     objective: Objective,

@@ -14,6 +14,16 @@ use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 
 /// Solver settings, checked by [`SolveSettings::check`]; defaults written down here.
+///
+/// ```
+/// // Settings are checked where they are used: a negative time limit is a typed error.
+/// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let bad = SolveSettings { time_limit_s: -1.0, ..SolveSettings::default() };
+/// let mut exact = ExactScheduler::new(CalibratedPerf::shipped(), Objective::default(), bad);
+/// assert!(matches!(exact.schedule(&snapshot), Err(coda::Error::InvalidSetting { .. })));
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveSettings {
     /// Wall-clock limit, seconds, on building the model and solving it together (default 60).

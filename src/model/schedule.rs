@@ -144,6 +144,13 @@ impl Footprint {
 
 /// The decision for one round: which jobs run, with how many tasks, where. Jobs absent from
 /// `assignments` wait.
+///
+/// ```
+/// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// // The empty schedule (everyone waits) is always valid.
+/// assert!(coda::Schedule::default().validate(&snapshot).is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schedule {

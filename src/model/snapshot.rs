@@ -21,6 +21,15 @@ pub const MAX_SERVERS: usize = 1_000_000;
 
 /// Everything a scheduler sees in one round: the cluster, the jobs that have arrived and not
 /// finished (running or waiting), and the time.
+///
+/// ```
+/// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// assert!(snapshot.cluster.num_gpus() > 0);
+/// // Keeping every running job where it is, is a valid schedule.
+/// let keep = coda::workload::current_schedule(&snapshot);
+/// assert!(keep.validate(&snapshot).is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSnapshot {

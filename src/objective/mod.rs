@@ -145,6 +145,18 @@ pub struct Score {
 }
 
 /// The round utility (see the module docs). Settings are validated by [`Objective::new`].
+///
+/// ```
+/// use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule};
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let perf = CalibratedPerf::shipped();
+/// let keep = coda::workload::current_schedule(&snapshot);
+/// let value = Objective::default().score(perf, &snapshot, &keep)?.total;
+/// // Nobody running earns nothing.
+/// let idle = Objective::default().score(perf, &snapshot, &Schedule::default())?.total;
+/// assert!(idle <= value + 1e-9);
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Objective {
     /// Round length `T`, seconds. Default 300 s, as Blox and Synergy.

@@ -90,6 +90,17 @@ pub struct Speed {
 }
 
 /// A performance model: the speed of a job for a placement shape on one GPU type.
+///
+/// ```
+/// use coda::PerfModel;
+/// use coda::model::Architecture;
+/// use coda::perf::{JobQuery, PlacementShape};
+/// let perf = coda::CalibratedPerf::shipped();
+/// let q = JobQuery { model: "yolov3", arch: Architecture::AllReduce, gpus_per_worker: 1, local_batch: None };
+/// let one_server = perf.speed(&q, "v100", &PlacementShape::isolated(8, 0, vec![8]))?;
+/// assert!(one_server.step_time_s > 0.0);
+/// # Ok::<(), coda::Error>(())
+/// ```
 pub trait PerfModel: Send + Sync {
     /// The architecture a model name is calibrated for, or `None` if unknown.
     fn architecture(&self, model: &str) -> Option<Architecture>;
@@ -255,6 +266,14 @@ pub trait PerfModel: Send + Sync {
 }
 
 /// The performance model calibrated on `datasets/` (see [`calibrate`]).
+///
+/// ```
+/// // The shipped model, fitted on datasets/ (`coda calibrate` rebuilds it byte for byte).
+/// let perf = coda::CalibratedPerf::shipped();
+/// let again = coda::CalibratedPerf::from_file(std::path::Path::new("models/perf_params.json"))?;
+/// assert_eq!(perf.params(), again.params());
+/// # Ok::<(), coda::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct CalibratedPerf {
     params: PerfParams,
