@@ -107,9 +107,12 @@ enum Cmd {
     ///
     /// Writes `gap.csv` and `gap.md` under `--out`. Under a second for the shipped held-out set.
     Gap(gap::Args),
-    /// Regenerate every results table in the docs from the CSVs under `benches/results/` and
-    /// `formulations/results/` (`benches/results/README.md` and the README's headline); with
-    /// `--check`, exit 1 where a committed table differs. Takes well under a second.
+    /// Regenerate every results table in the docs from the CSVs under `benches/results/`,
+    /// `formulations/results/` and `models/`; with `--check`, exit 1 where a committed table
+    /// differs.
+    ///
+    /// Writes `benches/results/README.md`, the README's headline and the generated tables of
+    /// `models/README.md`. Well under a second.
     Report(report::Args),
     /// Train the learned policy (built with the `train` feature).
     #[cfg(feature = "train")]

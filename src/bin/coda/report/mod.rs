@@ -2,10 +2,11 @@
 //! commands wrote, so that no number is copied by hand.
 //!
 //! It writes `benches/results/README.md` (every table, each with the command that made its CSV,
-//! the commit and the machine, read from the nearest `machine.txt` above the CSV) and the
-//! headline table between the `<!-- report:headline -->` markers of the top-level `README.md`.
-//! With `--check` it writes nothing and exits 1 when either file differs from what the CSVs give
-//! (the drift test runs this).
+//! the commit and the machine, read from the nearest `machine.txt` above the CSV), the headline
+//! table between the `<!-- report:headline -->` markers of the top-level `README.md`, and the
+//! placement-check and fit-quality tables between the `report:placement` and `report:fit`
+//! markers of `models/README.md`. With `--check` it writes nothing and exits 1 when any of the
+//! three differs from what the CSVs give (the drift test runs this).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
