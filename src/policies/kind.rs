@@ -54,17 +54,10 @@ impl PolicyKind {
         PolicyKind::LearnedPacker,
     ];
 
-    /// The eight heuristic baselines.
-    pub const BASELINES: [PolicyKind; 8] = [
-        PolicyKind::Fifo,
-        PolicyKind::Srtf,
-        PolicyKind::Drf,
-        PolicyKind::Tiresias,
-        PolicyKind::Optimus,
-        PolicyKind::SjfBco,
-        PolicyKind::Pollux,
-        PolicyKind::Random,
-    ];
+    /// The eight heuristic baselines: the first eight of [`PolicyKind::ALL`].
+    pub fn baselines() -> &'static [PolicyKind] {
+        &PolicyKind::ALL[..8]
+    }
 
     /// The name reports and the command line use (`sjf-bco`, `learned-rl`...).
     pub fn name(self) -> &'static str {

@@ -57,6 +57,80 @@ struct Row {
     expert_solve_s: f64,
 }
 
+/// What the summary of one policy on one round reads (a `gap.csv` row, in part).
+pub struct Point {
+    /// Round group (`gen 2x4`, `trace 8x3`...).
+    pub size: String,
+    /// Policy.
+    pub policy: String,
+    /// Relative gap to the expert.
+    pub gap: f64,
+    /// Whether the schedule validated (the gap counts only then).
+    pub valid: bool,
+    /// Seconds the policy took.
+    pub decision_s: f64,
+    /// Seconds the expert's solve took.
+    pub expert_solve_s: f64,
+}
+
+/// A policy's gap over a group of rounds.
+pub struct Summary {
+    /// Rounds.
+    pub n: usize,
+    /// Mean, nearest-rank 95th percentile and worst gap over the valid schedules.
+    pub mean: f64,
+    /// See `mean`.
+    pub p95: f64,
+    /// See `mean`.
+    pub worst: f64,
+    /// Share of valid schedules.
+    pub valid_share: f64,
+    /// Mean decision time, milliseconds.
+    pub decision_ms: f64,
+    /// Mean expert solve time, seconds.
+    pub expert_solve_s: f64,
+}
+
+/// The gap of every policy by round group and over all rounds (group `all`): the one rule
+/// `gap.md` and `coda report` both print.
+pub fn summarise(points: &[Point]) -> BTreeMap<(String, String), Summary> {
+    let mut by: BTreeMap<(String, String), Vec<&Point>> = BTreeMap::new();
+    for p in points {
+        by.entry((p.size.clone(), p.policy.clone()))
+            .or_default()
+            .push(p);
+        by.entry(("all".into(), p.policy.clone()))
+            .or_default()
+            .push(p);
+    }
+    by.into_iter()
+        .map(|(k, ps)| {
+            let gaps: Vec<f64> = ps.iter().filter(|p| p.valid).map(|p| p.gap).collect();
+            let n = ps.len();
+            let summary = Summary {
+                n,
+                mean: gaps.iter().sum::<f64>() / gaps.len().max(1) as f64,
+                p95: quantile(&gaps, 0.95),
+                worst: gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                valid_share: gaps.len() as f64 / n as f64,
+                decision_ms: 1e3 * ps.iter().map(|p| p.decision_s).sum::<f64>() / n as f64,
+                expert_solve_s: ps.iter().map(|p| p.expert_solve_s).sum::<f64>() / n as f64,
+            };
+            (k, summary)
+        })
+        .collect()
+}
+
+/// Nearest-rank quantile.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[((s.len() - 1) as f64 * q).round() as usize]
+}
+
 const VARIANTS: [&str; 5] = [
     "learned",
     "learned-greedy",
@@ -135,7 +209,7 @@ fn rows_of(
     let (s, t) = timed(&mut || Ok(learned.place(&pricing, &alloc)))?;
     out.push((VARIANTS[4].into(), s, t));
     let opts = PolicyOptions::default();
-    for name in policies::PolicyKind::BASELINES {
+    for &name in policies::PolicyKind::baselines() {
         let mut p = name.build(perf, &opts)?;
         let (s, t) = timed(&mut || p.schedule(snap))?;
         out.push((name.to_string(), s, t));
@@ -205,30 +279,30 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .collect();
     coda::io::write_csv(&args.out.join("gap.csv"), &rows)?;
 
-    let mut by: BTreeMap<(String, String), Vec<&Row>> = BTreeMap::new();
-    for r in &rows {
-        by.entry((r.size.clone(), r.policy.clone()))
-            .or_default()
-            .push(r);
-        by.entry(("all".into(), r.policy.clone()))
-            .or_default()
-            .push(r);
-    }
+    let points: Vec<Point> = rows
+        .iter()
+        .map(|r| Point {
+            size: r.size.clone(),
+            policy: r.policy.clone(),
+            gap: r.gap,
+            valid: r.valid,
+            decision_s: r.decision_s,
+            expert_solve_s: r.expert_solve_s,
+        })
+        .collect();
     let mut md = String::from(
         "| rounds | policy | n | mean gap | p95 gap | worst gap | valid | mean decision (ms) | expert solve (s, mean) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    for ((size, policy), rs) in &by {
-        let gaps: Vec<f64> = rs.iter().filter(|r| r.valid).map(|r| r.gap).collect();
-        let valid = rs.iter().filter(|r| r.valid).count();
+    for ((size, policy), g) in summarise(&points) {
         md.push_str(&format!(
             "| {size} | {policy} | {} | {:.2} % | {:.2} % | {:.2} % | {:.0} % | {:.2} | {:.2} |\n",
-            rs.len(),
-            100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64,
-            100.0 * crate::report::quantile(&gaps, 0.95),
-            100.0 * gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            100.0 * valid as f64 / rs.len() as f64,
-            1e3 * rs.iter().map(|r| r.decision_s).sum::<f64>() / rs.len() as f64,
-            rs.iter().map(|r| r.expert_solve_s).sum::<f64>() / rs.len() as f64,
+            g.n,
+            100.0 * g.mean,
+            100.0 * g.p95,
+            100.0 * g.worst,
+            100.0 * g.valid_share,
+            g.decision_ms,
+            g.expert_solve_s,
         ));
     }
     coda::io::write_atomic(&args.out.join("gap.md"), md.as_bytes())?;

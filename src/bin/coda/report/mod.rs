@@ -19,7 +19,6 @@ use coda::Error;
 
 use models::{fit_tables, placement_tables};
 use results::{headline, results_readme};
-pub use table::quantile;
 
 /// Arguments of `coda report`.
 #[derive(clap::Args)]

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use coda::Error;
 
 use super::HEADLINE;
-use super::table::{Pivot, Table, hours, md_table, pct, provenance, quantile};
+use super::table::{Pivot, Table, hours, md_table, pct, provenance};
+use crate::gap::{Point, summarise};
 
 /// The headline: average JCT (h) of every policy on the four traces (rows in the order of the
 /// first trace's CSV), with the provenance of the runs.
@@ -109,12 +110,7 @@ pub(super) fn comparison_section(csv: &Path, results: &Path) -> coda::Result<Str
             pct(t.num(r, "gpu_utilization")?),
             format!("{:.0}", t.num(r, "restarts")?),
             t.str(r, "jobs_unfinished_total")?.to_string(),
-            // Older runs did not record the allowance.
-            if t.col("contention_allowance").is_ok() {
-                format!("{:.2}", t.num(r, "contention_allowance")?)
-            } else {
-                "–".into()
-            },
+            format!("{:.2}", t.num(r, "contention_allowance")?),
         ]);
     }
     let what = if t.len() > 0 {
@@ -180,51 +176,41 @@ pub(super) fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<St
 pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
-    let mut by: BTreeMap<String, Vec<(f64, bool, f64)>> = BTreeMap::new();
-    let mut by_size: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut points = Vec::with_capacity(t.len());
     let mut sizes: Vec<String> = Vec::new();
     let mut rounds = std::collections::BTreeSet::new();
     let mut proven = 0usize;
     for r in 0..t.len() {
-        let p = t.str(r, "policy")?.to_string();
         let size = t.str(r, "size")?.to_string();
-        let valid = t.str(r, "valid")? == "true";
-        let gap = t.num(r, "gap")?;
         if rounds.insert(t.str(r, "round")?.to_string()) && t.str(r, "proven")? == "true" {
             proven += 1;
         }
-        by.entry(p.clone())
-            .or_default()
-            .push((gap, valid, t.num(r, "decision_s")?));
-        if valid {
-            by_size.entry((size.clone(), p)).or_default().push(gap);
-        }
         if !sizes.contains(&size) {
-            sizes.push(size);
+            sizes.push(size.clone());
         }
+        points.push(Point {
+            size,
+            policy: t.str(r, "policy")?.to_string(),
+            gap: t.num(r, "gap")?,
+            valid: t.str(r, "valid")? == "true",
+            decision_s: t.num(r, "decision_s")?,
+            expert_solve_s: t.num(r, "expert_solve_s")?,
+        });
     }
+    // The same summary `coda gap` prints in `gap.md`.
+    let by = summarise(&points);
     let rows: Vec<Vec<String>> = by
         .iter()
-        .map(|(p, v)| {
-            let gaps: Vec<f64> = v.iter().filter(|x| x.1).map(|x| x.0).collect();
-            let valid = v.iter().filter(|x| x.1).count();
+        .filter(|((size, _), _)| size == "all")
+        .map(|((_, p), g)| {
             vec![
                 p.clone(),
-                v.len().to_string(),
-                format!(
-                    "{:.2} %",
-                    100.0 * gaps.iter().sum::<f64>() / gaps.len().max(1) as f64
-                ),
-                format!("{:.2} %", 100.0 * quantile(&gaps, 0.95)),
-                format!(
-                    "{:.2} %",
-                    100.0 * gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-                ),
-                format!("{:.0} %", 100.0 * valid as f64 / v.len().max(1) as f64),
-                format!(
-                    "{:.2}",
-                    1e3 * v.iter().map(|x| x.2).sum::<f64>() / v.len().max(1) as f64
-                ),
+                g.n.to_string(),
+                format!("{:.2} %", 100.0 * g.mean),
+                format!("{:.2} %", 100.0 * g.p95),
+                format!("{:.2} %", 100.0 * g.worst),
+                format!("{:.0} %", 100.0 * g.valid_share),
+                format!("{:.2}", g.decision_ms),
             ]
         })
         .collect();
@@ -241,13 +227,14 @@ pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
         .map(|s| {
             let mut r = vec![s.clone()];
             r.extend(cols.iter().map(|p| {
-                by_size
-                    .get(&(s.clone(), p.to_string()))
-                    .map_or("–".into(), |g| {
+                match by.get(&(s.clone(), p.to_string())) {
+                    Some(g) if g.valid_share > 0.0 => {
                         // `+ 0.0` prints a rounding-level negative mean as 0.00, not -0.00.
-                        let mean = 100.0 * g.iter().sum::<f64>() / g.len() as f64;
-                        format!("{:.2} %", (mean * 100.0).round() / 100.0 + 0.0)
-                    })
+                        let mean = (100.0 * g.mean * 100.0).round() / 100.0 + 0.0;
+                        format!("{mean:.2} %")
+                    }
+                    _ => "–".into(),
+                }
             }));
             r
         })

@@ -177,16 +177,6 @@ impl Pivot {
     }
 }
 
-/// Nearest-rank quantile (`coda gap` and its table here use the same rule).
-pub fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * q).round() as usize]
-}
-
 pub(super) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
