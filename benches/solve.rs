@@ -4,8 +4,7 @@
 
 use std::hint::black_box;
 
-use coda::ilp::formulation::{Formulation, FormulationOptions};
-use coda::ilp::{self, SolveSettings};
+use coda::ilp::SolveRequest;
 use coda::{CalibratedPerf, Objective};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
@@ -19,14 +18,11 @@ fn build(c: &mut Criterion) {
             &snap,
             |b, s| {
                 b.iter(|| {
+                    // Pricing the round, checking it and building the program.
                     black_box(
-                        Formulation::build(
-                            s,
-                            perf,
-                            &Objective::default(),
-                            FormulationOptions::default(),
-                        )
-                        .unwrap(),
+                        SolveRequest::new(s, perf, Objective::default())
+                            .and_then(|r| r.build())
+                            .unwrap(),
                     )
                 })
             },
@@ -47,14 +43,9 @@ fn solve(c: &mut Criterion) {
             |b, s| {
                 b.iter(|| {
                     black_box(
-                        ilp::solve(
-                            s,
-                            perf,
-                            &Objective::default(),
-                            &SolveSettings::default(),
-                            None,
-                        )
-                        .unwrap(),
+                        SolveRequest::new(s, perf, Objective::default())
+                            .and_then(|r| r.solve())
+                            .unwrap(),
                     )
                 })
             },

@@ -88,7 +88,9 @@ fn main() -> coda::Result<()> {
     }
     println!("| policy | avg JCT (h) | p99 JCT (h) | restarts |\n|---|---|---|---|");
     let row = |p: &mut dyn Scheduler| -> coda::Result<()> {
-        let mut s = Simulator::new(perf, config, wl.cluster.clone(), wl.jobs.clone())?;
+        let mut s = Simulator::builder(perf, wl.cluster.clone(), wl.jobs.clone())
+            .config(config)
+            .build()?;
         s.run(p)?;
         let m = sim::metrics(s.records(), 0.1..0.9, wl.cluster.num_gpus());
         println!(

@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release --example gap_vs_exact` (six rounds of 2–3 servers; under half a minute).
 
-use coda::ilp::{self, SolveSettings, SolveStatus};
+use coda::ilp::{SolveRequest, SolveSettings, SolveStatus};
 use coda::policies::learned::LearnedScheduler;
 use coda::policies::{self, PolicyOptions};
 use coda::workload::{GenerateOptions, current_schedule, generate};
@@ -20,7 +20,8 @@ fn main() -> coda::Result<()> {
         time_limit_s: 10.0,
         threads: 1,
         ..SolveSettings::default()
-    };
+    }
+    .checked()?;
     let mut learned = LearnedScheduler::shipped(perf, objective)?;
     let mut pollux = policies::PolicyKind::Pollux.build(perf, &PolicyOptions::default())?;
     println!("| round | optimum | status | learned gap | pollux gap |\n|---|---|---|---|---|");
@@ -36,13 +37,11 @@ fn main() -> coda::Result<()> {
                 },
                 perf,
             )?;
-            let exact = ilp::solve(
-                &snapshot,
-                perf,
-                &objective,
-                &settings,
-                Some(&current_schedule(&snapshot)),
-            )?;
+            let stay = current_schedule(&snapshot);
+            let exact = SolveRequest::new(&snapshot, perf, objective)?
+                .settings(settings.clone())
+                .warm_start(&stay)
+                .solve()?;
             let optimum = exact.report.objective;
             let gap = |p: &mut dyn Scheduler| -> coda::Result<f64> {
                 let s = p.schedule(&snapshot)?;

@@ -46,7 +46,9 @@ fn main() -> coda::Result<()> {
     );
     for kind in [PolicyKind::Fifo, PolicyKind::Pollux] {
         let mut policy = kind.build(perf, &PolicyOptions::default())?;
-        let mut simulator = Simulator::new(perf, config, wl.cluster.clone(), wl.jobs.clone())?;
+        let mut simulator = Simulator::builder(perf, wl.cluster.clone(), wl.jobs.clone())
+            .config(config)
+            .build()?;
         simulator.run(policy.as_mut())?;
         let m = sim::metrics(simulator.records(), 0.1..0.9, wl.cluster.num_gpus());
         println!(

@@ -5,7 +5,7 @@
 
 use coda::policies::learned::LearnedScheduler;
 use coda::workload::current_schedule;
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, ilp};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Scheduler, ilp};
 
 fn main() -> coda::Result<()> {
     let path = std::env::args()
@@ -34,17 +34,40 @@ fn main() -> coda::Result<()> {
     for (job, speed) in coda::perf::speeds(perf, &snapshot, &schedule)? {
         println!("  job {job}: {:.3} it/s", speed.iterations_per_s);
     }
-    // The same solve with its report: status, bound and gap.
-    let solved = ilp::solve(
-        &snapshot,
-        perf,
-        &objective,
-        &Default::default(),
-        Some(&stay),
-    )?;
+    // The same round as a solve request, with its report: the round priced once, settings
+    // checked once, then the starts — the current placement as the MIP start, a heuristic's
+    // schedule as a candidate (the solve never returns less than the best of them).
+    let settings = ilp::SolveSettings {
+        time_limit_s: 30.0,
+        ..Default::default()
+    }
+    .checked()?;
+    let heuristic = coda::policies::BestHeuristic::new(perf, objective).schedule(&snapshot)?;
+    let round = ilp::SolveRequest::new(&snapshot, perf, objective)?
+        .settings(settings)
+        .warm_start(&stay)
+        .candidates([heuristic]);
+    let solved = round.solve()?;
     println!(
-        "warm-started from the current placement: {:?}, gap {:.2e}",
-        solved.report.status, solved.report.gap
+        "warm-started from the current placement: {:?}, objective {:.4}, bound {:.4}, gap {:.2e}",
+        solved.report.status, solved.report.objective, solved.report.best_bound, solved.report.gap
+    );
+    // Fix-and-solve: the running jobs held where they are for half the time, then all freed;
+    // the bound is the whole program's.
+    let running: Vec<coda::JobId> = snapshot
+        .jobs
+        .iter()
+        .filter(|j| j.current.is_some())
+        .map(|j| j.id)
+        .collect();
+    let two_phase = round.fix_then_free(&running, 0.5)?.solve()?;
+    let phases = two_phase
+        .phases
+        .as_ref()
+        .expect("a fix-and-solve reports its phases");
+    println!(
+        "fix-and-solve ({} running job(s) held first): objective {:.4}, gap {:.2e}",
+        phases.fixed, two_phase.report.objective, two_phase.report.gap
     );
     // The learned policy: no solver, a few milliseconds, valid by construction.
     let mut policy = LearnedScheduler::shipped(perf, objective)?;

@@ -50,7 +50,7 @@ mod violation;
 struct ReadmeDoctests;
 
 pub mod ilp;
-pub mod learn;
+pub mod lab;
 pub mod model;
 pub mod objective;
 pub mod perf;
@@ -92,7 +92,7 @@ pub mod io {
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
-    let exact = ExactScheduler::new(perf, objective, SolveSettings::default())
+    let exact = ExactScheduler::new(perf, objective, ilp::CheckedSettings::default())
         .with_start(Box::new(policies::BestHeuristic::new(perf, objective)));
     policies::Backfill::new(Box::new(exact), perf, objective).schedule(snapshot)
 }

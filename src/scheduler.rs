@@ -4,6 +4,8 @@
 //! A scheduler proposes; [`crate::Schedule::validate`] decides whether the proposal can run.
 //! Heuristics may change how good a schedule is, never whether it is feasible.
 
+use std::sync::{Arc, Mutex};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -43,7 +45,7 @@ impl std::fmt::Display for SolveStatus {
     }
 }
 
-/// What an optimising scheduler records of one round's solve (see [`Scheduler::solves`]).
+/// What an optimising scheduler records of one round's solve ([`RunLog::solves`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoundSolve {
     /// The round's time (the snapshot's), seconds.
@@ -100,15 +102,130 @@ pub trait Scheduler {
     fn keeps_when_none_wait(&self) -> bool {
         false
     }
+}
 
-    /// What the policy has to report about the rounds it decided (fallbacks taken, rounds a
-    /// limit stopped), for run summaries; none by default.
-    fn notes(&self) -> Vec<String> {
-        Vec::new()
+/// What a scheduler reports as it decides, one event at a time, to the [`RunLog`] it was built
+/// with: the caller reads the log, the scheduler only writes it (so a wrapper around a
+/// scheduler forwards nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoundEvent {
+    /// The exact program solved a round, under these limits.
+    Solved {
+        /// The solve's record.
+        solve: RoundSolve,
+        /// Its time limit, seconds.
+        time_limit_s: f64,
+        /// Its node limit, if any.
+        node_limit: Option<u64>,
+    },
+    /// Back-fill placed this many waiting jobs on GPUs the round's schedule left idle.
+    BackFilled(u64),
+    /// A round seen by a scheduler that re-decides unchanged rounds only every `every` rounds:
+    /// `kept` when this one was kept without asking.
+    Revisited {
+        /// Kept without asking the scheduler inside.
+        kept: bool,
+        /// Rounds between forced re-decisions.
+        every: u32,
+    },
+}
+
+/// The observer schedulers report to: a handle the caller keeps one clone of and hands another
+/// to the scheduler it builds (for instance [`crate::policies::PolicyKind::build_observed`]).
+/// Clones share one log; it is `Send`, so a scheduler built on one thread may run on another.
+///
+/// ```
+/// use coda::scheduler::RunLog;
+/// use coda::policies::{PolicyKind, PolicyOptions};
+/// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let log = RunLog::default();
+/// let perf = coda::CalibratedPerf::shipped();
+/// let mut ilp = PolicyKind::Ilp.build_observed(perf, &PolicyOptions::default(), &log)?;
+/// ilp.schedule(&snapshot)?;
+/// assert_eq!(log.solves().len(), 1);
+/// # Ok::<(), coda::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RunLog(Arc<Mutex<Vec<RoundEvent>>>);
+
+impl RunLog {
+    /// Records an event.
+    pub fn record(&self, event: RoundEvent) {
+        // A poisoned log (a scheduler panicked mid-write) still holds every whole event.
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(event);
     }
 
-    /// Every solve so far, one per round, for optimising schedulers; empty for the others.
-    fn solves(&self) -> &[RoundSolve] {
-        &[]
+    /// Every event so far, in order.
+    pub fn events(&self) -> Vec<RoundEvent> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every exact solve so far, one per round.
+    pub fn solves(&self) -> Vec<RoundSolve> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                RoundEvent::Solved { solve, .. } => Some(solve),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What the run's summary says of the rounds: solves a limit stopped before any schedule,
+    /// solves whose start won, jobs back-filled, rounds kept without a decision. Empty when
+    /// nothing of note happened.
+    pub fn notes(&self) -> Vec<String> {
+        let (mut solved, mut no_solution, mut start_kept, mut limits) = (0u64, 0u64, 0u64, None);
+        let (mut filled, mut seen, mut kept, mut every) = (0u64, 0u64, 0u64, 1u32);
+        for e in self.events() {
+            match e {
+                RoundEvent::Solved {
+                    solve,
+                    time_limit_s,
+                    node_limit,
+                } => {
+                    solved += 1;
+                    if solve.status == SolveStatus::NoSolution {
+                        no_solution += 1;
+                    } else if solve.returned_start {
+                        start_kept += 1;
+                    }
+                    limits = Some((time_limit_s, node_limit));
+                }
+                RoundEvent::BackFilled(n) => filled += n,
+                RoundEvent::Revisited { kept: k, every: n } => {
+                    seen += 1;
+                    kept += u64::from(k);
+                    every = n;
+                }
+            }
+        }
+        let mut notes = Vec::new();
+        if let (true, Some((time, nodes))) = (no_solution > 0, limits) {
+            notes.push(format!(
+                "{no_solution} of {solved} round(s) stopped at the solver's limit (time {time} s, \
+                 nodes {}) before any schedule; the start (the running jobs kept, or a \
+                 heuristic's schedule) was used",
+                nodes.map_or("none".to_string(), |n| n.to_string())
+            ));
+        }
+        if start_kept > 0 {
+            notes.push(format!(
+                "{start_kept} of {solved} round(s): the solver did not beat its start, which was \
+                 used"
+            ));
+        }
+        if filled > 0 {
+            notes.push(format!(
+                "back-fill placed {filled} waiting job(s) on GPUs the schedule left idle"
+            ));
+        }
+        if kept > 0 {
+            notes.push(format!(
+                "{kept} of {seen} round(s) unchanged since the last decision kept it without \
+                 a solve (re-solved at least every {every} rounds)"
+            ));
+        }
+        notes
     }
 }

@@ -25,11 +25,6 @@ impl Decoder {
         self.map.view()
     }
 
-    /// Number of columns.
-    pub fn num_variables(&self) -> usize {
-        self.map.info.len()
-    }
-
     /// Column index of a variable.
     pub fn index(&self, v: Variable) -> usize {
         self.map.index_of[&v]

@@ -1,11 +1,11 @@
 //! The exact scheduler: the round program solved by HiGHS behind the [`Scheduler`] trait.
 
-use super::{SolveReport, SolveSettings, SolveStatus, solve, solve_restricted};
+use super::{CheckedSettings, SolveReport, SolveRequest};
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundSolve, Scheduler};
+use crate::scheduler::{RoundEvent, RoundSolve, RunLog, Scheduler};
 
 /// The contention-aware integer program solved by HiGHS, started from the best of keeping the
 /// running jobs where they are and a heuristic's schedule ([`ExactScheduler::with_start`]), and
@@ -14,7 +14,7 @@ use crate::scheduler::{RoundSolve, Scheduler};
 /// ```
 /// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
 /// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
-/// let settings = SolveSettings { time_limit_s: 10.0, ..SolveSettings::default() };
+/// let settings = SolveSettings { time_limit_s: 10.0, ..SolveSettings::default() }.checked()?;
 /// let mut exact = ExactScheduler::new(CalibratedPerf::shipped(), Objective::default(), settings);
 /// let schedule = exact.schedule(&snapshot)?;
 /// assert!(schedule.validate(&snapshot).is_empty());
@@ -27,39 +27,31 @@ use crate::scheduler::{RoundSolve, Scheduler};
 pub struct ExactScheduler<'a> {
     perf: &'a dyn PerfModel,
     objective: Objective,
-    settings: SolveSettings,
+    settings: CheckedSettings,
     /// Heuristics (or a learned policy) whose schedules are candidate starts every round.
     start: Vec<Box<dyn Scheduler + 'a>>,
     last: Option<SolveReport>,
-    /// How the rounds so far ended, for the run's notes.
-    rounds: RoundCounts,
-    /// One record per solved round.
-    log: Vec<RoundSolve>,
-}
-
-/// How an exact scheduler's rounds ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct RoundCounts {
-    /// Rounds solved.
-    solved: u64,
-    /// Rounds a limit stopped before the solver found any schedule (the start was used).
-    no_solution: u64,
-    /// Rounds in which the solver's schedule did not beat the start (the start was used).
-    start_kept: u64,
+    /// Where each round's solve is reported.
+    log: RunLog,
 }
 
 impl<'a> ExactScheduler<'a> {
     /// An exact scheduler with these settings.
-    pub fn new(perf: &'a dyn PerfModel, objective: Objective, settings: SolveSettings) -> Self {
+    pub fn new(perf: &'a dyn PerfModel, objective: Objective, settings: CheckedSettings) -> Self {
         ExactScheduler {
             perf,
             objective,
             settings,
             start: Vec::new(),
             last: None,
-            rounds: RoundCounts::default(),
-            log: Vec::new(),
+            log: RunLog::default(),
         }
+    }
+
+    /// Reports every round's solve to `log` ([`RoundEvent::Solved`]).
+    pub fn with_log(mut self, log: RunLog) -> Self {
+        self.log = log;
+        self
     }
 
     /// Also offers `heuristic`'s schedule of each round as a start (a MIP start, and the
@@ -74,23 +66,6 @@ impl<'a> ExactScheduler<'a> {
     /// The report of the last solve.
     pub fn last_report(&self) -> Option<&SolveReport> {
         self.last.as_ref()
-    }
-
-    /// Solves from a MIP start (for example a learned policy's schedule), which must be valid.
-    pub fn schedule_from(
-        &mut self,
-        snapshot: &ClusterSnapshot,
-        start: &Schedule,
-    ) -> Result<Schedule> {
-        let s = solve(
-            snapshot,
-            self.perf,
-            &self.objective,
-            &self.settings,
-            Some(start),
-        )?;
-        self.last = Some(s.report);
-        Ok(s.schedule)
     }
 
     /// [`Scheduler::schedule`] with the running jobs `held` kept where they are: they stay in
@@ -119,24 +94,17 @@ impl<'a> ExactScheduler<'a> {
         // Keeping every running job is valid and holds the held jobs, so it is what they are
         // fixed to.
         let keep = (!held.is_empty()).then(|| snapshot.current_schedule());
-        let s = solve_restricted(
-            snapshot,
-            self.perf,
-            &self.objective,
-            &self.settings,
-            keep.as_ref(),
-            &candidates,
-            held,
-        )?;
-        self.rounds.solved += 1;
-        if s.report.status == SolveStatus::NoSolution {
-            self.rounds.no_solution += 1;
-        } else if s.report.returned_start {
-            self.rounds.start_kept += 1;
+        let mut request = SolveRequest::new(snapshot, self.perf, self.objective)?
+            .settings(self.settings.clone())
+            .candidates(candidates)
+            .hold(held);
+        if let Some(keep) = &keep {
+            request = request.warm_start(keep);
         }
+        let s = request.solve()?;
         let r = &s.report;
         let status = r.status;
-        self.log.push(RoundSolve {
+        let solve = RoundSolve {
             time_s: snapshot.time_s,
             jobs: snapshot.jobs.len(),
             held: held.len(),
@@ -149,6 +117,11 @@ impl<'a> ExactScheduler<'a> {
             build_s: r.build_time_s,
             solve_s: r.wall_time_s,
             nodes: r.nodes,
+        };
+        self.log.record(RoundEvent::Solved {
+            solve,
+            time_limit_s: self.settings.time_limit_s,
+            node_limit: self.settings.node_limit,
         });
         self.last = Some(s.report);
         Ok(s.schedule)
@@ -185,39 +158,9 @@ impl Scheduler for ExactScheduler<'_> {
         "ilp"
     }
 
-    /// The solver's schedule if it beats the start, else the start; [`Scheduler::notes`] counts
-    /// the rounds a limit stopped the solver before any schedule and those the start won.
+    /// The solver's schedule if it beats the start, else the start; the log
+    /// ([`ExactScheduler::with_log`]) says which, round by round.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
         self.schedule_holding(snapshot, &[])
-    }
-
-    fn solves(&self) -> &[RoundSolve] {
-        &self.log
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let RoundCounts {
-            solved: all,
-            no_solution: none,
-            start_kept: start,
-        } = self.rounds;
-        let mut notes = Vec::new();
-        if none > 0 {
-            notes.push(format!(
-                "{none} of {all} round(s) stopped at the solver's limit (time {} s, nodes {}) \
-                 before any schedule; the start (the running jobs kept, or a heuristic's \
-                 schedule) was used",
-                self.settings.time_limit_s,
-                self.settings
-                    .node_limit
-                    .map_or("none".to_string(), |n| n.to_string())
-            ));
-        }
-        if start > 0 {
-            notes.push(format!(
-                "{start} of {all} round(s): the solver did not beat its start, which was used"
-            ));
-        }
-        notes
     }
 }

@@ -4,27 +4,29 @@
 //! Outcomes are data: a time-limited solve returns its best schedule with its bound and gap; an
 //! infeasible model is a [`SolveStatus`], not an error. Only bad input is an error.
 //!
-//! The layers, bottom to top: [`formulation`] builds the program from the round priced once
-//! ([`crate::objective::RoundPricing`]), one file per constraint group of `formulations/README.md`;
-//! [`codec`] maps solver values to a [`crate::Schedule`] and back (MIP starts); `solve` hands
-//! the program to HiGHS; [`ExactScheduler`] puts it behind the [`crate::Scheduler`] trait and
+//! The layers, bottom to top: `formulation` builds the program from the round priced once
+//! ([`crate::objective::RoundPricing`]), one file per constraint group of `formulations/README.md`,
+//! over one column map (`columns`) that `codec` reads to map solver values to a
+//! [`crate::Schedule`] and back (MIP starts); [`SolveRequest`] names a round's settings
+//! ([`CheckedSettings`]), starts and held jobs and hands the program to a `backend` (HiGHS, the
+//! only file that speaks it); [`ExactScheduler`] puts it behind the [`crate::Scheduler`] trait and
 //! [`WindowedIlp`] bounds it to a window of jobs for simulations; [`brute_force`] re-checks it
 //! on tiny instances.
 
+mod backend;
 mod brute;
-pub mod codec;
+mod codec;
 mod columns;
 mod exact;
-pub mod formulation;
-pub mod scaling;
+mod formulation;
+mod settings;
 mod solve;
 mod window;
 
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
-pub use solve::{
-    FixReport, SolveReport, SolveSettings, SolveStatus, Solved, export_mps, fix_and_solve,
-    relative_gap, relaxation_bound, solve, solve_from, solve_restricted,
-};
+pub use formulation::ModelSize;
+pub use settings::{CheckedSettings, SolveSettings};
+pub use solve::{FixReport, SolveReport, SolveRequest, SolveStatus, Solved, relative_gap};
 pub use window::WindowedIlp;
 pub(crate) use window::ranked;

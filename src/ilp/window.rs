@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundSolve, Scheduler};
+use crate::scheduler::Scheduler;
 
 /// coda's integer program over a window of at most `max_jobs` jobs, re-solved every round. When
 /// more jobs than that are present, the window holds the waiting jobs the objective values most
@@ -101,13 +101,5 @@ impl Scheduler for WindowedIlp<'_> {
             keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
         );
         self.exact.schedule_holding(&sub, &held)
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.exact.notes()
-    }
-
-    fn solves(&self) -> &[RoundSolve] {
-        self.exact.solves()
     }
 }

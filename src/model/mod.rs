@@ -2,6 +2,7 @@
 //!
 //! This module owns the types and their checks; it computes no speeds (see [`crate::perf`]).
 
+mod capacity;
 mod cluster;
 mod job;
 mod schedule;
@@ -9,6 +10,7 @@ mod snapshot;
 mod topology;
 mod validate;
 
+pub(crate) use capacity::{CoreMemLedger, fits_in};
 pub use cluster::{Cluster, GpuSlot, Server};
 pub use job::{Architecture, Job, JobId, Request, TaskDemand, TaskRange};
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};

@@ -366,7 +366,9 @@ impl ClusterSnapshot {
             w * d.cpu_per_worker + p * d.cpu_per_ps,
             w * d.mem_per_worker_gib + p * d.mem_per_ps_gib,
         );
-        if need_cores > cores + 1e-9 || need_mem > mem + 1e-9 {
+        if need_cores > cores + super::capacity::TOLERANCE
+            || need_mem > mem + super::capacity::TOLERANCE
+        {
             return Err(too_large(format!(
                 "{} workers and {} PS need {need_cores} cores and {need_mem} GiB; the cluster \
                  has {cores} and {mem}",

@@ -2,14 +2,11 @@
 
 use std::collections::HashMap;
 
+use super::capacity::CoreMemLedger;
 use super::schedule::Schedule;
 use super::snapshot::ClusterSnapshot;
 use crate::id::JobId;
 pub use crate::violation::Violation;
-
-/// Slack on CPU and memory sums, so that demands that add up to the capacity exactly in decimal
-/// are not rejected for a rounding error in binary.
-const CAPACITY_TOLERANCE: f64 = 1e-9;
 
 impl Schedule {
     /// Every violation of the snapshot's constraints, in a deterministic order; empty = valid.
@@ -25,8 +22,8 @@ impl Schedule {
             .iter()
             .map(|s| vec![None; s.num_gpus() as usize])
             .collect();
-        let mut cpu = vec![0.0f64; cluster.servers.len()];
-        let mut mem = vec![0.0f64; cluster.servers.len()];
+        // Every task is taken, fitting or not, and the servers overdrawn are reported at the end.
+        let mut ledger = CoreMemLedger::new(cluster);
 
         for a in &self.assignments {
             let Some(job) = snapshot.job(a.job) else {
@@ -99,8 +96,11 @@ impl Schedule {
                         }),
                     }
                 }
-                cpu[w.server] += job.demand.cpu_per_worker;
-                mem[w.server] += job.demand.mem_per_worker_gib;
+                ledger.take(
+                    w.server,
+                    job.demand.cpu_per_worker,
+                    job.demand.mem_per_worker_gib,
+                );
             }
             if types.len() > 1 {
                 let mut gpu_types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
@@ -118,23 +118,22 @@ impl Schedule {
                     });
                     continue;
                 }
-                cpu[p.server] += job.demand.cpu_per_ps;
-                mem[p.server] += job.demand.mem_per_ps_gib;
+                ledger.take(p.server, job.demand.cpu_per_ps, job.demand.mem_per_ps_gib);
             }
         }
-        for (i, s) in cluster.servers.iter().enumerate() {
-            if cpu[i] > s.cpu_cores + CAPACITY_TOLERANCE {
+        for (server, cpu, mem) in ledger.overdrawn() {
+            if let Some((used, capacity)) = cpu {
                 out.push(Violation::CpuOverCapacity {
-                    server: i,
-                    used: cpu[i],
-                    capacity: s.cpu_cores,
+                    server,
+                    used,
+                    capacity,
                 });
             }
-            if mem[i] > s.memory_gib + CAPACITY_TOLERANCE {
+            if let Some((used_gib, capacity_gib)) = mem {
                 out.push(Violation::MemoryOverCapacity {
-                    server: i,
-                    used_gib: mem[i],
-                    capacity_gib: s.memory_gib,
+                    server,
+                    used_gib,
+                    capacity_gib,
                 });
             }
         }

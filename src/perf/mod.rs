@@ -24,7 +24,7 @@
 //! share of a synchronous step, so a step on `k` GPUs does `k` iterations of work
 //! ([`Speed::iterations_per_s`] = `k / step_time_s`).
 
-mod calibrate;
+pub(crate) mod calibrate;
 mod context;
 mod demand;
 mod nnls;
@@ -33,10 +33,6 @@ mod params;
 use std::path::Path;
 use std::sync::OnceLock;
 
-pub use calibrate::{
-    CALIBRATION_SEED, CLUSTER_GPU, INTERFERENCE_PROXY, calibrate, gavel_model_name,
-};
-pub use calibrate::{PlacementCheck, placement_check, placement_summary};
 pub use context::{
     Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone, speeds,
 };
@@ -265,7 +261,7 @@ pub trait PerfModel: Send + Sync {
     }
 }
 
-/// The performance model calibrated on `datasets/` (see [`calibrate`]).
+/// The performance model calibrated on `datasets/` (`coda calibrate`, [`crate::lab::calibrate`]).
 ///
 /// ```
 /// // The shipped model, fitted on datasets/ (`coda calibrate` rebuilds it byte for byte).

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundSolve, Scheduler};
+use crate::scheduler::{RoundEvent, RunLog, Scheduler};
 
 /// The highest-scoring schedule (under the objective) among stateless heuristics: `srtf`,
 /// `sjf-bco`, `optimus` and `pollux`. An exact solve is started from it.
@@ -74,8 +74,8 @@ pub struct Backfill<'a> {
     inner: Box<dyn Scheduler + 'a>,
     perf: &'a dyn PerfModel,
     objective: Objective,
-    /// Jobs back-filled over the run.
-    added: u64,
+    /// Where each round's back-filled jobs are reported.
+    log: RunLog,
 }
 
 impl<'a> Backfill<'a> {
@@ -89,8 +89,14 @@ impl<'a> Backfill<'a> {
             inner,
             perf,
             objective,
-            added: 0,
+            log: RunLog::default(),
         }
+    }
+
+    /// Reports the jobs back-filled in each round to `log` ([`RoundEvent::BackFilled`]).
+    pub fn with_log(mut self, log: RunLog) -> Self {
+        self.log = log;
+        self
     }
 }
 
@@ -129,6 +135,7 @@ impl Scheduler for Backfill<'_> {
         left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
         // Consolidated placement draws nothing; the stream is only the packer's signature.
         let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let mut added = 0;
         for j in left {
             if packer.free_gpus() == 0 {
                 break;
@@ -149,12 +156,15 @@ impl Scheduler for Backfill<'_> {
                 if score.total > best + GAIN_EPS {
                     best = score.total;
                     packer = trial;
-                    self.added += 1;
+                    added += 1;
                 }
                 // One try per job, at the largest size that fits: each try re-scores the
                 // round, and a smaller size of a job that does not pay seldom does.
                 break;
             }
+        }
+        if added > 0 {
+            self.log.record(RoundEvent::BackFilled(added));
         }
         Ok(Schedule {
             assignments: packer.into_assignments(),
@@ -163,21 +173,6 @@ impl Scheduler for Backfill<'_> {
 
     fn keeps_when_none_wait(&self) -> bool {
         self.inner.keeps_when_none_wait()
-    }
-
-    fn solves(&self) -> &[RoundSolve] {
-        self.inner.solves()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut notes = self.inner.notes();
-        if self.added > 0 {
-            notes.push(format!(
-                "back-fill placed {} waiting job(s) on GPUs the schedule left idle",
-                self.added
-            ));
-        }
-        notes
     }
 }
 
@@ -192,8 +187,8 @@ pub struct Revisit<'a> {
     every: u32,
     /// The jobs and the schedule of the last decision, and rounds kept since.
     last: Option<(Vec<crate::model::JobId>, Schedule, u32)>,
-    /// Rounds kept without asking, and rounds in all.
-    kept: (u64, u64),
+    /// Where each round is reported, kept or not.
+    log: RunLog,
 }
 
 impl<'a> Revisit<'a> {
@@ -203,8 +198,14 @@ impl<'a> Revisit<'a> {
             inner,
             every: every.max(1),
             last: None,
-            kept: (0, 0),
+            log: RunLog::default(),
         }
+    }
+
+    /// Reports every round, kept or re-decided, to `log` ([`RoundEvent::Revisited`]).
+    pub fn with_log(mut self, log: RunLog) -> Self {
+        self.log = log;
+        self
     }
 }
 
@@ -214,7 +215,6 @@ impl Scheduler for Revisit<'_> {
     }
 
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
-        self.kept.1 += 1;
         let mut ids: Vec<_> = snap.jobs.iter().map(|j| j.id).collect();
         ids.sort_unstable();
         if let Some((last_ids, last, age)) = &mut self.last {
@@ -225,10 +225,17 @@ impl Scheduler for Revisit<'_> {
                     .all(|j| j.current.as_ref() == last.assignment(j.id));
             if unchanged && *age + 1 < self.every {
                 *age += 1;
-                self.kept.0 += 1;
+                self.log.record(RoundEvent::Revisited {
+                    kept: true,
+                    every: self.every,
+                });
                 return Ok(snap.current_schedule());
             }
         }
+        self.log.record(RoundEvent::Revisited {
+            kept: false,
+            every: self.every,
+        });
         let s = self.inner.schedule(snap)?;
         self.last = Some((ids, s.clone(), 0));
         Ok(s)
@@ -236,22 +243,5 @@ impl Scheduler for Revisit<'_> {
 
     fn keeps_when_none_wait(&self) -> bool {
         self.inner.keeps_when_none_wait()
-    }
-
-    fn solves(&self) -> &[RoundSolve] {
-        self.inner.solves()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut notes = self.inner.notes();
-        let (kept, all) = self.kept;
-        if kept > 0 {
-            notes.push(format!(
-                "{kept} of {all} round(s) unchanged since the last decision kept it without \
-                 a solve (re-solved at least every {} rounds)",
-                self.every
-            ));
-        }
-        notes
     }
 }

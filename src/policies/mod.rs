@@ -67,7 +67,7 @@ use crate::ilp::{ExactScheduler, SolveSettings, WindowedIlp};
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundSolve, Scheduler};
+use crate::scheduler::{RunLog, Scheduler};
 
 /// How the policies are built: what every policy shares (seed, objective) and each policy's
 /// own settings, in its own struct.
@@ -170,6 +170,17 @@ impl PolicyKind {
         perf: &'a dyn PerfModel,
         opts: &PolicyOptions,
     ) -> Result<Box<dyn Scheduler + 'a>> {
+        self.build_observed(perf, opts, &RunLog::default())
+    }
+
+    /// [`PolicyKind::build`], reporting what the policy does round by round — its solves,
+    /// back-filled jobs, rounds kept without a decision — to `log`.
+    pub fn build_observed<'a>(
+        self,
+        perf: &'a dyn PerfModel,
+        opts: &PolicyOptions,
+        log: &RunLog,
+    ) -> Result<Box<dyn Scheduler + 'a>> {
         let base = Base::new(perf);
         let policy: Box<dyn Scheduler + 'a> = match self {
             PolicyKind::Fifo => Box::new(Fifo(base)),
@@ -223,8 +234,10 @@ impl PolicyKind {
                         "must be >= 1",
                     ));
                 }
-                let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.solve.clone())
-                    .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
+                let mut exact =
+                    ExactScheduler::new(perf, opts.objective, opts.ilp.solve.checked()?)
+                        .with_log(log.clone())
+                        .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
                 if opts.ilp.learned_start {
                     exact = exact.with_start(Box::new(
                         learned::LearnedScheduler::new(
@@ -244,8 +257,12 @@ impl PolicyKind {
                     )),
                     perf,
                     opts.objective,
-                );
-                Box::new(Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds))
+                )
+                .with_log(log.clone());
+                Box::new(
+                    Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds)
+                        .with_log(log.clone()),
+                )
             }
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
                 // `learned-rl`: the shipped weights refined by RL (unless weights are given);
@@ -266,15 +283,18 @@ impl PolicyKind {
                 };
                 // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
                 // are filled under the same pricing.
-                Box::new(Backfill::new(
-                    Box::new(
-                        learned::LearnedScheduler::new(perf, opts.objective, net)
-                            .with_placer(placer)
-                            .with_samples(opts.learned.samples, opts.seed),
-                    ),
-                    perf,
-                    opts.objective,
-                ))
+                Box::new(
+                    Backfill::new(
+                        Box::new(
+                            learned::LearnedScheduler::new(perf, opts.objective, net)
+                                .with_placer(placer)
+                                .with_samples(opts.learned.samples, opts.seed),
+                        ),
+                        perf,
+                        opts.objective,
+                    )
+                    .with_log(log.clone()),
+                )
             }
         };
         Ok(Box::new(Checked(policy)))
@@ -308,13 +328,5 @@ impl Scheduler for Checked<'_> {
 
     fn keeps_when_none_wait(&self) -> bool {
         self.0.keeps_when_none_wait()
-    }
-
-    fn notes(&self) -> Vec<String> {
-        self.0.notes()
-    }
-
-    fn solves(&self) -> &[RoundSolve] {
-        self.0.solves()
     }
 }

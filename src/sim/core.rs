@@ -7,10 +7,90 @@ use std::collections::BinaryHeap;
 use super::*;
 use crate::util::total::TotalF64 as Time;
 
+/// How a [`Simulator`] is made: the model, the cluster and the workload first, then the settings
+/// by name (each defaults to [`SimConfig::default`]'s), checked once by [`SimBuilder::build`]
+/// with the jobs against the cluster ([`Unplaceable`]).
+///
+/// ```
+/// use coda::policies::{PolicyKind, PolicyOptions};
+/// use coda::sim::Simulator;
+/// let perf = coda::CalibratedPerf::shipped();
+/// let opts = coda::workload::trace::TraceOptions::default();
+/// let path = std::path::Path::new("datasets");
+/// let wl = coda::workload::load("philly", path, Some("2x8"), Some(20), &opts, perf)?;
+/// let mut sim = Simulator::builder(perf, wl.cluster.clone(), wl.jobs.clone())
+///     .horizon_s(30.0 * 86_400.0)
+///     .build()?;
+/// sim.run(PolicyKind::Fifo.build(perf, &PolicyOptions::default())?.as_mut())?;
+/// assert!(sim.records().iter().all(|r| r.finish_s.is_some()));
+/// # Ok::<(), coda::Error>(())
+/// ```
+#[must_use = "a builder does nothing until `build`"]
+pub struct SimBuilder<'a> {
+    perf: &'a dyn PerfModel,
+    cluster: Cluster,
+    jobs: Vec<Job>,
+    config: SimConfig,
+}
+
+impl<'a> SimBuilder<'a> {
+    /// Every setting at once (a config kept from an earlier run, or read from the command line).
+    pub fn config(mut self, config: SimConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Round length and restart cost ([`SimConfig::objective`]).
+    pub fn objective(mut self, objective: Objective) -> Self {
+        self.config.objective = objective;
+        self
+    }
+
+    /// Stop at this time ([`SimConfig::horizon_s`]).
+    pub fn horizon_s(mut self, horizon_s: f64) -> Self {
+        self.config.horizon_s = horizon_s;
+        self
+    }
+
+    /// Contention already in the jobs' work ([`SimConfig::contention_allowance`]).
+    pub fn contention_allowance(mut self, factor: f64) -> Self {
+        self.config.contention_allowance = factor;
+        self
+    }
+
+    /// Whether idle rounds may be skipped ([`SimConfig::skip_idle_rounds`]).
+    pub fn skip_idle_rounds(mut self, skip: bool) -> Self {
+        self.config.skip_idle_rounds = skip;
+        self
+    }
+
+    /// What to do with jobs the cluster can never run ([`SimConfig::unplaceable`]).
+    pub fn unplaceable(mut self, unplaceable: Unplaceable) -> Self {
+        self.config.unplaceable = unplaceable;
+        self
+    }
+
+    /// The simulator, its settings and jobs checked (the admission rules: a bad setting or a
+    /// job the cluster can never run is an error naming it, unless told to skip such jobs).
+    /// Every job starts fresh at its arrival, whatever progress or placement it carries.
+    pub fn build(self) -> Result<Simulator<'a>> {
+        Simulator::new(self.perf, self.config, self.cluster, self.jobs)
+    }
+}
+
 impl<'a> Simulator<'a> {
-    /// A simulator over `jobs` (any order; `done_iterations` and `current` are ignored: every job
-    /// starts fresh at its arrival).
-    pub fn new(
+    /// A simulator of `jobs` (any order) on `cluster`, priced by `perf`, with the settings to
+    /// name next.
+    pub fn builder(perf: &'a dyn PerfModel, cluster: Cluster, jobs: Vec<Job>) -> SimBuilder<'a> {
+        SimBuilder {
+            perf,
+            cluster,
+            jobs,
+            config: SimConfig::default(),
+        }
+    }
+
+    fn new(
         perf: &'a dyn PerfModel,
         config: SimConfig,
         cluster: Cluster,

@@ -30,7 +30,8 @@
 //! and [`Simulator::utilization`]. Files: this one the settings, the records and the
 //! simulator's state; `admission` the checks before the first event, `core` the event queue,
 //! pricing and applying a decision, `accounting` what a run accrues, `run` the loops that own a
-//! scheduler, `env` the environment, `metrics` and `report` what a run leaves behind.
+//! scheduler, `env` the environment, `metrics` what a run measures (the summaries and CSVs a run
+//! leaves behind are the command line's, in [`crate::lab::report`]).
 #![doc = include_str!("README.md")]
 
 mod accounting;
@@ -38,13 +39,12 @@ mod admission;
 mod core;
 mod env;
 mod metrics;
-mod report;
 mod run;
 
+pub use core::SimBuilder;
 pub use env::{JobProgress, RoundOutcome};
 
 pub use metrics::{Metrics, metrics};
-pub use report::{Comparison, RunSummary, jobs_csv, utilization_csv};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -124,15 +124,12 @@ pub fn contention_allowance(
         return Ok(1.0);
     }
     let mut fifo = crate::policies::PolicyKind::Fifo.build(perf, &Default::default())?;
-    let mut sim = Simulator::new(
-        perf,
-        SimConfig {
+    let mut sim = Simulator::builder(perf, cluster, jobs)
+        .config(SimConfig {
             contention_allowance: 1.0,
             ..config
-        },
-        cluster,
-        jobs,
-    )?;
+        })
+        .build()?;
     sim.run(fifo.as_mut())?;
     let held: f64 = sim.records.iter().map(|r| r.gpu_seconds).sum();
     let useful: f64 = sim.records.iter().map(|r| r.useful_gpu_seconds).sum();
@@ -222,7 +219,7 @@ struct State {
     restart_version: u64,
 }
 
-/// The simulator. Build with [`Simulator::new`], drive with [`Simulator::step`],
+/// The simulator. Build with [`Simulator::builder`], drive with [`Simulator::step`],
 /// [`Simulator::run`].
 pub struct Simulator<'a> {
     perf: &'a dyn PerfModel,

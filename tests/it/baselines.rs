@@ -99,7 +99,7 @@ proptest! {
             ..Default::default()
         }, perf).unwrap();
         let obj = Objective::default();
-        let exact = coda::ilp::solve(&snap, perf, &obj, &SolveSettings::default(), None).unwrap();
+        let exact = coda::ilp::SolveRequest::new(&snap, perf, obj).unwrap().solve().unwrap();
         prop_assert_eq!(exact.report.status, coda::ilp::SolveStatus::Optimal);
         for name in heuristics() {
             let mut p = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &PolicyOptions { seed, ..Default::default() }).unwrap();
@@ -118,7 +118,9 @@ type Replay = (Vec<sim::JobRecord>, Vec<(f64, u64)>, u64, usize);
 fn replay(policy: &str, jobs: &[coda::Job], servers: usize, opts: &PolicyOptions) -> Replay {
     let perf = CalibratedPerf::shipped();
     let cluster = coda::Cluster::homogeneous(servers, &trace::default_server());
-    let mut sim = Simulator::new(perf, SimConfig::default(), cluster, jobs.to_vec()).unwrap();
+    let mut sim = Simulator::builder(perf, cluster, jobs.to_vec())
+        .build()
+        .unwrap();
     let mut p = Checked(
         policy
             .parse::<coda::policies::PolicyKind>()
@@ -201,7 +203,10 @@ fn a_horizon_reports_unfinished_jobs() {
         ..SimConfig::default()
     };
     let cluster = coda::Cluster::homogeneous(1, &trace::default_server());
-    let mut sim = Simulator::new(perf, cfg, cluster, jobs).unwrap();
+    let mut sim = Simulator::builder(perf, cluster, jobs)
+        .config(cfg)
+        .build()
+        .unwrap();
     let mut p = policies::PolicyKind::Tiresias
         .build(perf, &PolicyOptions::default())
         .unwrap();
@@ -230,13 +235,9 @@ fn tiresias_demotes_attained_service() {
     let one_gpu = coda::Server::uniform("one", "v100", 1, 1, 1, 3.0, 62.5, 25.0);
     let run = |policy: &str| {
         let cluster = coda::Cluster::homogeneous(1, &one_gpu);
-        let mut sim = Simulator::new(
-            perf,
-            SimConfig::default(),
-            cluster,
-            vec![long.clone(), short.clone()],
-        )
-        .unwrap();
+        let mut sim = Simulator::builder(perf, cluster, vec![long.clone(), short.clone()])
+            .build()
+            .unwrap();
         let mut p = policy
             .parse::<coda::policies::PolicyKind>()
             .unwrap()
@@ -358,7 +359,8 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
     .unwrap();
     assert!(snap.jobs.iter().any(|j| j.current.is_some()));
     let calls = std::cell::Cell::new(0);
-    let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3);
+    let log = coda::scheduler::RunLog::default();
+    let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3).with_log(log.clone());
     // Nothing changes: asked in rounds 1, 4 and 7.
     for _ in 0..7 {
         assert_eq!(r.schedule(&snap).unwrap(), snap.current_schedule());
@@ -375,7 +377,11 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
     moved.jobs[j].current = None;
     r.schedule(&moved).unwrap();
     assert_eq!(calls.get(), 5);
-    assert!(r.notes().iter().any(|n| n.starts_with("4 of 9 round(s)")));
+    assert!(
+        log.notes().iter().any(|n| n.starts_with("4 of 9 round(s)")),
+        "{:?}",
+        log.notes()
+    );
     // Every round when n = 1.
     let calls1 = std::cell::Cell::new(0);
     let mut every = coda::policies::Revisit::new(Box::new(Counting(&calls1)), 1);

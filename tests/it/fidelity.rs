@@ -22,7 +22,10 @@ fn run(policy: &str, allowance: f64, jobs: &[Job], servers: usize) -> Simulator<
         contention_allowance: allowance,
         ..SimConfig::default()
     };
-    let mut sim = Simulator::new(perf, cfg, cluster(servers), jobs.to_vec()).unwrap();
+    let mut sim = Simulator::builder(perf, cluster(servers), jobs.to_vec())
+        .config(cfg)
+        .build()
+        .unwrap();
     let mut p = policy
         .parse::<coda::policies::PolicyKind>()
         .unwrap()
@@ -72,7 +75,11 @@ fn contention_allowance_forgives_the_trace_era_level_only() {
         contention_allowance: 0.5,
         ..SimConfig::default()
     };
-    let e = Simulator::new(perf, bad, cluster(1), one).err().unwrap();
+    let e = Simulator::builder(perf, cluster(1), one)
+        .config(bad)
+        .build()
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("contention_allowance"), "{e}");
 }
 
@@ -152,13 +159,9 @@ fn stranded_gpus_are_counted() {
     let jobs: Vec<Job> = (0..4)
         .map(|i| job(i, "cifar10", Architecture::AllReduce, 1, 2.0))
         .collect();
-    let mut sim = Simulator::new(
-        perf,
-        SimConfig::default(),
-        Cluster::homogeneous(1, &server),
-        jobs,
-    )
-    .unwrap();
+    let mut sim = Simulator::builder(perf, Cluster::homogeneous(1, &server), jobs)
+        .build()
+        .unwrap();
     let mut fifo = policies::PolicyKind::Fifo
         .build(perf, &PolicyOptions::default())
         .unwrap();
@@ -265,7 +268,9 @@ fn tiresias_promotion_ends_starvation() {
     let jobs = philly(120);
     let finish = |knob: f64| {
         // Two servers hold every job of the slice (the largest asks 16 GPUs).
-        let mut sim = Simulator::new(perf, SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+        let mut sim = Simulator::builder(perf, cluster(2), jobs.clone())
+            .build()
+            .unwrap();
         let opts = PolicyOptions {
             tiresias: coda::policies::TiresiasOptions {
                 promote_knob: knob,
@@ -363,7 +368,7 @@ fn contention_free_models_skip_the_allowance_replay() {
     let f =
         sim::contention_allowance(&off, SimConfig::default(), cluster(4), jobs.clone()).unwrap();
     assert_eq!(f, 1.0);
-    let mut replay = Simulator::new(&off, SimConfig::default(), cluster(4), jobs).unwrap();
+    let mut replay = Simulator::builder(&off, cluster(4), jobs).build().unwrap();
     let mut fifo = policies::PolicyKind::Fifo
         .build(&off, &PolicyOptions::default())
         .unwrap();

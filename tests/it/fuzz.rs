@@ -226,7 +226,9 @@ fn exercise(snap: &ClusterSnapshot, perf: &CalibratedPerf) {
             node_limit: Some(20),
             ..SolveSettings::default()
         };
-        if let Ok(s) = coda::ilp::solve(snap, perf, &Objective::default(), &settings, None) {
+        let solved = coda::ilp::SolveRequest::new(snap, perf, Objective::default())
+            .and_then(|r| r.settings(settings.checked().unwrap()).solve());
+        if let Ok(s) = solved {
             assert!(s.schedule.validate(snap).is_empty());
         }
     }
@@ -403,7 +405,10 @@ fn fuzz_trace_csv() {
                 ..SimConfig::default()
             };
             let cluster = Cluster::homogeneous(4, &trace::default_server());
-            let Ok(mut sim) = Simulator::new(perf, config, cluster, jobs.clone()) else {
+            let Ok(mut sim) = Simulator::builder(perf, cluster, jobs.clone())
+                .config(config)
+                .build()
+            else {
                 tally.refused();
                 return;
             };
@@ -600,7 +605,10 @@ fn fuzz_simulator_terminates_and_accounts_for_every_job() {
                 },
                 ..SimConfig::default()
             };
-            let mut sim = match Simulator::new(perf, config, cluster.clone(), jobs.clone()) {
+            let mut sim = match Simulator::builder(perf, cluster.clone(), jobs.clone())
+                .config(config)
+                .build()
+            {
                 Ok(s) => s,
                 Err(e) => {
                     tally.refused();

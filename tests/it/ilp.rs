@@ -93,7 +93,11 @@ fn exact_for(s: &ClusterSnapshot, objective: &Objective) -> coda::ilp::Solved {
         time_limit_s: 120.0,
         ..Default::default()
     };
-    ilp::solve(s, perf(), objective, &settings, None).unwrap()
+    ilp::SolveRequest::new(s, perf(), *objective)
+        .unwrap()
+        .settings(settings.checked().unwrap())
+        .solve()
+        .unwrap()
 }
 
 /// The objective with in-service credit `credit` (0: the default).
@@ -170,14 +174,15 @@ proptest! {
         let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, ..Default::default() }, perf()).unwrap();
         let obj = Objective::default();
         let with = |cuts: bool| SolveSettings { time_limit_s: 120.0, colocation_cuts: cuts, ..Default::default() };
-        let (on, off) = (with(true), with(false));
-        let opt_on = ilp::solve(&s, perf(), &obj, &on, None).unwrap().report;
-        let opt_off = ilp::solve(&s, perf(), &obj, &off, None).unwrap().report;
+        let request = |cuts| ilp::SolveRequest::new(&s, perf(), obj).unwrap().settings(with(cuts).checked().unwrap());
+        let (on, off) = (request(true), request(false));
+        let opt_on = on.solve().unwrap().report;
+        let opt_off = off.solve().unwrap().report;
         prop_assert_eq!(opt_on.status, SolveStatus::Optimal);
         prop_assert_eq!(opt_off.status, SolveStatus::Optimal);
         prop_assert!((opt_on.objective - opt_off.objective).abs() <= 2e-6, "{} vs {}", opt_on.objective, opt_off.objective);
-        let lp_on = ilp::relaxation_bound(&s, perf(), &obj, &on).unwrap().unwrap();
-        let lp_off = ilp::relaxation_bound(&s, perf(), &obj, &off).unwrap().unwrap();
+        let lp_on = on.relaxation_bound().unwrap().unwrap();
+        let lp_off = off.relaxation_bound().unwrap().unwrap();
         prop_assert!(lp_on >= opt_on.objective - 1e-6, "relaxation {lp_on} below the optimum {}", opt_on.objective);
         prop_assert!(lp_on <= lp_off + 1e-7, "cuts loosened the relaxation: {lp_on} > {lp_off}");
     }
@@ -197,20 +202,14 @@ fn warm_start_is_accepted_and_does_not_change_the_optimum() {
     )
     .unwrap();
     let cold = exact(&s);
-    let settings = SolveSettings::default();
-    let warm = ilp::solve(
-        &s,
-        perf(),
-        &Objective::default(),
-        &settings,
-        Some(&cold.schedule),
-    )
-    .unwrap();
+    let round = ilp::SolveRequest::new(&s, perf(), Objective::default()).unwrap();
+    let warm = round.warm_start(&cold.schedule).solve().unwrap();
     assert!(warm.report.warm_started);
     assert!((warm.report.objective - cold.report.objective).abs() <= 2e-6);
     // A start from a different valid schedule works too.
     let other = random_valid_schedule(&s, 3);
-    let warm2 = ilp::solve(&s, perf(), &Objective::default(), &settings, Some(&other)).unwrap();
+    let round = ilp::SolveRequest::new(&s, perf(), Objective::default()).unwrap();
+    let warm2 = round.warm_start(&other).solve().unwrap();
     assert!((warm2.report.objective - cold.report.objective).abs() <= 2e-6);
 }
 
@@ -233,16 +232,8 @@ fn invalid_warm_start_is_a_typed_error() {
             ps: vec![],
         }],
     };
-    assert!(
-        ilp::solve(
-            &s,
-            perf(),
-            &Objective::default(),
-            &SolveSettings::default(),
-            Some(&bad)
-        )
-        .is_err()
-    );
+    let round = ilp::SolveRequest::new(&s, perf(), Objective::default()).unwrap();
+    assert!(round.warm_start(&bad).solve().is_err());
 }
 
 #[test]
@@ -299,22 +290,12 @@ fn solves_are_deterministic() {
 
 #[test]
 fn bad_settings_and_objective_are_typed_errors() {
-    let s = generate(
-        &GenerateOptions {
-            servers: 1,
-            jobs: 1,
-            seed: 0,
-            ..Default::default()
-        },
-        perf(),
-    )
-    .unwrap();
     let bad = SolveSettings {
         time_limit_s: -1.0,
         ..Default::default()
     };
     assert!(matches!(
-        ilp::solve(&s, perf(), &Objective::default(), &bad, None),
+        bad.checked(),
         Err(coda::Error::InvalidSetting { ref field, .. }) if field == "time_limit_s"
     ));
     assert!(Objective::new(0.0, 0.0).is_err());
@@ -334,14 +315,10 @@ fn mps_export_declares_every_column_and_row() {
     )
     .unwrap();
     let mut buf = Vec::new();
-    let size = ilp::export_mps(
-        &s,
-        perf(),
-        &Objective::default(),
-        Default::default(),
-        &mut buf,
-    )
-    .unwrap();
+    let size = ilp::SolveRequest::new(&s, perf(), Objective::default())
+        .unwrap()
+        .export_mps(&mut buf)
+        .unwrap();
     let text = String::from_utf8(buf).unwrap();
     let rows = text
         .lines()
@@ -410,7 +387,11 @@ fn solve_with_node_limit(s: &ClusterSnapshot, nodes: u64) -> coda::ilp::Solved {
         node_limit: Some(nodes),
         ..Default::default()
     };
-    ilp::solve(s, perf(), &Objective::default(), &settings, None).unwrap()
+    ilp::SolveRequest::new(s, perf(), Objective::default())
+        .unwrap()
+        .settings(settings.checked().unwrap())
+        .solve()
+        .unwrap()
 }
 
 #[test]
@@ -450,23 +431,19 @@ proptest! {
 
     /// Every heuristic's schedule of a generated round, relabelled onto the program's ordering
     /// of interchangeable servers and switches, is a feasible point of the program with
-    /// symmetry breaking (a MIP start HiGHS keeps) and scores the same.
+    /// symmetry breaking (a MIP start HiGHS keeps), and relabelling does not change its score.
     #[test]
     fn heuristic_starts_relabelled_are_feasible(seed in 0u64..10_000, servers in 2usize..5) {
-        use coda::ilp::formulation::{Formulation, FormulationOptions, relabel};
+        use coda::policies::PolicyKind;
         let perf = coda::CalibratedPerf::shipped();
         let snap = coda::workload::scaling_instance(servers, 2 * servers, seed, perf).unwrap();
-        let pricing = coda::objective::RoundPricing::new(perf, &snap, coda::Objective::default());
-        let form = Formulation::from_pricing(&pricing, FormulationOptions::default()).unwrap();
-        for name in ["fifo", "drf", "pollux", "random", "sjf-bco"] {
-            let mut h = name.parse::<coda::policies::PolicyKind>().unwrap().build(perf, &Default::default()).unwrap();
+        let round = ilp::SolveRequest::new(&snap, perf, Objective::default()).unwrap();
+        for kind in [PolicyKind::Fifo, PolicyKind::Drf, PolicyKind::Pollux, PolicyKind::Random, PolicyKind::SjfBco] {
+            let mut h = kind.build(perf, &Default::default()).unwrap();
             let s = h.schedule(&snap).unwrap();
-            let r = relabel(&snap, pricing.topology(), &s);
-            prop_assert!(r.validate(&snap).is_empty());
-            let v = form.violated_groups(&form.encode(&pricing, &r).unwrap(), 1e-7);
-            prop_assert!(v.is_empty(), "{}: {:?}", name, v);
-            let (a, c) = (pricing.score(&s).unwrap().total, pricing.score(&r).unwrap().total);
-            prop_assert!((a - c).abs() < 1e-9);
+            prop_assert!(s.validate(&snap).is_empty());
+            let v = round.start_violations(&s).unwrap();
+            prop_assert!(v.is_empty(), "{}: {:?}", kind.name(), v);
         }
     }
 }
@@ -501,8 +478,9 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
         node_limit: Some(20),
         ..Default::default()
     };
+    let log = coda::scheduler::RunLog::default();
     let mut w = WindowedIlp::new(
-        ExactScheduler::new(perf(), objective, settings),
+        ExactScheduler::new(perf(), objective, settings.checked().unwrap()).with_log(log.clone()),
         perf(),
         objective,
         max_jobs,
@@ -552,5 +530,5 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
         got >= keep_all - 1e-9,
         "{got} < keeping every running job {keep_all}"
     );
-    assert_eq!(w.solves().last().map(|r| r.held), Some(held.len()));
+    assert_eq!(log.solves().last().map(|r| r.held), Some(held.len()));
 }

@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Bottom to top.
+/// Bottom to top; `lab` (the command line's workbench: calibration, scaling, reports, training)
+/// sits on top of the library.
 const LAYERS: [&str; 13] = [
     "id",
     "violation",
@@ -23,7 +24,7 @@ const LAYERS: [&str; 13] = [
     "policies",
     "sim",
     "workload",
-    "learn",
+    "lab",
 ];
 
 fn src() -> PathBuf {

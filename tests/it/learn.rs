@@ -2,7 +2,7 @@
 //! objective reads, labelling is deterministic, and `coda label` resumes without losing or
 //! duplicating a round.
 
-use coda::learn::{LabelSpec, label_round, labels_of, rebuild};
+use coda::lab::learn::{LabelSpec, label_round, labels_of, rebuild};
 use coda::objective::RoundPricing;
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, Objective, SolveSettings};
@@ -194,7 +194,7 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     )
     .unwrap();
     let cut = || {
-        coda::learn::trace_rounds(
+        coda::lab::learn::trace_rounds(
             "philly",
             &w,
             perf,
@@ -227,7 +227,7 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     }
     // The ILP is no policy to replay a trace under here.
     assert!(
-        coda::learn::trace_rounds(
+        coda::lab::learn::trace_rounds(
             "philly",
             &w,
             perf,

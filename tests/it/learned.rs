@@ -2,8 +2,8 @@
 //! network, decide feasibility), its decisions repeat, its weights file round-trips and a bad
 //! one is a typed error, and the training examples match the labels they come from.
 
-use coda::learn::examples::examples;
-use coda::learn::{LabelSpec, label_round};
+use coda::lab::learn::examples::examples;
+use coda::lab::learn::{LabelSpec, label_round};
 use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, Error, Objective, Scheduler, SolveSettings};
@@ -215,7 +215,7 @@ fn training_examples_follow_the_labels() {
 #[cfg(feature = "train")]
 #[test]
 fn tch_and_plain_rust_forward_passes_agree() {
-    use coda::learn::train::TchPolicy;
+    use coda::lab::learn::train::TchPolicy;
     use coda::objective::RoundPricing;
     use coda::policies::learned::features::{self, L1_WIDTH, PLACE_FEATURES};
     use tch::{Device, Tensor};
@@ -296,7 +296,7 @@ fn tch_and_plain_rust_forward_passes_agree() {
     }
     // And the trainer's export reads back as the same network.
     let back = t
-        .to_policy_net(&coda::learn::train::Norm {
+        .to_policy_net(&coda::lab::learn::train::Norm {
             l1_mean: net.l1_mean.iter().copied().collect(),
             l1_std: net.l1_std.iter().copied().collect(),
             l2_mean: net.l2_mean.iter().copied().collect(),

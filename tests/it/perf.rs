@@ -16,7 +16,7 @@ fn perf() -> &'static CalibratedPerf {
 #[test]
 fn shipped_parameters_are_what_calibrate_produces() {
     // `coda calibrate` must rebuild models/perf_params.json exactly from datasets/.
-    let fresh = perf::calibrate(&datasets(), Estimates::default()).unwrap();
+    let fresh = coda::lab::calibrate::calibrate(&datasets(), Estimates::default()).unwrap();
     let shipped: &PerfParams = perf().params();
     let (a, b) = (
         serde_json::to_string(&fresh).unwrap(),

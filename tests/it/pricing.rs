@@ -4,7 +4,7 @@
 use coda::model::Architecture;
 use coda::objective::Mode;
 use coda::objective::RoundPricing;
-use coda::sim::{SimConfig, Simulator};
+use coda::sim::Simulator;
 use coda::workload::{GenerateOptions, generate};
 use coda::{
     Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Objective, PerfModel, Schedule,
@@ -191,13 +191,17 @@ fn cluster(n: usize) -> Cluster {
 #[test]
 fn the_environment_loop_is_the_simulator_run() {
     let jobs = philly(40);
-    let mut by_run =
-        Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    let mut by_run = Simulator::builder(perf(), cluster(2), jobs.clone())
+        .build()
+        .unwrap();
     by_run.run(&mut FirstFit).unwrap();
-    let mut by_step =
-        Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    let mut by_step = Simulator::builder(perf(), cluster(2), jobs.clone())
+        .build()
+        .unwrap();
     while by_step.step(&mut FirstFit).unwrap() {}
-    let mut env = Simulator::new(perf(), SimConfig::default(), cluster(2), jobs.clone()).unwrap();
+    let mut env = Simulator::builder(perf(), cluster(2), jobs.clone())
+        .build()
+        .unwrap();
     let mut policy = FirstFit;
     let mut outcomes = Vec::new();
     while let Some(snap) = env.next_round().unwrap() {
@@ -235,7 +239,9 @@ fn the_environment_loop_is_the_simulator_run() {
 #[test]
 fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
     let jobs = philly(5);
-    let mut env = Simulator::new(perf(), SimConfig::default(), cluster(1), jobs).unwrap();
+    let mut env = Simulator::builder(perf(), cluster(1), jobs)
+        .build()
+        .unwrap();
     let snap = env.next_round().unwrap().unwrap().clone();
     let j = &snap.jobs[0];
     let bad = Schedule {

@@ -4,7 +4,7 @@
 //! reaches the same optimum as a plain solve.
 
 use coda::ilp::SolveStatus;
-use coda::learn::rl::{Decoding, Episode, advantages, rollout};
+use coda::lab::learn::rl::{Decoding, Episode, advantages, rollout};
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
 use coda::{CalibratedPerf, ClusterSnapshot, Objective, SolveSettings};
 
@@ -99,7 +99,9 @@ fn fix_and_solve_reaches_the_optimum_and_never_returns_less_than_its_start() {
     let settings = SolveSettings {
         time_limit_s: 60.0,
         ..SolveSettings::default()
-    };
+    }
+    .checked()
+    .unwrap();
     for name in [
         "gen_s02_j04_seed1",
         "gen_s02_j06_seed2",
@@ -108,37 +110,30 @@ fn fix_and_solve_reaches_the_optimum_and_never_returns_less_than_its_start() {
         let snap = instance(name);
         let p = LearnedScheduler::shipped(perf, objective).unwrap();
         let start = p.decide(&snap);
-        let plain = coda::ilp::solve(&snap, perf, &objective, &settings, Some(&start)).unwrap();
+        let round = coda::ilp::SolveRequest::new(&snap, perf, objective)
+            .unwrap()
+            .settings(settings.clone())
+            .warm_start(&start);
+        let plain = round.solve().unwrap();
         assert_eq!(plain.report.status, SolveStatus::Optimal, "{name}");
         // Every job fixed: the restricted program is the start itself.
         let all: Vec<_> = snap.jobs.iter().map(|j| j.id).collect();
-        let r = coda::ilp::solve_restricted(
-            &snap,
-            perf,
-            &objective,
-            &settings,
-            Some(&start),
-            &[],
-            &all,
-        )
-        .unwrap();
+        let r = round.hold(&all).solve().unwrap();
         let start_score = coda::objective::RoundPricing::new(perf, &snap, objective)
             .score(&start)
             .unwrap()
             .total;
         assert!((r.report.objective - start_score.max(r.report.start_objective)).abs() < 1e-6);
         for fixed in [all.clone(), p.confident_jobs(&snap, &start, 0.5), vec![]] {
-            let (s, rep) = coda::ilp::fix_and_solve(
-                &snap,
-                perf,
-                &objective,
-                &settings,
-                &start,
-                &[],
-                &fixed,
-                0.5,
-            )
-            .unwrap();
+            let s = coda::ilp::SolveRequest::new(&snap, perf, objective)
+                .unwrap()
+                .settings(settings.clone())
+                .warm_start(&start)
+                .fix_then_free(&fixed, 0.5)
+                .unwrap()
+                .solve()
+                .unwrap();
+            let rep = s.phases.clone().unwrap();
             assert_eq!(rep.fixed, fixed.len());
             assert!(s.schedule.validate(&snap).is_empty());
             assert!(s.report.objective >= start_score - 1e-9, "{name}");

@@ -105,8 +105,9 @@ fn cluster(servers: usize) -> coda::Cluster {
 fn runs_are_deterministic_and_lose_no_job() {
     let perf = CalibratedPerf::shipped();
     let run = || {
-        let mut sim =
-            Simulator::new(perf, SimConfig::default(), cluster(2), philly_jobs(60)).unwrap();
+        let mut sim = Simulator::builder(perf, cluster(2), philly_jobs(60))
+            .build()
+            .unwrap();
         sim.run(&mut FirstFit).unwrap();
         assert!(sim.done(), "every job finishes");
         (
@@ -131,7 +132,9 @@ fn runs_are_deterministic_and_lose_no_job() {
 #[test]
 fn gpu_seconds_are_conserved() {
     let perf = CalibratedPerf::shipped();
-    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), philly_jobs(30)).unwrap();
+    let mut sim = Simulator::builder(perf, cluster(1), philly_jobs(30))
+        .build()
+        .unwrap();
     sim.run(&mut FirstFit).unwrap();
     // ∫ GPUs held dt from the utilisation timeline = Σ per-job GPU-seconds.
     let u = sim.utilization();
@@ -156,7 +159,10 @@ fn restart_cost_is_applied() {
             objective: Objective::new(300.0, restart_s).unwrap(),
             ..Default::default()
         };
-        let mut sim = Simulator::new(perf, cfg, cluster(1), jobs.clone()).unwrap();
+        let mut sim = Simulator::builder(perf, cluster(1), jobs.clone())
+            .config(cfg)
+            .build()
+            .unwrap();
         if shuffle {
             sim.run(&mut Shuffler(FirstFit)).unwrap();
         } else {
@@ -210,7 +216,7 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
     for j in &mut jobs {
         j.arrival_s = 0.0;
     }
-    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs).unwrap();
+    let mut sim = Simulator::builder(perf, cluster(1), jobs).build().unwrap();
     // The error carries every violation, typed: three jobs on one GPU is two double bookings.
     match sim.run(&mut Bad) {
         Err(coda::Error::InvalidSchedule {
@@ -243,7 +249,9 @@ impl Scheduler for Never {
 fn a_run_no_job_can_progress_in_stops_and_says_why() {
     let perf = CalibratedPerf::shipped();
     let jobs = philly_jobs(6);
-    let mut sim = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone()).unwrap();
+    let mut sim = Simulator::builder(perf, cluster(1), jobs.clone())
+        .build()
+        .unwrap();
     sim.run(&mut Never).unwrap();
     let stall = sim.stall().expect("the run stalled");
     assert_eq!(stall.waiting.len(), jobs.len());
@@ -258,7 +266,8 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
     let mut jobs = philly_jobs(6);
     jobs[2].workers.max = 16;
     jobs[2].requested = Some(coda::model::Request { workers: 16, ps: 0 });
-    let e = Simulator::new(perf, SimConfig::default(), cluster(1), jobs.clone())
+    let e = Simulator::builder(perf, cluster(1), jobs.clone())
+        .build()
         .err()
         .unwrap()
         .to_string();
@@ -274,7 +283,10 @@ fn a_run_no_job_can_progress_in_stops_and_says_why() {
     let mut fifo = coda::policies::PolicyKind::Fifo
         .build(perf, &Default::default())
         .unwrap();
-    let mut sim = Simulator::new(perf, config, cluster(1), jobs.clone()).unwrap();
+    let mut sim = Simulator::builder(perf, cluster(1), jobs.clone())
+        .config(config)
+        .build()
+        .unwrap();
     sim.run(fifo.as_mut()).unwrap();
     assert!(sim.stall().is_none());
     assert_eq!(sim.unplaceable().len(), 1);
@@ -307,7 +319,10 @@ fn skipping_idle_rounds_changes_no_result() {
                     .unwrap()
                     .build(perf, &Default::default())
                     .unwrap();
-                let mut sim = Simulator::new(perf, config, cluster(servers), jobs.clone()).unwrap();
+                let mut sim = Simulator::builder(perf, cluster(servers), jobs.clone())
+                    .config(config)
+                    .build()
+                    .unwrap();
                 sim.run(p.as_mut()).unwrap();
                 let keeps = p.keeps_when_none_wait();
                 (sim.records().to_vec(), sim.events_processed(), keeps)
@@ -355,7 +370,7 @@ fn a_job_whose_smallest_allocation_exceeds_the_cluster_is_rejected_up_front() {
     job.requested = None;
     job.demand.cpu_per_worker = 2.0;
     job.demand.cpu_per_ps = 3.0;
-    let Err(err) = Simulator::new(perf, SimConfig::default(), cluster, vec![job]) else {
+    let Err(err) = Simulator::builder(perf, cluster, vec![job]).build() else {
         panic!("an impossible job was accepted");
     };
     assert!(matches!(err, coda::Error::JobTooLarge { .. }), "{err}");

@@ -78,7 +78,7 @@ fn model_assignment_is_seeded() {
 /// all-reduce jobs, every shipped trace.
 #[test]
 fn replayed_alone_every_trace_job_takes_its_trace_duration() {
-    use coda::sim::{SimConfig, Simulator};
+    use coda::sim::Simulator;
     use coda::workload;
     let perf = CalibratedPerf::shipped();
     for (name, format, group) in [
@@ -114,8 +114,9 @@ fn replayed_alone_every_trace_job_takes_its_trace_duration() {
             }
             let mut alone = job.clone();
             alone.arrival_s = 0.0;
-            let mut sim =
-                Simulator::new(perf, SimConfig::default(), w.cluster.clone(), vec![alone]).unwrap();
+            let mut sim = Simulator::builder(perf, w.cluster.clone(), vec![alone])
+                .build()
+                .unwrap();
             let mut fifo = coda::policies::PolicyKind::Fifo
                 .build(perf, &coda::policies::PolicyOptions::default())
                 .unwrap();

@@ -53,7 +53,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         save_instances,
         out,
     } = args;
-    use coda::ilp::scaling;
+    use coda::lab::scaling;
     let perf = perf_model(params)?;
     std::fs::create_dir_all(&out).map_err(|e| coda::Error::Io {
         path: out.clone(),

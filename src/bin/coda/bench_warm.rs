@@ -81,7 +81,8 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let settings = coda::SolveSettings {
         time_limit_s: args.time_limit,
         ..Default::default()
-    };
+    }
+    .checked()?;
     let mut rows = Vec::new();
     for f in &files {
         let name = f
@@ -107,34 +108,19 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             fixed,
             fixed_phase_s: fixed_s,
         };
-        let cold = coda::ilp::solve_from(
-            &snap,
-            &perf,
-            &objective,
-            &settings,
-            None,
-            std::slice::from_ref(&heuristic),
-        )?;
+        let round = coda::ilp::SolveRequest::new(&snap, &perf, objective)?
+            .settings(settings.clone())
+            .candidates([heuristic]);
+        let cold = round.solve()?;
         rows.push(row("heuristic-start", &cold.report, 0, 0.0));
-        let warm = coda::ilp::solve_from(
-            &snap,
-            &perf,
-            &objective,
-            &settings,
-            Some(&start),
-            std::slice::from_ref(&heuristic),
-        )?;
+        let round = round.warm_start(&start);
+        let warm = round.solve()?;
         rows.push(row("policy-start", &warm.report, 0, 0.0));
-        let (fs, rep) = coda::ilp::fix_and_solve(
-            &snap,
-            &perf,
-            &objective,
-            &settings,
-            &start,
-            std::slice::from_ref(&heuristic),
-            &fixed,
-            args.fix_share,
-        )?;
+        let fs = round.fix_then_free(&fixed, args.fix_share)?.solve()?;
+        let rep = fs
+            .phases
+            .clone()
+            .expect("a fix-and-solve reports its phases");
         rows.push(row(
             "fix-and-solve",
             &fs.report,

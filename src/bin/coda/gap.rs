@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::learn::{RoundLabel, read_labels};
+use coda::lab::learn::{RoundLabel, read_labels};
 use coda::objective::RoundPricing;
 use coda::policies::learned::{Allocation, LearnedScheduler, Placer, PolicyNet};
 use coda::policies::{self, Backfill, BestHeuristic, PolicyOptions};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::learn::{LabelSpec, RoundLabel, label_round};
+use coda::lab::learn::{LabelSpec, RoundLabel, label_round};
 use coda::{Objective, SolveSettings};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -152,7 +152,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             ..SolveSettings::default()
         },
     };
-    spec.settings.check()?;
+    spec.settings.checked()?;
     let objective = Objective::default();
     let mut rounds: Vec<(String, Round)> = spec
         .rounds()
@@ -171,7 +171,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             },
             &perf,
         )?;
-        let cut = coda::learn::trace_rounds(
+        let cut = coda::lab::learn::trace_rounds(
             name,
             &w,
             &perf,
@@ -192,7 +192,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     }
     if let Some(p) = &args.relabel {
         rounds.extend(
-            coda::learn::read_labels(p)?
+            coda::lab::learn::read_labels(p)?
                 .into_iter()
                 .map(|l| (l.id, Round::Cut(Box::new(l.snapshot)))),
         );

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use coda::ilp::SolveStatus;
-use coda::ilp::scaling::ScalingRow;
 use coda::io::write_atomic;
+use coda::lab::scaling::ScalingRow;
 use coda::sim::JobRecord;
 use coda::{Error, Result};
 use plotters::prelude::*;

@@ -141,7 +141,7 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
         .build()
         .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
     let hidden = ProgressBar::hidden();
-    let runs: Vec<coda::Result<coda::sim::RunSummary>> = pool.install(|| {
+    let runs: Vec<coda::Result<coda::lab::report::RunSummary>> = pool.install(|| {
         jobs.par_iter()
             .map(|&(s, p)| {
                 let r = run_one(
@@ -159,11 +159,11 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
             .collect()
     });
     bar.finish_and_clear();
-    let runs: Vec<coda::sim::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
+    let runs: Vec<coda::lab::report::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
     // Every metric of every run, in `coda compare`'s CSV layout with the setting in front.
     let mut csv = String::new();
     for (k, setting) in settings.iter().enumerate() {
-        let block = coda::sim::Comparison {
+        let block = coda::lab::report::Comparison {
             runs: runs[k * policies.len()..(k + 1) * policies.len()].to_vec(),
         }
         .csv();

@@ -5,11 +5,9 @@ use std::time::Instant;
 
 use clap::Args;
 use coda::io::write_atomic;
+use coda::lab::report::{Comparison, RunSummary, jobs_csv, utilization_csv};
 use coda::policies::{IlpOptions, LearnedOptions, PolicyKind, PolicyOptions, TiresiasOptions};
-use coda::sim::{
-    self, Comparison, JobRecord, RunSummary, SimConfig, Simulator, Unplaceable, jobs_csv,
-    utilization_csv,
-};
+use coda::sim::{self, JobRecord, SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, Workload};
 use coda::{Error, Objective, PerfModel, SolveSettings};
@@ -279,13 +277,11 @@ pub fn run_one(
     bar: &ProgressBar,
 ) -> coda::Result<Run> {
     let opts = args.policy_options()?;
-    let mut scheduler = policy.build(perf, &opts)?;
-    let mut simulator = Simulator::new(
-        perf,
-        args.config(allowance)?,
-        workload.cluster.clone(),
-        workload.jobs.clone(),
-    )?;
+    let log = coda::scheduler::RunLog::default();
+    let mut scheduler = policy.build_observed(perf, &opts, &log)?;
+    let mut simulator = Simulator::builder(perf, workload.cluster.clone(), workload.jobs.clone())
+        .config(args.config(allowance)?)
+        .build()?;
     bar.set_length(simulator.total_jobs() as u64);
     bar.set_prefix(policy.to_string());
     let t = Instant::now();
@@ -313,11 +309,11 @@ pub fn run_one(
             events_per_s: events as f64 / wall.max(1e-9),
             stall: simulator.stall().cloned(),
             unplaceable: simulator.unplaceable().to_vec(),
-            policy_notes: scheduler.notes(),
+            policy_notes: log.notes(),
         },
         records: simulator.records().to_vec(),
         utilization: simulator.utilization().to_vec(),
-        solves: scheduler.solves().to_vec(),
+        solves: log.solves(),
     })
 }
 

@@ -117,11 +117,12 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         symmetry_breaking: !no_symmetry_breaking,
         colocation_cuts,
         verbose,
-    };
+    }
+    .checked()?;
+    let round = coda::ilp::SolveRequest::new(&snap, &perf, objective)?.settings(settings);
     if let Some(p) = &export_mps {
         let mut buf = Vec::new();
-        let size =
-            coda::ilp::export_mps(&snap, &perf, &objective, settings.formulation(), &mut buf)?;
+        let size = round.export_mps(&mut buf)?;
         coda::io::write_atomic(p, &buf)?;
         if !json {
             out!(
@@ -171,32 +172,16 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
     let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
-    let mut fix_report = None;
-    let solved = match (fix_confident, &policy, &start) {
-        (Some(p), Some(policy), Some(start)) => {
-            let fixed = policy.confident_jobs(&snap, start, p as f32);
-            let (solved, rep) = coda::ilp::fix_and_solve(
-                &snap,
-                &perf,
-                &objective,
-                &settings,
-                start,
-                &[heuristic],
-                &fixed,
-                fix_share,
-            )?;
-            fix_report = Some(rep);
-            solved
-        }
-        _ => coda::ilp::solve_from(
-            &snap,
-            &perf,
-            &objective,
-            &settings,
-            start.as_ref(),
-            &[heuristic],
-        )?,
-    };
+    let mut request = round.candidates([heuristic]);
+    if let Some(start) = &start {
+        request = request.warm_start(start);
+    }
+    if let (Some(p), Some(policy), Some(start)) = (fix_confident, &policy, &start) {
+        let fixed = policy.confident_jobs(&snap, start, p as f32);
+        request = request.fix_then_free(&fixed, fix_share)?;
+    }
+    let solved = request.solve()?;
+    let fix_report = solved.phases.clone();
     let r = &solved.report;
     // A solve that neither improved on its start nor bounded the round (a limit hit before
     // any work: `--node-limit 0`) decided nothing.

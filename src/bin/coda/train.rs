@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use coda::Objective;
-use coda::learn::examples::{ChoiceExample, PlaceExample, examples};
-use coda::learn::read_labels;
-use coda::learn::train::{TrainConfig, train, write_curve};
+use coda::lab::learn::examples::{ChoiceExample, PlaceExample, examples};
+use coda::lab::learn::read_labels;
+use coda::lab::learn::train::{TrainConfig, train, write_curve};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::learn::rl::Episode;
-use coda::learn::train::rl::{Level2Reward, RlConfig, Stage, train_rl, write_rl_curve};
+use coda::lab::learn::rl::Episode;
+use coda::lab::learn::train::rl::{Level2Reward, RlConfig, Stage, train_rl, write_rl_curve};
 use coda::policies::learned::PolicyNet;
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, cluster_from_spec};

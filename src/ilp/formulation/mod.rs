@@ -5,7 +5,7 @@
 //! wait), how many of its GPUs sit under each PCIe switch, how many PS tasks sit on each server,
 //! and prices co-location, PCIe and NIC sharing, PS locality and restarts exactly as
 //! [`crate::Objective`] does, reading every coefficient from the round priced once
-//! ([`RoundPricing`]). It knows nothing about HiGHS; [`crate::ilp::solve`] solves it, and
+//! ([`RoundPricing`]). It knows nothing about HiGHS; [`crate::ilp::SolveRequest`] solves it, and
 //! [`Formulation::write_mps`] lets any other MIP solver re-check it.
 //!
 //! One file per constraint group, numbered as in `formulations/README.md` ([`Group`]):
@@ -34,16 +34,19 @@ mod vars;
 
 pub use symmetry::relabel;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use good_lp::{Constraint, Expression, IntoAffineExpression, ProblemVariables, Variable, variable};
+use good_lp::IntoAffineExpression;
+use good_lp::{Constraint, Expression, ProblemVariables, Variable, variable};
 
 use super::codec::Decoder;
-pub(crate) use super::columns::{ColumnMap, Columns, JobVars, ShareDef, VarInfo};
+use super::columns::Columns;
+pub(crate) use super::columns::{ColumnMap, JobVars, ShareDef, VarInfo};
 use crate::error::Result;
-use crate::model::{ClusterSnapshot, Job, Schedule, Topology};
-use crate::objective::{Objective, RoundPricing, Sharing};
-use crate::perf::PerfModel;
+use crate::model::Schedule;
+use crate::model::{ClusterSnapshot, Job, Topology};
+use crate::objective::{RoundPricing, Sharing};
 
 /// The constraint groups of `formulations/README.md`, by their number there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -189,17 +192,6 @@ impl Ctx<'_> {
 }
 
 impl Formulation {
-    /// Builds the program for a snapshot. Every job must be priceable (known model); a job none
-    /// of whose options the model can price can only wait.
-    pub fn build(
-        snapshot: &ClusterSnapshot,
-        perf: &dyn PerfModel,
-        objective: &Objective,
-        options: FormulationOptions,
-    ) -> Result<Self> {
-        Self::from_pricing(&RoundPricing::new(perf, snapshot, *objective), options)
-    }
-
     /// Builds the program from a round already priced.
     pub fn from_pricing(pricing: &RoundPricing<'_>, options: FormulationOptions) -> Result<Self> {
         Self::from_pricing_with(pricing, options, false)
@@ -341,6 +333,7 @@ impl Formulation {
     }
 
     /// Rows per constraint group.
+    #[cfg(test)]
     pub fn rows_per_group(&self) -> BTreeMap<Group, usize> {
         let mut out = BTreeMap::new();
         for &g in &self.model.groups {

@@ -163,7 +163,7 @@ impl<'a> LearnedScheduler<'a> {
     /// The jobs of `schedule` (a schedule of `snapshot`, typically this policy's) that level 1
     /// is confident about: its most probable row has probability at least `threshold` and
     /// `schedule` does with the job what that row says (runs it with that option, or leaves it
-    /// waiting). What fix-and-solve holds fixed ([`crate::ilp::fix_and_solve`]).
+    /// waiting). What fix-and-solve holds fixed ([`crate::ilp::SolveRequest::fix_then_free`]).
     pub fn confident_jobs(
         &self,
         snapshot: &ClusterSnapshot,

@@ -13,12 +13,8 @@ mod plans;
 
 use plans::{dedup, ps_servers, take_until};
 
-use crate::model::{Assignment, ClusterSnapshot, GpuSlot, Job, PsTask, WorkerTask};
+use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, GpuSlot, Job, PsTask, WorkerTask};
 use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape};
-
-/// Slack below the validator's capacity tolerance, so rounding never makes a packed schedule
-/// invalid.
-const EPS: f64 = 1e-9;
 
 /// How a policy places a job whose size it has decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +42,11 @@ pub enum GpuChoice {
     OwnSwitches,
 }
 
-/// What one server has left, and who runs there.
+/// The GPUs one server has left (its cores and memory are in the packer's ledger).
 #[derive(Debug, Clone)]
 struct ServerState {
     free: Vec<bool>,
     free_count: u32,
-    cpu: f64,
-    mem: f64,
 }
 
 /// The free resources of a cluster while a schedule is being built.
@@ -65,6 +59,8 @@ pub struct Packer<'a> {
     occupancy: Occupancy,
     tracking: bool,
     servers: Vec<ServerState>,
+    /// Free cores and memory per server: the validator's own ledger and rule.
+    ledger: CoreMemLedger,
     /// Server indices by GPU type, in cluster order.
     groups: Vec<(String, Vec<usize>)>,
     assignments: Vec<Assignment>,
@@ -87,8 +83,6 @@ impl<'a> Packer<'a> {
             .map(|s| ServerState {
                 free: vec![true; s.num_gpus() as usize],
                 free_count: s.num_gpus(),
-                cpu: s.cpu_cores,
-                mem: s.memory_gib,
             })
             .collect();
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
@@ -107,6 +101,7 @@ impl<'a> Packer<'a> {
             occupancy: Occupancy::new(&snapshot.cluster),
             tracking: false,
             servers,
+            ledger: CoreMemLedger::new(&snapshot.cluster),
             groups,
             assignments: Vec::new(),
         }
@@ -132,8 +127,9 @@ impl<'a> Packer<'a> {
     pub fn stranded_gpus(&self, min_cpu: f64, min_mem_gib: f64) -> u64 {
         self.servers
             .iter()
-            .filter(|s| s.cpu + EPS < min_cpu || s.mem + EPS < min_mem_gib)
-            .map(|s| u64::from(s.free_count))
+            .enumerate()
+            .filter(|&(i, _)| !self.ledger.fits(i, min_cpu, min_mem_gib))
+            .map(|(_, s)| u64::from(s.free_count))
             .sum()
     }
 
@@ -154,14 +150,14 @@ impl<'a> Packer<'a> {
         }
         // Cores and memory, checked on the servers the assignment touches only.
         for srv in a.servers() {
-            let Some(s) = self.servers.get(srv) else {
+            if srv >= self.servers.len() {
                 return false;
-            };
+            }
             let w = a.workers.iter().filter(|w| w.server == srv).count() as f64;
             let p = a.ps.iter().filter(|p| p.server == srv).count() as f64;
             let cpu = w * d.cpu_per_worker + p * d.cpu_per_ps;
             let mem = w * d.mem_per_worker_gib + p * d.mem_per_ps_gib;
-            if cpu > s.cpu + EPS || mem > s.mem + EPS {
+            if !self.ledger.fits(srv, cpu, mem) {
                 return false;
             }
         }
@@ -192,12 +188,11 @@ impl<'a> Packer<'a> {
                 s.free_count -= 1;
                 self.free_total -= 1;
             }
-            s.cpu -= d.cpu_per_worker;
-            s.mem -= d.mem_per_worker_gib;
+            self.ledger
+                .take(w.server, d.cpu_per_worker, d.mem_per_worker_gib);
         }
         for p in &a.ps {
-            self.servers[p.server].cpu -= d.cpu_per_ps;
-            self.servers[p.server].mem -= d.mem_per_ps_gib;
+            self.ledger.take(p.server, d.cpu_per_ps, d.mem_per_ps_gib);
         }
         if self.tracking {
             let i = self.occupancy.add(&a, Some(&job.model));
@@ -228,7 +223,7 @@ impl<'a> Packer<'a> {
 
     /// Free cores and GiB of memory of server `s`.
     pub fn free_cpu_mem(&self, s: usize) -> (f64, f64) {
-        (self.servers[s].cpu, self.servers[s].mem)
+        self.ledger.free(s)
     }
 
     /// Places `job` exactly on `plan` (server, workers), its GPUs chosen by `gpus` and its `ps`
@@ -316,15 +311,11 @@ impl<'a> Packer<'a> {
     /// Workers of `job` that fit on server `s` now.
     pub fn capacity(&self, job: &Job, s: usize) -> u32 {
         let d = &job.demand;
-        let st = &self.servers[s];
-        let mut cap = st.free_count / d.gpus_per_worker;
-        if d.cpu_per_worker > 0.0 {
-            cap = cap.min(((st.cpu + EPS) / d.cpu_per_worker).floor() as u32);
-        }
-        if d.mem_per_worker_gib > 0.0 {
-            cap = cap.min(((st.mem + EPS) / d.mem_per_worker_gib).floor() as u32);
-        }
-        cap
+        let gpus = self.servers[s].free_count / d.gpus_per_worker;
+        gpus.min(
+            self.ledger
+                .tasks_that_fit(s, d.cpu_per_worker, d.mem_per_worker_gib),
+        )
     }
 
     /// Places `workers` workers and `ps` parameter servers of `job` by `rule`, commits and
@@ -536,8 +527,7 @@ impl<'a> Packer<'a> {
 
     fn after_workers(&self, job: &Job, plan: &[(usize, u32)]) -> (Vec<f64>, Vec<f64>) {
         let d = &job.demand;
-        let mut cpu: Vec<f64> = self.servers.iter().map(|s| s.cpu).collect();
-        let mut mem: Vec<f64> = self.servers.iter().map(|s| s.mem).collect();
+        let (mut cpu, mut mem) = self.ledger.free_columns();
         for &(s, k) in plan {
             cpu[s] -= d.cpu_per_worker * f64::from(k);
             mem[s] -= d.mem_per_worker_gib * f64::from(k);

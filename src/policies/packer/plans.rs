@@ -1,8 +1,8 @@
 //! The packer's plan arithmetic, free of its state: which servers take a job's workers, and
 //! where its parameter servers go.
 
-use super::EPS;
 use crate::model::Job;
+use crate::model::fits_in;
 
 /// The first servers of `by_room` until `workers` fit.
 pub(super) fn take_until(by_room: &[(usize, u32)], workers: u32) -> Option<Vec<(usize, u32)>> {
@@ -32,7 +32,7 @@ pub(super) fn ps_servers(
     let d = &job.demand;
     let mut cpu = cpu.to_vec();
     let mut mem = mem.to_vec();
-    let fits = |c: f64, m: f64| c + EPS >= d.cpu_per_ps && m + EPS >= d.mem_per_ps_gib;
+    let fits = |c: f64, m: f64| fits_in((c, m), d.cpu_per_ps, d.mem_per_ps_gib);
     let mut out = Vec::with_capacity(ps as usize);
     let mut rr = 0usize;
     while (out.len() as u32) < ps {

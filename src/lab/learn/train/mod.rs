@@ -5,7 +5,7 @@
 //!
 //! Level 1 minimises the cross-entropy of the expert's choice among each job's rows (options and
 //! wait); level 2 the cross-entropy of the expert's server among the candidates of each
-//! teacher-forced step ([`crate::learn::examples`]). Each level is first trained on its own,
+//! teacher-forced step ([`crate::lab::learn::examples`]). Each level is first trained on its own,
 //! then both together. Everything random takes the seed; libtorch runs one intra-op thread (its
 //! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
 

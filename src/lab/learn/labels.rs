@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::ilp::{SolveSettings, SolveStatus, solve_from};
+use crate::ilp::{SolveRequest, SolveSettings, SolveStatus};
 use crate::model::{Assignment, ClusterSnapshot, JobId, PsTask, Schedule, WorkerTask};
 use crate::objective::{Mode, Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -179,12 +179,9 @@ pub fn trace_rounds(
         unplaceable: Unplaceable::Skip,
         ..SimConfig::default()
     };
-    let mut sim = Simulator::new(
-        perf,
-        config,
-        workload.cluster.clone(),
-        workload.jobs.clone(),
-    )?;
+    let mut sim = Simulator::builder(perf, workload.cluster.clone(), workload.jobs.clone())
+        .config(config)
+        .build()?;
     let mut out = Vec::new();
     let mut seen = 0usize;
     while out.len() < count {
@@ -243,7 +240,10 @@ pub fn label_round(
     settings: &SolveSettings,
 ) -> Result<RoundLabel> {
     let heuristic = BestHeuristic::new(perf, *objective).schedule(snapshot)?;
-    let solved = solve_from(snapshot, perf, objective, settings, None, &[heuristic])?;
+    let solved = SolveRequest::new(snapshot, perf, *objective)?
+        .settings(settings.checked()?)
+        .candidates([heuristic])
+        .solve()?;
     let pricing = RoundPricing::new(perf, snapshot, *objective);
     let jobs = labels_of(&pricing, &solved.schedule)?;
     let r = solved.report;

@@ -1,5 +1,5 @@
 //! Reinforcement learning from the imitation checkpoint: PPO (clipped surrogate, entropy bonus)
-//! on rollouts of the policy in the simulator ([`crate::learn::rl`]: episodes, rewards,
+//! on rollouts of the policy in the simulator ([`crate::lab::learn::rl`]: episodes, rewards,
 //! baselines). Rollouts run in parallel (rayon) with the plain-Rust network; the update runs
 //! here with libtorch on the recorded rows, so both evaluate the same function (the parity test
 //! of the imitation trainer covers it).
@@ -21,8 +21,8 @@ use tch::{Kind, Tensor};
 
 use super::{Norm, TchPolicy, device, l1_batch, l2_batch, padded};
 use crate::error::{Error, Result};
-use crate::learn::examples::{ChoiceExample, PlaceExample};
-use crate::learn::rl::{Decoding, Episode, Rollout, advantages, rollout};
+use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
+use crate::lab::learn::rl::{Decoding, Episode, Rollout, advantages, rollout};
 use crate::model::{Cluster, Job};
 use crate::objective::Objective;
 use crate::perf::PerfModel;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{JobRecord, Metrics};
+use crate::sim::{JobRecord, Metrics};
 
 /// One simulation, summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -25,9 +25,9 @@ pub struct RunSummary {
     pub metrics: Metrics,
     /// Mean, over rounds in which a job waited, of GPUs idle on servers whose free cores or
     /// memory could not take one more worker of any waiting job
-    /// ([`super::Simulator::stranded_gpus`]).
+    /// ([`crate::sim::Simulator::stranded_gpus`]).
     pub stranded_gpus: f64,
-    /// The contention allowance the run was priced with ([`super::SimConfig`]).
+    /// The contention allowance the run was priced with ([`crate::sim::SimConfig`]).
     pub contention_allowance: f64,
     /// Events processed.
     pub events: u64,
@@ -35,14 +35,14 @@ pub struct RunSummary {
     pub wall_s: f64,
     /// Events per wall-clock second.
     pub events_per_s: f64,
-    /// Set when the run stopped because no waiting job could ever be placed ([`super::Stall`]).
+    /// Set when the run stopped because no waiting job could ever be placed ([`crate::sim::Stall`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stall: Option<super::Stall>,
+    pub stall: Option<crate::sim::Stall>,
     /// Jobs left out because the cluster can never run them, with why
-    /// ([`super::Unplaceable::Skip`]).
+    /// ([`crate::sim::Unplaceable::Skip`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unplaceable: Vec<(crate::model::JobId, String)>,
-    /// What the policy reported about its rounds ([`crate::Scheduler::notes`]).
+    /// What the policy reported about its rounds ([`crate::scheduler::RunLog::notes`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub policy_notes: Vec<String>,
 }

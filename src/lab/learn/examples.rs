@@ -8,7 +8,7 @@
 //! the policy would have been offered in that state.
 
 use crate::error::Result;
-use crate::learn::labels::RoundLabel;
+use crate::lab::learn::labels::RoundLabel;
 use crate::model::Assignment;
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{SolveSettings, SolveStatus, relative_gap, relaxation_bound, solve};
 use crate::error::Result;
+use crate::ilp::{SolveRequest, SolveSettings, SolveStatus, relative_gap};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
@@ -49,7 +49,7 @@ pub struct ScalingRow {
     /// Nodes.
     pub nodes: Option<u64>,
     /// Objective of the start the solve began from (the best of keeping the running jobs and
-    /// waiting: [`crate::ilp::solve`] with no candidates).
+    /// waiting: a [`SolveRequest`] with no candidates).
     pub start_objective: f64,
     /// Optimum of the linear relaxation (the root bound before HiGHS' presolve and cuts); NaN
     /// if it did not solve within the limit.
@@ -66,9 +66,10 @@ pub fn measure(
     perf: &dyn PerfModel,
     settings: &SolveSettings,
 ) -> Result<ScalingRow> {
-    let objective = Objective::default();
-    let root_bound = relaxation_bound(snapshot, perf, &objective, settings)?.unwrap_or(f64::NAN);
-    let s = solve(snapshot, perf, &objective, settings, None)?;
+    let request =
+        SolveRequest::new(snapshot, perf, Objective::default())?.settings(settings.checked()?);
+    let root_bound = request.relaxation_bound()?.unwrap_or(f64::NAN);
+    let s = request.solve()?;
     let r = s.report;
     Ok(ScalingRow {
         instance: name.to_string(),

@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
-use crate::learn::examples::{ChoiceExample, PlaceExample};
+use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
 use crate::model::{Cluster, ClusterSnapshot, Job, Schedule};
 use crate::objective::Objective;
 use crate::perf::{self, JobQuery, PerfModel, PlacementShape};
@@ -162,12 +162,9 @@ pub fn rollout(
     episode: &Episode,
     decoding: Decoding,
 ) -> Result<Rollout> {
-    let mut sim = Simulator::new(
-        perf,
-        episode.config,
-        episode.cluster.clone(),
-        episode.jobs.clone(),
-    )?;
+    let mut sim = Simulator::builder(perf, episode.cluster.clone(), episode.jobs.clone())
+        .config(episode.config)
+        .build()?;
     let (temperature, seed) = match decoding {
         Decoding::Sample { temperature, seed } => (temperature, seed),
         Decoding::Greedy => (1.0, 0),

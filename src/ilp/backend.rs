@@ -1,0 +1,185 @@
+//! The solver behind the round program: a small [`Backend`] trait and its HiGHS implementation,
+//! the only place that speaks HiGHS (options, statuses, and the two unsafe C calls).
+
+use std::time::Instant;
+
+use good_lp::solvers::highs::highs;
+use good_lp::{Constraint, Expression, ProblemVariables, SolverModel};
+
+use super::settings::SolveSettings;
+use crate::error::{Error, Result};
+use crate::scheduler::SolveStatus;
+
+/// What one run of a backend left: outcome, column values, objective and bound (without the
+/// formulation's constant), nodes and times.
+pub(crate) struct BackendRun {
+    pub(crate) status: SolveStatus,
+    pub(crate) values: Vec<f64>,
+    pub(crate) objective: f64,
+    pub(crate) bound: Option<f64>,
+    pub(crate) nodes: Option<u64>,
+    pub(crate) build_time_s: f64,
+    pub(crate) wall_time_s: f64,
+}
+
+/// The program as good_lp holds it: columns, objective (maximised) and rows.
+pub(crate) struct Program {
+    pub(crate) vars: ProblemVariables,
+    pub(crate) objective: Expression,
+    pub(crate) rows: Vec<Constraint>,
+}
+
+/// One run of a MIP solver on a program: what the round solve needs of a solver, and all it
+/// knows of one. Columns are numbered in variable order (the decoder's indices).
+pub(crate) trait Backend {
+    /// Solves `program` under `settings` (its time limit counted from `t0`, the start of the
+    /// build), with the columns of `fixings` held at their values and `start` as the MIP start.
+    /// An infeasible run comes back with status `Infeasible`, one stopped by a limit before any
+    /// feasible solution with `NoSolution`; both without values.
+    fn run(
+        &self,
+        program: Program,
+        fixings: &[(usize, f64)],
+        start: Option<&[f64]>,
+        settings: &SolveSettings,
+        t0: Instant,
+    ) -> Result<BackendRun>;
+}
+
+/// HiGHS, through good_lp, with the two calls its safe wrapper lacks (column bounds by index,
+/// the 64-bit node count) made through its C API here and nowhere else.
+pub(crate) struct Highs;
+
+impl Backend for Highs {
+    fn run(
+        &self,
+        program: Program,
+        fixings: &[(usize, f64)],
+        start: Option<&[f64]>,
+        settings: &SolveSettings,
+        t0: Instant,
+    ) -> Result<BackendRun> {
+        let Program {
+            vars,
+            objective: obj,
+            rows: constraints,
+        } = program;
+        let mut problem = vars.maximise(obj).using(highs);
+        for c in constraints {
+            problem.add_constraint(c);
+        }
+        let build_time_s = t0.elapsed().as_secs_f64();
+        let mut model = problem.into_inner();
+        fix_columns(&mut model, fixings)?;
+        if !fixings.is_empty() {
+            // HiGHS 1.15's RENS sub-MIP on a program with fixed columns can loop in presolve's
+            // doubleton elimination without reading the clock (seen on a 2-server, 6-job round,
+            // with the columns fixed by rows or by bounds alike): no RENS there.
+            model.set_option("mip_heuristic_run_rens", false);
+        }
+        // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
+        model.set_option("output_flag", settings.verbose);
+        model.set_option("log_to_console", settings.verbose);
+        // The limit covers the whole solve, model build included: HiGHS gets what is left of it.
+        model.set_option(
+            "time_limit",
+            (settings.time_limit_s - t0.elapsed().as_secs_f64()).max(1e-3),
+        );
+        model.set_option("mip_rel_gap", settings.mip_rel_gap);
+        model.set_option("mip_abs_gap", settings.mip_abs_gap);
+        model.set_option("threads", settings.threads as i32);
+        model.set_option("random_seed", settings.seed as i32);
+        if let Some(n) = settings.node_limit {
+            model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
+        }
+        if let Some(x) = start {
+            model.set_solution(Some(x), None, None, None);
+        }
+        let t1 = Instant::now();
+        let solved = model.try_solve().map_err(|e| Error::Solver {
+            solver: "HiGHS".into(),
+            reason: format!("{e:?}"),
+        })?;
+        let wall_time_s = t1.elapsed().as_secs_f64();
+        use highs::HighsModelStatus as H;
+        let status = match solved.status() {
+            H::Optimal => SolveStatus::Optimal,
+            H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
+            H::ReachedTimeLimit => SolveStatus::TimeLimit,
+            H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
+            H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
+            other => {
+                return Err(Error::Solver {
+                    solver: "HiGHS".into(),
+                    reason: format!("status {other:?}"),
+                });
+            }
+        };
+        let nodes = node_count(&solved);
+        let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+        if status == SolveStatus::Infeasible || !feasible {
+            return Ok(BackendRun {
+                status: if status == SolveStatus::Infeasible {
+                    SolveStatus::Infeasible
+                } else {
+                    SolveStatus::NoSolution
+                },
+                values: Vec::new(),
+                objective: f64::NAN,
+                bound: None,
+                nodes,
+                build_time_s,
+                wall_time_s,
+            });
+        }
+        Ok(BackendRun {
+            status,
+            values: solved.get_solution().columns().to_vec(),
+            objective: solved.objective_value(),
+            bound: solved.double_info_value(c"mip_dual_bound").ok(),
+            nodes,
+            build_time_s,
+            wall_time_s,
+        })
+    }
+}
+
+/// Holds column `i` at `v` for every `(i, v)` (good_lp numbers HiGHS columns in variable order,
+/// the order the decoder's indices follow); the safe wrapper cannot name a column it did not
+/// create, so the bounds go through the C API.
+#[allow(unsafe_code)]
+fn fix_columns(model: &mut highs::Model, fixings: &[(usize, f64)]) -> Result<()> {
+    let cols = model.num_cols();
+    for &(i, v) in fixings {
+        if i >= cols {
+            return Err(Error::Solver {
+                solver: "HiGHS".into(),
+                reason: format!("fixed column {i} of {cols}"),
+            });
+        }
+        // SAFETY: `model` owns a live HiGHS instance for the call; `i` is a column index below
+        // its column count (checked above); bounds are finite.
+        let status =
+            unsafe { highs_sys::Highs_changeColBounds(model.as_mut_ptr(), i as i32, v, v) };
+        if status != 0 {
+            return Err(Error::Solver {
+                solver: "HiGHS".into(),
+                reason: format!("fixing column {i} at {v}: status {status}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Branch-and-bound nodes: HiGHS keeps the count as a 64-bit info value, which the safe wrapper
+/// does not read; the 32-bit reader fails on it, so it is read through the C API.
+#[allow(unsafe_code)]
+fn node_count(solved: &highs::SolvedModel) -> Option<u64> {
+    let mut n: i64 = -1;
+    // SAFETY: `solved` owns a live HiGHS instance for the duration of the call; the name is a
+    // NUL-terminated C string; `n` is a valid i64 out-parameter.
+    let status = unsafe {
+        highs_sys::Highs_getInt64InfoValue(solved.as_ptr(), c"mip_node_count".as_ptr(), &mut n)
+    };
+    (status == 0 && n >= 0).then_some(n as u64)
+}

@@ -1,0 +1,166 @@
+//! Solver settings: written as [`SolveSettings`], checked once into [`CheckedSettings`], which
+//! is all a solve accepts.
+
+use serde::{Deserialize, Serialize};
+
+use super::formulation::FormulationOptions;
+use crate::error::{Error, Result};
+
+/// Solver settings as written (by hand, from JSON or the command line); a solve takes them only
+/// once checked ([`SolveSettings::checked`]). Defaults written down here.
+///
+/// ```
+/// // Settings are checked where they are used: a negative time limit is a typed error.
+/// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
+/// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
+/// let bad = SolveSettings { time_limit_s: -1.0, ..SolveSettings::default() };
+/// assert!(matches!(bad.checked(), Err(coda::Error::InvalidSetting { .. })));
+/// let ok = SolveSettings { time_limit_s: 10.0, ..SolveSettings::default() }.checked()?;
+/// let mut exact = ExactScheduler::new(CalibratedPerf::shipped(), Objective::default(), ok);
+/// assert!(exact.schedule(&snapshot)?.validate(&snapshot).is_empty());
+/// # Ok::<(), coda::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SolveSettings {
+    /// Wall-clock limit, seconds, on building the model and solving it together (default 60).
+    pub time_limit_s: f64,
+    /// Stop when the relative gap is below this (default 1e-6: prove optimality).
+    pub mip_rel_gap: f64,
+    /// Or when the absolute gap is below this (default 1e-6, HiGHS' own): "optimal" means within
+    /// this of the best possible objective.
+    pub mip_abs_gap: f64,
+    /// Branch-and-bound node limit, a repeatable work limit (default: none).
+    pub node_limit: Option<u64>,
+    /// Solver threads (default 1).
+    pub threads: u32,
+    /// HiGHS random seed (default 0).
+    pub seed: u32,
+    /// Order interchangeable servers (default on).
+    pub symmetry_breaking: bool,
+    /// Add the valid inequalities on co-location (default off): a tighter relaxation, the same
+    /// optimum, a larger program.
+    #[serde(default)]
+    pub colocation_cuts: bool,
+    /// Print the solver log.
+    pub verbose: bool,
+}
+
+impl Default for SolveSettings {
+    fn default() -> Self {
+        SolveSettings {
+            time_limit_s: 60.0,
+            mip_rel_gap: 1e-6,
+            mip_abs_gap: 1e-6,
+            node_limit: None,
+            threads: 1,
+            seed: 0,
+            symmetry_breaking: true,
+            colocation_cuts: false,
+            verbose: false,
+        }
+    }
+}
+
+impl SolveSettings {
+    /// How the program is built under these settings.
+    pub fn formulation(&self) -> FormulationOptions {
+        FormulationOptions {
+            symmetry_breaking: self.symmetry_breaking,
+            colocation_cuts: self.colocation_cuts,
+        }
+    }
+
+    /// These settings, checked once: the only way to a [`CheckedSettings`], which is what every
+    /// solve takes. Rejects settings no solve can use, naming the field.
+    pub fn checked(&self) -> Result<CheckedSettings> {
+        let bad = |f: &str, v: String, why: &str| Err(Error::setting("solve settings", f, v, why));
+        // Infinity is allowed: no limit (HiGHS' own default).
+        if self.time_limit_s.is_nan() || self.time_limit_s <= 0.0 {
+            return bad(
+                "time_limit_s",
+                self.time_limit_s.to_string(),
+                "must be > 0 (or infinite: no limit)",
+            );
+        }
+        if !(self.mip_rel_gap.is_finite() && self.mip_rel_gap >= 0.0) {
+            return bad("mip_rel_gap", self.mip_rel_gap.to_string(), "must be >= 0");
+        }
+        if !(self.mip_abs_gap.is_finite() && self.mip_abs_gap >= 0.0) {
+            return bad("mip_abs_gap", self.mip_abs_gap.to_string(), "must be >= 0");
+        }
+        if self.threads == 0 {
+            return bad("threads", "0".into(), "must be >= 1");
+        }
+        Ok(CheckedSettings(self.clone()))
+    }
+}
+
+/// Solve settings that passed [`SolveSettings::checked`]: read through `Deref`, never changed
+/// in place, so a solve never meets a setting it cannot use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckedSettings(SolveSettings);
+
+impl Default for CheckedSettings {
+    /// The defaults, which pass the check.
+    fn default() -> Self {
+        CheckedSettings(SolveSettings::default())
+    }
+}
+
+impl std::ops::Deref for CheckedSettings {
+    type Target = SolveSettings;
+    fn deref(&self) -> &SolveSettings {
+        &self.0
+    }
+}
+
+impl CheckedSettings {
+    /// The same settings with another time limit, floored at 10 ms (a phase of a longer solve
+    /// that finds its time spent still gets a valid, tiny, limit).
+    pub(crate) fn with_time_limit(&self, time_limit_s: f64) -> CheckedSettings {
+        CheckedSettings(SolveSettings {
+            time_limit_s: time_limit_s.max(0.01),
+            ..self.0.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(SolveSettings::default().checked().is_ok());
+        for bad in [
+            SolveSettings {
+                time_limit_s: 0.0,
+                ..Default::default()
+            },
+            SolveSettings {
+                time_limit_s: f64::NAN,
+                ..Default::default()
+            },
+            SolveSettings {
+                mip_rel_gap: f64::NAN,
+                ..Default::default()
+            },
+            SolveSettings {
+                mip_abs_gap: -1.0,
+                ..Default::default()
+            },
+            SolveSettings {
+                threads: 0,
+                ..Default::default()
+            },
+        ] {
+            assert!(bad.checked().is_err(), "{bad:?}");
+        }
+        // No limit at all is a valid limit.
+        let unlimited = SolveSettings {
+            time_limit_s: f64::INFINITY,
+            ..Default::default()
+        };
+        assert!(unlimited.checked().is_ok());
+    }
+}
