@@ -9,12 +9,16 @@
 //! `tests/it/layout.rs` checks both):
 //!
 //! ```text
-//! id → violation → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → learn
+//! id → violation → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → lab
 //!
-//! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: RoundPricing → Formulation → HiGHS → decode
+//! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: SolveRequest (RoundPricing → Formulation → Backend) → decode
 //!                                                        └─ policies: sizing → packer
 //!                        → Schedule (validated) → Simulator (next_round / apply, PerfModel) → Metrics
 //! ```
+//!
+//! The library is everything but [`lab`], the command line's workbench (calibration, solve-time
+//! scaling, run reports, training): public so the binary, benchmarks and tests reach it, not part
+//! of what the library promises to keep.
 //!
 //! ```
 //! use coda::workload::{GenerateOptions, generate};
@@ -35,8 +39,8 @@
 //! assert!(spread.step_time_s > packed.step_time_s);
 //! ```
 #![deny(missing_docs)]
-// One call reads a 64-bit solver statistic through HiGHS' C API (see `ilp::node_count`);
-// everything else is safe code.
+// Two calls reach HiGHS' C API (a column's bounds by index, the 64-bit node count), both in
+// `ilp/backend.rs`; everything else is safe code.
 #![deny(unsafe_code)]
 
 pub mod error;

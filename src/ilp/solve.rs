@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::backend::{Backend, BackendRun, Highs, Program};
+use super::codec::Decoder;
 use super::formulation::{Formulation, ModelSize};
 use super::settings::CheckedSettings;
 use crate::error::{Error, Result};
@@ -296,15 +297,48 @@ impl<'a> SolveRequest<'a> {
         candidates: &[Schedule],
         fixed: &[JobId],
     ) -> Result<Solved> {
-        let (snapshot, pricing) = (self.snapshot, &self.pricing);
         let t0 = Instant::now();
-        let form = Formulation::from_pricing(pricing, settings.formulation())?;
+        let form = Formulation::from_pricing(&self.pricing, settings.formulation())?;
         let size = form.size();
-        let (vars, obj, constraints, decoder) = form.into_parts();
-        // The caller's start must be usable; the others are tried. Keeping every running job where
-        // it is is always valid (the snapshot's check), so there is always a start to fall back on.
-        // Every start is relabelled onto the ordering of interchangeable servers and switches the
-        // program imposes (group 13): otherwise HiGHS finds the start infeasible and drops it.
+        let (vars, objective, rows, decoder) = form.into_parts();
+        let (start, fixings) = self.start(settings, &decoder, warm_start, candidates, fixed)?;
+        let run = if size.variables == 0 {
+            // No job has an option (or there is no job): waiting is the only, optimal, schedule.
+            // HiGHS reports an empty model with a solution status its bindings cannot read.
+            BackendRun {
+                status: SolveStatus::Optimal,
+                values: Vec::new(),
+                objective: 0.0,
+                bound: Some(0.0),
+                nodes: Some(0),
+                build_time_s: t0.elapsed().as_secs_f64(),
+                wall_time_s: 0.0,
+            }
+        } else {
+            let program = Program {
+                vars,
+                objective,
+                rows,
+            };
+            Highs.run(program, &fixings, start.encoded.as_deref(), settings, t0)?
+        };
+        self.outcome(run, start, &decoder, size)
+    }
+
+    /// The best valid start and the columns `fixed` holds. The caller's warm start must be
+    /// usable; the others are tried. Keeping every running job where it is is always valid (the
+    /// snapshot's check), so there is always a start to fall back on. Every start is relabelled
+    /// onto the ordering of interchangeable servers and switches the program imposes (group 13):
+    /// otherwise HiGHS finds the start infeasible and drops it.
+    fn start(
+        &self,
+        settings: &CheckedSettings,
+        decoder: &Decoder,
+        warm_start: Option<&Schedule>,
+        candidates: &[Schedule],
+        fixed: &[JobId],
+    ) -> Result<(Start, Vec<(usize, f64)>)> {
+        let (snapshot, pricing) = (self.snapshot, &self.pricing);
         let canonical = |s: &Schedule| {
             if settings.symmetry_breaking {
                 super::formulation::relabel(snapshot, pricing.topology(), s)
@@ -333,11 +367,9 @@ impl<'a> SolveRequest<'a> {
                 }
             }
         }
-        let keep = snapshot.current_schedule();
-        // (schedule, its score, its encoding if the program can express it)
-        let mut best: Option<(Schedule, f64, Option<Vec<f64>>)> = None;
+        let mut best: Option<Start> = None;
         // Everyone waiting is valid too, should a running job's current allocation not be priced.
-        let others = [keep, Schedule::default()]
+        let others = [snapshot.current_schedule(), Schedule::default()]
             .into_iter()
             .chain(candidates.iter().map(canonical));
         let tried = user
@@ -351,124 +383,89 @@ impl<'a> SolveRequest<'a> {
             let Ok(score) = pricing.score(&s) else {
                 continue;
             };
-            if best.as_ref().is_some_and(|b| b.1 >= score.total) {
+            if best.as_ref().is_some_and(|b| b.objective >= score.total) {
                 continue;
             }
             let encoded = encoded.or_else(|| decoder.encode(pricing, &s).ok());
-            best = Some((s, score.total, encoded));
-        }
-        let Some((start_schedule, start_objective, start)) = best else {
-            return Err(Error::Solver {
-                solver: "start".into(),
-                reason: "not even the schedule in which every job waits can be priced".into(),
+            best = Some(Start {
+                schedule: s,
+                objective: score.total,
+                encoded,
             });
-        };
-        let run = if size.variables == 0 {
-            // No job has an option (or there is no job): waiting is the only, optimal, schedule.
-            // HiGHS reports an empty model with a solution status its bindings cannot read.
-            BackendRun {
-                status: SolveStatus::Optimal,
-                values: Vec::new(),
-                objective: 0.0,
-                bound: Some(0.0),
-                nodes: Some(0),
-                build_time_s: t0.elapsed().as_secs_f64(),
-                wall_time_s: 0.0,
-            }
-        } else {
-            Highs.run(
-                Program {
-                    vars,
-                    objective: obj,
-                    rows: constraints,
-                },
-                &fixings,
-                start.as_deref(),
-                settings,
-                t0,
-            )?
-        };
-        if matches!(
+        }
+        let best = best.ok_or_else(|| Error::Solver {
+            solver: "start".into(),
+            reason: "not even the schedule in which every job waits can be priced".into(),
+        })?;
+        Ok((best, fixings))
+    }
+
+    /// The schedule and report of a run from `start`: the solver's schedule only if it beats
+    /// the start, the bound and gap shifted by the program's constant, the status honest about
+    /// the gap reached.
+    fn outcome(
+        &self,
+        run: BackendRun,
+        start: Start,
+        decoder: &Decoder,
+        size: ModelSize,
+    ) -> Result<Solved> {
+        let pricing = &self.pricing;
+        let warm_started = start.encoded.is_some();
+        let start_objective = start.objective;
+        // (schedule, its objective, its score, the bound, the status, whether it is the start)
+        let (schedule, objective, score, bound, status, returned_start) = if matches!(
             run.status,
             SolveStatus::Infeasible | SolveStatus::NoSolution
         ) {
-            // Nothing from the solver: the start is the answer, and the report says so.
-            let score = pricing.score(&start_schedule)?;
-            let report = SolveReport {
-                status: run.status,
-                objective: start_objective,
-                objective_check: start_objective,
-                perf_model_utility: pricing.perf_model_utility(&start_schedule, &score)?,
-                best_bound: f64::NAN,
-                gap: f64::NAN,
-                build_time_s: run.build_time_s,
-                wall_time_s: run.wall_time_s,
-                nodes: run.nodes,
-                size,
-                warm_started: start.is_some(),
-                start_objective,
-                returned_start: true,
+            // Nothing from the solver: the start is the answer, no bound, and the report says so.
+            let score = pricing.score(&start.schedule)?;
+            let objective = start_objective;
+            (start.schedule, objective, score, f64::NAN, run.status, true)
+        } else {
+            let value = |v: good_lp::Variable| run.values[decoder.index(v)];
+            let solved = decoder.decode(self.snapshot, &value);
+            let solved_value = run.objective + decoder.objective_constant();
+            let solved_score = pricing.score(&solved)?;
+            // The solver's schedule only if it beats the start (by more than the solver's own
+            // tolerance): a time-limited incumbent can be worse than keeping the cluster as it
+            // is, and one no better is the start itself or a needless change.
+            let returned_start = solved_score.total <= start_objective + PROVEN_GAP;
+            let (schedule, objective, score) = if returned_start {
+                let score = pricing.score(&start.schedule)?;
+                (start.schedule, start_objective, score)
+            } else {
+                (solved, solved_value, solved_score)
             };
-            return Ok(Solved {
-                schedule: start_schedule,
-                report,
-                phases: None,
-            });
-        }
-        let BackendRun {
-            status,
-            values,
-            build_time_s,
-            wall_time_s,
-            nodes,
-            ..
-        } = run;
-        let value = |v: good_lp::Variable| values[decoder.index(v)];
-        let solved = decoder.decode(snapshot, &value);
-        let solved_value = run.objective + decoder.objective_constant();
-        let solved_score = pricing.score(&solved)?;
-        // The solver's schedule only if it beats the start (by more than the solver's own
-        // tolerance): a time-limited incumbent can be worse than keeping the cluster as it is, and
-        // one no better is the start itself or a needless change.
-        let returned_start = solved_score.total <= start_objective + PROVEN_GAP;
-        let (schedule, objective_value, score) = if returned_start {
-            let score = pricing.score(&start_schedule)?;
-            (start_schedule, start_objective, score)
-        } else {
-            (solved, solved_value, solved_score)
-        };
-        let bound = run
-            .bound
-            .map(|b| b + decoder.objective_constant())
-            .unwrap_or(objective_value);
-        // HiGHS' gap is relative to the primal value; recompute it on the shifted objective.
-        let gap = relative_gap(bound, objective_value);
-        let check = score.total;
-        let perf_model_utility = pricing.perf_model_utility(&schedule, &score)?;
-        let abs_gap = (bound - objective_value).max(0.0);
-        // HiGHS says "optimal" when the gap is within the requested tolerances, however loose:
-        // only a gap within the default ones (1e-6) is called optimal here, a looser stop is a
-        // gap-limit stop (`--gap 1` accepts any feasible schedule).
-        let status = if status == SolveStatus::Optimal
-            && gap > PROVEN_GAP * 1.0001
-            && abs_gap > PROVEN_GAP * 1.0001
-        {
-            SolveStatus::GapLimit
-        } else {
-            status
+            let bound = run
+                .bound
+                .map(|b| b + decoder.objective_constant())
+                .unwrap_or(objective);
+            // HiGHS says "optimal" when the gap is within the requested tolerances, however
+            // loose: only a gap within the default ones (1e-6) is called optimal here, a looser
+            // stop is a gap-limit stop (`--gap 1` accepts any feasible schedule).
+            let loose = relative_gap(bound, objective) > PROVEN_GAP * 1.0001
+                && (bound - objective).max(0.0) > PROVEN_GAP * 1.0001;
+            let status = if run.status == SolveStatus::Optimal && loose {
+                SolveStatus::GapLimit
+            } else {
+                run.status
+            };
+            (schedule, objective, score, bound, status, returned_start)
         };
         let report = SolveReport {
             status,
-            objective: objective_value,
-            objective_check: check,
-            perf_model_utility,
+            objective,
+            objective_check: score.total,
+            perf_model_utility: pricing.perf_model_utility(&schedule, &score)?,
             best_bound: bound,
-            gap,
-            build_time_s,
-            wall_time_s,
-            nodes,
+            // HiGHS' gap is relative to the primal value; recomputed on the shifted objective.
+            gap: relative_gap(bound, objective),
+            build_time_s: run.build_time_s,
+            wall_time_s: run.wall_time_s,
+            nodes: run.nodes,
             size,
-            warm_started: start.is_some(),
+            warm_started,
             start_objective,
             returned_start,
         };
@@ -478,6 +475,14 @@ impl<'a> SolveRequest<'a> {
             phases: None,
         })
     }
+}
+
+/// The start a solve begins from: the best valid schedule offered, its objective, and its
+/// column values when the program can express it (then it is also the MIP start).
+struct Start {
+    schedule: Schedule,
+    objective: f64,
+    encoded: Option<Vec<f64>>,
 }
 /// What [`SolveRequest::fix_then_free`] did, phase by phase.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -372,3 +372,21 @@ fn the_path_reader_sees_groups_and_inline_paths() {
         ]
     );
 }
+
+/// The layout's size limit: no source file over 700 lines (a longer one is split along its
+/// seams, as `sim/`, `perf/calibrate/` and `policies/learned/` were).
+#[test]
+fn no_source_file_is_over_700_lines() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut long: Vec<(usize, String)> = files
+        .iter()
+        .map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (n, f.strip_prefix(src()).unwrap().display().to_string())
+        })
+        .filter(|(n, _)| *n > 700)
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "files over 700 lines: {long:?}");
+}

@@ -206,53 +206,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         }
         out!("{v}");
     } else {
-        out!("status      {:?}", r.status);
-        out!(
-            "objective   {:.6} (re-scored: {:.6})",
-            r.objective,
-            r.objective_check
-        );
-        out!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
-        out!(
-            "perfmodel   {:.6} (same schedule, contention compounded by the PerfModel)",
-            r.perf_model_utility
-        );
-        out!(
-            "model       {} variables ({} integer), {} constraints; built in {:.3} s",
-            r.size.variables,
-            r.size.integer_variables,
-            r.size.constraints,
-            r.build_time_s
-        );
-        out!(
-            "start       {:.6}{}",
-            r.start_objective,
-            if r.returned_start {
-                " (returned: the solver did not beat it)"
-            } else {
-                ""
-            }
-        );
-        let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
-        let warm = if r.warm_started { ", warm-started" } else { "" };
-        out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
-        if let Some(f) = &fix_report {
-            out!(
-                "fixed       {} job(s) for {:.3} s: restricted program {:.6} ({:?}); then all freed",
-                f.fixed,
-                f.restricted_s,
-                f.restricted_objective,
-                f.restricted_status
-            );
-        }
-        out!(
-            "schedule    {} jobs running on {} GPUs",
-            solved.schedule.assignments.len(),
-            solved.schedule.gpus_used()
-        );
-        if let Some(p) = &out {
-            out!("wrote {}", p.display());
-        }
+        print_text(&solved, out.as_deref());
     }
     // No schedule was decided: say so with the exit status, not only in the report.
     if !decided {
@@ -264,4 +218,56 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report as text, one line per fact.
+fn print_text(solved: &coda::ilp::Solved, out: Option<&std::path::Path>) {
+    let r = &solved.report;
+    out!("status      {:?}", r.status);
+    out!(
+        "objective   {:.6} (re-scored: {:.6})",
+        r.objective,
+        r.objective_check
+    );
+    out!("best bound  {:.6}   gap {:.3e}", r.best_bound, r.gap);
+    out!(
+        "perfmodel   {:.6} (same schedule, contention compounded by the PerfModel)",
+        r.perf_model_utility
+    );
+    out!(
+        "model       {} variables ({} integer), {} constraints; built in {:.3} s",
+        r.size.variables,
+        r.size.integer_variables,
+        r.size.constraints,
+        r.build_time_s
+    );
+    out!(
+        "start       {:.6}{}",
+        r.start_objective,
+        if r.returned_start {
+            " (returned: the solver did not beat it)"
+        } else {
+            ""
+        }
+    );
+    let nodes = r.nodes.map_or("?".to_string(), |n| n.to_string());
+    let warm = if r.warm_started { ", warm-started" } else { "" };
+    out!("solve       {:.3} s, {nodes} nodes{warm}", r.wall_time_s);
+    if let Some(f) = &solved.phases {
+        out!(
+            "fixed       {} job(s) for {:.3} s: restricted program {:.6} ({:?}); then all freed",
+            f.fixed,
+            f.restricted_s,
+            f.restricted_objective,
+            f.restricted_status
+        );
+    }
+    out!(
+        "schedule    {} jobs running on {} GPUs",
+        solved.schedule.assignments.len(),
+        solved.schedule.gpus_used()
+    );
+    if let Some(p) = out {
+        out!("wrote {}", p.display());
+    }
 }

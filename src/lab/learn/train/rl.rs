@@ -289,6 +289,100 @@ fn validate(
     Ok(sum / episodes.len().max(1) as f64)
 }
 
+/// This iteration's rollouts: `cfg.episodes` windows of the pool at seeded offsets, each rolled
+/// out `cfg.rollouts` times by the sampling policy (over all cores; each rollout seeded).
+fn sample_rollouts(
+    cfg: &RlConfig,
+    stage: &Stage,
+    pool: &[Job],
+    perf: &dyn PerfModel,
+    objective: Objective,
+    net: &PolicyNet,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<Rollout>> {
+    let mut episodes = Vec::with_capacity(cfg.episodes);
+    for _ in 0..cfg.episodes {
+        let hi = pool.len().saturating_sub(stage.window).max(1);
+        let at = rng.random_range(0..hi);
+        episodes.push(Episode::window(
+            "pool",
+            pool,
+            at,
+            stage.window,
+            &stage.cluster,
+            perf,
+            objective,
+        )?);
+    }
+    let seeds: Vec<u64> = (0..cfg.episodes * cfg.rollouts)
+        .map(|_| rng.random())
+        .collect();
+    let rollouts: Vec<Result<Rollout>> = (0..cfg.episodes * cfg.rollouts)
+        .into_par_iter()
+        .map(|k| {
+            rollout(
+                perf,
+                objective,
+                net,
+                &episodes[k / cfg.rollouts],
+                Decoding::Sample {
+                    temperature: cfg.temperature as f32,
+                    seed: seeds[k],
+                },
+            )
+        })
+        .collect();
+    rollouts.into_iter().collect()
+}
+
+/// The rollouts as minibatches with their advantages — level 1 per round against the other
+/// rollouts of the same episode, normalised over the iteration; level 2 per step — and the
+/// iteration's mean placement efficiency and mean average JCT (hours).
+fn minibatches<'a>(cfg: &RlConfig, rollouts: &'a [Rollout]) -> (Vec<Minibatch<'a>>, f64, f64) {
+    let mut rounds: Vec<(&ChoiceExample, f64, &[PlaceExample], &[f64])> = Vec::new();
+    for group in rollouts.chunks(cfg.rollouts) {
+        let adv = advantages(group, cfg.gamma);
+        for (r, a) in group.iter().zip(&adv) {
+            for (round, &x) in r.rounds.iter().zip(a) {
+                if !round.choice.jobs.is_empty() {
+                    rounds.push((&round.choice, x, &round.steps, &round.efficiency));
+                }
+            }
+        }
+    }
+    let (m1, s1) = moments(&rounds.iter().map(|r| r.1).collect::<Vec<_>>());
+    let effs: Vec<f64> = rounds.iter().flat_map(|r| r.3.iter().copied()).collect();
+    let (m2, s2) = moments(&effs);
+    let train_avg_jct_h = rollouts.iter().map(|r| r.avg_jct_h).sum::<f64>() / rollouts.len() as f64;
+    let order: Vec<usize> = (0..rounds.len()).collect();
+    let batches: Vec<Minibatch> = order
+        .chunks(cfg.minibatch_rounds)
+        .map(|chunk| {
+            let mut b = Minibatch {
+                choices: Vec::new(),
+                l1_adv: Vec::new(),
+                steps: Vec::new(),
+                l2_adv: Vec::new(),
+            };
+            for &k in chunk {
+                let (c, a, steps, eff) = rounds[k];
+                let a1 = ((a - m1) / s1) as f32;
+                b.choices.push(c);
+                b.l1_adv.extend(std::iter::repeat_n(a1, c.jobs.len()));
+                for (s, &e) in steps.iter().zip(eff) {
+                    b.steps.push(s);
+                    b.l2_adv.push(match cfg.level2_reward {
+                        Level2Reward::Efficiency => ((e - m2) / s2) as f32,
+                        Level2Reward::Return => a1,
+                    });
+                }
+            }
+            b
+        })
+        .collect();
+    (batches, m2, train_avg_jct_h)
+}
+
 /// PPO from `start` on windows of `pool` (trace order), stage by stage; `validation` episodes
 /// choose the weights returned. `observe` sees every iteration.
 pub fn train_rl(
@@ -323,85 +417,9 @@ pub fn train_rl(
         for i in 0..stage.iterations {
             iteration += 1;
             let net = policy.to_policy_net(&norm)?;
-            // Episodes: windows of the pool at seeded offsets.
-            let mut episodes = Vec::with_capacity(cfg.episodes);
-            for _ in 0..cfg.episodes {
-                let hi = pool.len().saturating_sub(stage.window).max(1);
-                let at = rng.random_range(0..hi);
-                episodes.push(Episode::window(
-                    "pool",
-                    pool,
-                    at,
-                    stage.window,
-                    &stage.cluster,
-                    perf,
-                    objective,
-                )?);
-            }
-            let seeds: Vec<u64> = (0..cfg.episodes * cfg.rollouts)
-                .map(|_| rng.random())
-                .collect();
-            let rollouts: Vec<Result<Rollout>> = (0..cfg.episodes * cfg.rollouts)
-                .into_par_iter()
-                .map(|k| {
-                    rollout(
-                        perf,
-                        objective,
-                        &net,
-                        &episodes[k / cfg.rollouts],
-                        Decoding::Sample {
-                            temperature: cfg.temperature as f32,
-                            seed: seeds[k],
-                        },
-                    )
-                })
-                .collect();
-            let rollouts: Vec<Rollout> = rollouts.into_iter().collect::<Result<_>>()?;
+            let rollouts = sample_rollouts(cfg, stage, pool, perf, objective, &net, &mut rng)?;
 
-            // Advantages: level 1 per round against the other rollouts, normalised over the
-            // iteration; level 2 per step.
-            let mut rounds: Vec<(&ChoiceExample, f64, &[PlaceExample], &[f64])> = Vec::new();
-            for group in rollouts.chunks(cfg.rollouts) {
-                let adv = advantages(group, cfg.gamma);
-                for (r, a) in group.iter().zip(&adv) {
-                    for (round, &x) in r.rounds.iter().zip(a) {
-                        if !round.choice.jobs.is_empty() {
-                            rounds.push((&round.choice, x, &round.steps, &round.efficiency));
-                        }
-                    }
-                }
-            }
-            let (m1, s1) = moments(&rounds.iter().map(|r| r.1).collect::<Vec<_>>());
-            let effs: Vec<f64> = rounds.iter().flat_map(|r| r.3.iter().copied()).collect();
-            let (m2, s2) = moments(&effs);
-            let train_avg_jct_h =
-                rollouts.iter().map(|r| r.avg_jct_h).sum::<f64>() / rollouts.len() as f64;
-            let order: Vec<usize> = (0..rounds.len()).collect();
-            let batches: Vec<Minibatch> = order
-                .chunks(cfg.minibatch_rounds)
-                .map(|chunk| {
-                    let mut b = Minibatch {
-                        choices: Vec::new(),
-                        l1_adv: Vec::new(),
-                        steps: Vec::new(),
-                        l2_adv: Vec::new(),
-                    };
-                    for &k in chunk {
-                        let (c, a, steps, eff) = rounds[k];
-                        let a1 = ((a - m1) / s1) as f32;
-                        b.choices.push(c);
-                        b.l1_adv.extend(std::iter::repeat_n(a1, c.jobs.len()));
-                        for (s, &e) in steps.iter().zip(eff) {
-                            b.steps.push(s);
-                            b.l2_adv.push(match cfg.level2_reward {
-                                Level2Reward::Efficiency => ((e - m2) / s2) as f32,
-                                Level2Reward::Return => a1,
-                            });
-                        }
-                    }
-                    b
-                })
-                .collect();
+            let (batches, m2, train_avg_jct_h) = minibatches(cfg, &rollouts);
             let tensors: Vec<_> = batches
                 .iter()
                 .map(|b| {
