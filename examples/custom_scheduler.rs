@@ -28,14 +28,14 @@ impl Scheduler for LeastGpuTimeFirst<'_> {
         let mut packer = Packer::new(snapshot, self.perf);
         // Running jobs first, where they are: moving one costs a restart.
         for job in &snapshot.jobs {
-            if let Some(a) = &job.current {
+            if let Some(a) = &job.run.current {
                 packer.keep(job, a);
             }
         }
         let mut waiting: Vec<_> = snapshot
             .jobs
             .iter()
-            .filter(|j| j.current.is_none())
+            .filter(|j| j.run.current.is_none())
             .collect();
         let gpu_time = |j: &coda::Job| j.remaining_iterations() * f64::from(j.requested_or_min().0);
         waiting.sort_by(|a, b| gpu_time(a).total_cmp(&gpu_time(b)).then(a.id.cmp(&b.id)));

@@ -57,7 +57,7 @@ fn main() -> coda::Result<()> {
     let running: Vec<coda::JobId> = snapshot
         .jobs
         .iter()
-        .filter(|j| j.current.is_some())
+        .filter(|j| j.run.current.is_some())
         .map(|j| j.id)
         .collect();
     let two_phase = round.fix_then_free(&running, 0.5)?.solve()?;

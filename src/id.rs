@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A job's identity: unique within a snapshot and stable across rounds (the trace's job).
-/// Not its position in [`crate::ClusterSnapshot::jobs`] — a plain `usize` that changes from
+/// Not its position in [`crate::ClusterSnapshot::jobs`] — a [`JobPos`], which changes from
 /// round to round as jobs arrive and finish. Written in JSON as the bare number.
 ///
 /// ```
@@ -29,3 +29,9 @@ impl From<u64> for JobId {
         JobId(id)
     }
 }
+
+/// A job's position in a round's snapshot (`snapshot.jobs[pos.0]`), not its id: the index the
+/// round's pricing, its program and the policies share. Its own type so that a job position is
+/// never passed where a server index is meant (`colocation_excess(victim, other, server)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobPos(pub usize);

@@ -8,6 +8,7 @@ use good_lp::Variable;
 
 use super::columns::{ColumnMap, Columns};
 use crate::error::{Error, Result};
+use crate::model::JobPos;
 use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
 use crate::objective::{RoundPricing, Sharing, same_assignment};
 
@@ -81,6 +82,7 @@ impl Columns<'_> {
             }
             if jv.keep.is_some_and(|k| r(k) > 0.5) {
                 let cur = job
+                    .run
                     .current
                     .clone()
                     .expect("keep exists only for running jobs");
@@ -159,18 +161,19 @@ impl Columns<'_> {
             let Some(a) = schedule.assignment(job.id) else {
                 continue;
             };
-            let f = pricing.option_of(jv.job, a);
+            let f = pricing.option_of(JobPos(jv.job), a);
             // The program's options are the priced list, in its order.
-            let k = pricing
-                .option_index(jv.job, &f)
-                .ok_or_else(|| Error::InvalidInstance {
-                    context: "MIP start".into(),
-                    reason: format!(
-                        "job {}: {:?} is not an option of the model",
-                        job.id,
-                        (f.workers, f.ps, f.mode, &f.gpu_type)
-                    ),
-                })?;
+            let k =
+                pricing
+                    .option_index(JobPos(jv.job), &f)
+                    .ok_or_else(|| Error::InvalidInstance {
+                        context: "MIP start".into(),
+                        reason: format!(
+                            "job {}: {:?} is not an option of the model",
+                            job.id,
+                            (f.workers, f.ps, f.mode, &f.gpu_type)
+                        ),
+                    })?;
             chosen[i] = Some(k);
             x[idx(jv.y[k])] = 1.0;
             let mut per_server: HashMap<usize, f64> = HashMap::new();
@@ -240,7 +243,7 @@ impl Columns<'_> {
                     x[idx(*lk)] = l;
                 }
             }
-            if let (Some(kv), Some(cur)) = (jv.keep, &job.current) {
+            if let (Some(kv), Some(cur)) = (jv.keep, &job.run.current) {
                 x[idx(kv)] = f64::from(u8::from(same_assignment(cur, a)));
             }
         }

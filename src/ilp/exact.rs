@@ -138,7 +138,7 @@ fn holding(snapshot: &ClusterSnapshot, schedule: &Schedule, held: &[JobId]) -> S
             .jobs
             .iter()
             .filter(|j| held.contains(&j.id))
-            .filter_map(|j| j.current.clone())
+            .filter_map(|j| j.run.current.clone())
             .collect(),
     };
     for a in &schedule.assignments {

@@ -3,6 +3,7 @@
 
 use super::ExactScheduler;
 use crate::error::Result;
+use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -72,12 +73,12 @@ impl<'a> WindowedIlp<'a> {
 pub(crate) fn ranked(pricing: &RoundPricing<'_>) -> (Vec<usize>, Vec<usize>) {
     let snap = pricing.snapshot();
     let value: Vec<f64> = (0..snap.jobs.len())
-        .map(|j| pricing.alone_value(j))
+        .map(|j| pricing.alone_value(JobPos(j)))
         .collect();
     let (mut running, mut waiting): (Vec<usize>, Vec<usize>) = snap
         .by_arrival()
         .into_iter()
-        .partition(|&i| snap.jobs[i].current.is_some());
+        .partition(|&i| snap.jobs[i].run.current.is_some());
     // The sorts are stable: arrival order on ties.
     running.sort_by(|&a, &b| value[a].total_cmp(&value[b]));
     waiting.sort_by(|&a, &b| value[b].total_cmp(&value[a]));

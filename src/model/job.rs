@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Assignment;
-pub use crate::id::JobId;
+pub use crate::id::{JobId, JobPos};
 
 /// How a job synchronises its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,7 +64,7 @@ pub struct Request {
 
 /// One training job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "JobFields")]
+#[serde(try_from = "JobFields", into = "JobFields")]
 pub struct Job {
     /// Unique id within a snapshot.
     pub id: JobId,
@@ -76,9 +76,6 @@ pub struct Job {
     pub arch: Architecture,
     /// Total work, in the iteration unit of the performance model (see [`crate::perf`]).
     pub total_iterations: f64,
-    /// Work already done.
-    #[serde(default)]
-    pub done_iterations: f64,
     /// Per-task demands.
     pub demand: TaskDemand,
     /// Allowed number of workers.
@@ -91,12 +88,21 @@ pub struct Job {
     /// Per-GPU batch size for all-reduce models (the model's profiled default when absent).
     #[serde(default)]
     pub local_batch: Option<u32>,
-    /// Where the job runs now, if it is running.
-    #[serde(default)]
-    pub current: Option<Assignment>,
     /// The allocation it was submitted with; `None` = the smallest allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested: Option<Request>,
+    /// Where the job stands now: work done, current placement. Everything else is what was
+    /// submitted; a job not yet started has the default state.
+    pub run: RunState,
+}
+
+/// What changes while a job runs: the work it has done and where it runs now. A simulator
+/// starts every job from [`RunState::default`] (nothing done, nowhere) and writes this alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunState {
+    /// Work already done.
+    pub done_iterations: f64,
+    /// Where the job runs now, if it is running.
+    pub current: Option<Assignment>,
 }
 
 impl Job {
@@ -113,7 +119,7 @@ impl Job {
 
     /// Work left.
     pub fn remaining_iterations(&self) -> f64 {
-        (self.total_iterations - self.done_iterations).max(0.0)
+        (self.total_iterations - self.run.done_iterations).max(0.0)
     }
 
     /// Checks every field for values no job can have; the error names the field.
@@ -135,17 +141,17 @@ impl Job {
                 "must be finite and > 0",
             );
         }
-        if !self.done_iterations.is_finite() || self.done_iterations < 0.0 {
+        if !self.run.done_iterations.is_finite() || self.run.done_iterations < 0.0 {
             return bad(
                 "done_iterations",
-                self.done_iterations.to_string(),
+                self.run.done_iterations.to_string(),
                 "must be finite and >= 0",
             );
         }
-        if self.done_iterations >= self.total_iterations {
+        if self.run.done_iterations >= self.total_iterations {
             return bad(
                 "done_iterations",
-                self.done_iterations.to_string(),
+                self.run.done_iterations.to_string(),
                 "must be below total_iterations (a finished job is not part of a snapshot)",
             );
         }
@@ -209,9 +215,10 @@ impl Job {
     }
 }
 
-/// The serialized form of [`Job`]; checked field by field when converted, so that a bad value in
-/// a JSON instance is reported with its line, column and path.
-#[derive(Deserialize)]
+/// The serialized form of [`Job`], its run state inline (the instance format); checked field by
+/// field when read, so that a bad value in a JSON instance is reported with its line, column and
+/// path.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JobFields {
     id: JobId,
@@ -230,8 +237,28 @@ struct JobFields {
     local_batch: Option<u32>,
     #[serde(default)]
     current: Option<Assignment>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     requested: Option<Request>,
+}
+
+impl From<Job> for JobFields {
+    fn from(j: Job) -> Self {
+        JobFields {
+            id: j.id,
+            arrival_s: j.arrival_s,
+            model: j.model,
+            arch: j.arch,
+            total_iterations: j.total_iterations,
+            done_iterations: j.run.done_iterations,
+            demand: j.demand,
+            workers: j.workers,
+            ps: j.ps,
+            gpu_types: j.gpu_types,
+            local_batch: j.local_batch,
+            current: j.run.current,
+            requested: j.requested,
+        }
+    }
 }
 
 impl TryFrom<JobFields> for Job {
@@ -243,14 +270,16 @@ impl TryFrom<JobFields> for Job {
             model: f.model,
             arch: f.arch,
             total_iterations: f.total_iterations,
-            done_iterations: f.done_iterations,
             demand: f.demand,
             workers: f.workers,
             ps: f.ps,
             gpu_types: f.gpu_types,
             local_batch: f.local_batch,
-            current: f.current,
             requested: f.requested,
+            run: RunState {
+                done_iterations: f.done_iterations,
+                current: f.current,
+            },
         };
         job.check().map_err(|(field, value, reason)| {
             format!("job {}: field `{field}` = {value}: {reason}", job.id)

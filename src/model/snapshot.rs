@@ -216,12 +216,12 @@ impl ClusterSnapshot {
                 Error::invalid(origin, 0, &format!("jobs[{k}].{field}"), value, reason)
             })?;
             self.check_fits(job, origin, &mut fits)?;
-            if let Some(cur) = &job.current {
+            if let Some(cur) = &job.run.current {
                 if cur.job != job.id {
                     return Err(Error::InvalidInstance {
                         context: origin.into(),
                         reason: format!(
-                            "jobs[{k}].current names job {} instead of {}",
+                            "jobs[{k}].run.current names job {} instead of {}",
                             cur.job, job.id
                         ),
                     });
@@ -231,7 +231,7 @@ impl ClusterSnapshot {
                     return Err(Error::InvalidInstance {
                         context: origin.into(),
                         reason: format!(
-                            "jobs[{k}].current uses server {s}; the cluster has {servers}"
+                            "jobs[{k}].run.current uses server {s}; the cluster has {servers}"
                         ),
                     });
                 }
@@ -381,7 +381,11 @@ impl ClusterSnapshot {
     /// The schedule that keeps every running job where it is (valid for a checked snapshot).
     pub fn current_schedule(&self) -> crate::Schedule {
         crate::Schedule {
-            assignments: self.jobs.iter().filter_map(|j| j.current.clone()).collect(),
+            assignments: self
+                .jobs
+                .iter()
+                .filter_map(|j| j.run.current.clone())
+                .collect(),
         }
     }
 

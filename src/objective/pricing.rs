@@ -13,6 +13,7 @@ use super::{
     ClusterShape, JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment,
 };
 use crate::error::{Error, Result};
+use crate::model::JobPos;
 use crate::model::{
     Architecture, Assignment, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
 };
@@ -115,13 +116,14 @@ impl<'a> RoundPricing<'a> {
         &self.topology
     }
 
-    /// Index in `snapshot.jobs` of the job with this id, in O(1) (the snapshot's own index).
-    pub fn job_index(&self, id: JobId) -> Option<usize> {
-        self.snapshot.job_index(id)
+    /// Position in the snapshot of the job with this id, in O(1) (the snapshot's own index).
+    pub fn job_index(&self, id: JobId) -> Option<JobPos> {
+        self.snapshot.job_index(id).map(JobPos)
     }
 
-    /// Every option of job `j` (index in the snapshot), in [`Objective::job_options`] order.
-    pub fn options(&self, j: usize) -> &[JobOption] {
+    /// Every option of job `j`, in [`Objective::job_options`] order.
+    pub fn options(&self, j: JobPos) -> &[JobOption] {
+        let j = j.0;
         self.options[j].get_or_init(|| {
             self.objective
                 .job_options_in(self.perf, &self.shape, &self.snapshot.jobs[j])
@@ -131,7 +133,7 @@ impl<'a> RoundPricing<'a> {
     /// The objective's own priority of job `j`: the most any of its options is worth alone (its
     /// isolated progress fraction, before contention and restart terms); 0 if it has none.
     /// Jobs nearest to finishing come first, as in shortest-remaining-time-first.
-    pub fn alone_value(&self, j: usize) -> f64 {
+    pub fn alone_value(&self, j: JobPos) -> f64 {
         self.options(j)
             .iter()
             .map(|o| o.terms.base)
@@ -139,7 +141,7 @@ impl<'a> RoundPricing<'a> {
     }
 
     /// The GPU types job `j` has an option on, sorted.
-    pub fn usable_types(&self, j: usize) -> Vec<&str> {
+    pub fn usable_types(&self, j: JobPos) -> Vec<&str> {
         let mut t: Vec<&str> = self
             .options(j)
             .iter()
@@ -150,13 +152,12 @@ impl<'a> RoundPricing<'a> {
         t
     }
 
-    /// `slowdown − 1` of job `victim` next to job `other` on server `server`'s GPU type (both
-    /// indices in the snapshot).
-    pub fn colocation_excess(&self, victim: usize, other: usize, server: usize) -> f64 {
+    /// `slowdown − 1` of job `victim` next to job `other` on server `server`'s GPU type.
+    pub fn colocation_excess(&self, victim: JobPos, other: JobPos, server: usize) -> f64 {
         let (m, t) = (self.models.len(), self.gpu_types.len());
         let (a, b, g) = (
-            self.model_of[victim],
-            self.model_of[other],
+            self.model_of[victim.0],
+            self.model_of[other.0],
             self.type_of[server],
         );
         let cell = &self.coloc[(a * m + b) * t + g];
@@ -171,12 +172,13 @@ impl<'a> RoundPricing<'a> {
     }
 
     /// Restart penalty `ρ_j` of job `j` (0 if it is not running now).
-    pub fn restart_cost(&self, j: usize) -> Result<f64> {
+    pub fn restart_cost(&self, j: JobPos) -> Result<f64> {
+        let j = j.0;
         if let Some(&r) = self.restart[j].get() {
             return Ok(r);
         }
         let job = &self.snapshot.jobs[j];
-        let r = match &job.current {
+        let r = match &job.run.current {
             Some(cur) if !cur.workers.is_empty() => {
                 let f = self.facts(j, cur, cur.footprint(self.topology.slots()));
                 let t = self.terms_of(j, &f)?;
@@ -189,8 +191,8 @@ impl<'a> RoundPricing<'a> {
     }
 
     /// The option assignment `a` of job `j` takes, and how it sits.
-    pub fn option_of(&self, j: usize, a: &Assignment) -> OptionFacts {
-        self.facts(j, a, a.footprint(self.topology.slots()))
+    pub fn option_of(&self, j: JobPos, a: &Assignment) -> OptionFacts {
+        self.facts(j.0, a, a.footprint(self.topology.slots()))
     }
 
     fn facts(&self, j: usize, a: &Assignment, fp: Footprint) -> OptionFacts {
@@ -216,7 +218,7 @@ impl<'a> RoundPricing<'a> {
 
     /// The index in [`RoundPricing::options`] of the option `f` describes (the program's
     /// `y_jk` order), if the list holds it.
-    pub fn option_index(&self, j: usize, f: &OptionFacts) -> Option<usize> {
+    pub fn option_index(&self, j: JobPos, f: &OptionFacts) -> Option<usize> {
         self.options(j).iter().position(|o| {
             o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
         })
@@ -226,8 +228,8 @@ impl<'a> RoundPricing<'a> {
     /// the option list does not hold it).
     fn terms_of(&self, j: usize, f: &OptionFacts) -> Result<OptionTerms> {
         let job = &self.snapshot.jobs[j];
-        match self.option_index(j, f) {
-            Some(k) => Ok(self.options(j)[k].terms),
+        match self.option_index(JobPos(j), f) {
+            Some(k) => Ok(self.options(JobPos(j))[k].terms),
             None => self
                 .objective
                 .option_terms(
@@ -271,7 +273,11 @@ impl<'a> RoundPricing<'a> {
             let mut pcol = 0.0;
             for &s in &f.footprint.worker_servers {
                 for &o in occ.workers_on(s).iter().filter(|&&o| o != i) {
-                    pcol += self.colocation_excess(j, idx(schedule.assignments[o].job), s);
+                    pcol += self.colocation_excess(
+                        JobPos(j),
+                        JobPos(idx(schedule.assignments[o].job)),
+                        s,
+                    );
                 }
             }
             let npcie: usize = f
@@ -289,22 +295,30 @@ impl<'a> RoundPricing<'a> {
             } else {
                 0
             };
-            let changed = job.current.as_ref().is_some_and(|c| !same_assignment(c, a));
+            let changed = job
+                .run
+                .current
+                .as_ref()
+                .is_some_and(|c| !same_assignment(c, a));
             let js = JobScore {
                 job: job.id,
                 isolated: t.base + t.local_pair_slope * f.local_pairs,
                 coloc_loss: t.coloc_coef * pcol,
                 pcie_loss: t.pcie_coef * npcie as f64,
                 nic_loss: t.nic_coef * nnic as f64,
-                restart_penalty: if changed { self.restart_cost(j)? } else { 0.0 },
+                restart_penalty: if changed {
+                    self.restart_cost(JobPos(j))?
+                } else {
+                    0.0
+                },
             };
             total += js.isolated - js.coloc_loss - js.pcie_loss - js.nic_loss - js.restart_penalty;
             out.push(js);
         }
         // Running jobs the schedule stops pay their restart too.
         for (j, job) in self.snapshot.jobs.iter().enumerate() {
-            if job.current.is_some() && schedule.assignment(job.id).is_none() {
-                let r = self.restart_cost(j)?;
+            if job.run.current.is_some() && schedule.assignment(job.id).is_none() {
+                let r = self.restart_cost(JobPos(j))?;
                 if r > 0.0 {
                     total -= r;
                     out.push(JobScore {

@@ -341,7 +341,6 @@ pub fn probe_job(query: &JobQuery<'_>, workers: u32, ps: u32) -> crate::model::J
         model: query.model.to_string(),
         arch: query.arch,
         total_iterations: 1.0,
-        done_iterations: 0.0,
         demand: TaskDemand {
             gpus_per_worker: 1,
             cpu_per_worker: 0.0,
@@ -353,7 +352,7 @@ pub fn probe_job(query: &JobQuery<'_>, workers: u32, ps: u32) -> crate::model::J
         ps: TaskRange::new(ps, ps),
         gpu_types: Vec::new(),
         local_batch: query.local_batch.map(|b| b.round() as u32),
-        current: None,
+        run: crate::model::RunState::default(),
         requested: None,
     }
 }

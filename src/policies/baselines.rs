@@ -93,6 +93,7 @@ impl Scheduler for Tiresias<'_> {
         self.attained.retain(|id, _| live.contains(id));
         for j in &snap.jobs {
             let gpus = j
+                .run
                 .current
                 .as_ref()
                 .map_or(0, |a| a.workers.iter().map(|w| w.gpus.len()).sum::<usize>());
@@ -116,7 +117,7 @@ impl Scheduler for Tiresias<'_> {
         };
         let mut order = snap.by_arrival();
         // Stable: arrival order within (queue, running first).
-        order.sort_by_key(|&i| (queue(snap.jobs[i].id), snap.jobs[i].current.is_none()));
+        order.sort_by_key(|&i| (queue(snap.jobs[i].id), snap.jobs[i].run.current.is_none()));
         let d: Vec<Decision> = order.into_iter().map(|i| requested(snap, i)).collect();
         Ok(self
             .base
@@ -278,7 +279,7 @@ impl Scheduler for Pollux<'_> {
         let mut d = greedy_sizes(&mut self.0, snap, &value);
         for dec in &mut d {
             let j = &snap.jobs[dec.job];
-            let Some(cur) = &j.current else { continue };
+            let Some(cur) = &j.run.current else { continue };
             let (cw, cp) = (cur.workers.len() as u32, cur.ps.len() as u32);
             if dec.workers < cw || (dec.workers, dec.ps) == (cw, cp) {
                 continue;

@@ -11,6 +11,7 @@ use super::baselines::{Optimus, Pollux, SjfBco, Srtf};
 use super::packer::Packer;
 use super::sizing::Base;
 use crate::error::Result;
+use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -130,7 +131,7 @@ impl Scheduler for Backfill<'_> {
             })
             .collect();
         let value: Vec<f64> = (0..snap.jobs.len())
-            .map(|j| pricing.alone_value(j))
+            .map(|j| pricing.alone_value(JobPos(j)))
             .collect();
         left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
         // Consolidated placement draws nothing; the stream is only the packer's signature.
@@ -222,7 +223,7 @@ impl Scheduler for Revisit<'_> {
                 && snap
                     .jobs
                     .iter()
-                    .all(|j| j.current.as_ref() == last.assignment(j.id));
+                    .all(|j| j.run.current.as_ref() == last.assignment(j.id));
             if unchanged && *age + 1 < self.every {
                 *age += 1;
                 self.log.record(RoundEvent::Revisited {

@@ -115,6 +115,7 @@ impl<'a> Base<'a> {
             .collect();
         let unchanged = |d: &Decision| {
             snap.jobs[d.job]
+                .run
                 .current
                 .as_ref()
                 .filter(|a| a.workers.len() as u32 == d.workers && a.ps.len() as u32 == d.ps)
@@ -191,7 +192,7 @@ pub(super) fn non_preemptive(snap: &ClusterSnapshot, waiting: Vec<usize>) -> Vec
         .by_arrival()
         .into_iter()
         .filter_map(|i| {
-            snap.jobs[i].current.as_ref().map(|a| Decision {
+            snap.jobs[i].run.current.as_ref().map(|a| Decision {
                 job: i,
                 workers: a.workers.len() as u32,
                 ps: a.ps.len() as u32,
@@ -214,7 +215,7 @@ pub(super) fn requested(snap: &ClusterSnapshot, i: usize) -> Decision {
 pub(super) fn waiting_by_arrival(snap: &ClusterSnapshot) -> Vec<usize> {
     snap.by_arrival()
         .into_iter()
-        .filter(|&i| snap.jobs[i].current.is_none())
+        .filter(|&i| snap.jobs[i].run.current.is_none())
         .collect()
 }
 

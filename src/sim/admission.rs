@@ -10,7 +10,7 @@ use super::*;
 pub(super) type LeftOut = Vec<(JobId, String)>;
 
 /// The jobs a run starts with, in arrival order, and those left out as never runnable;
-/// `done_iterations` and `current` of every job are reset (each starts fresh).
+/// every job starts from a fresh [`RunState`] (nothing done, nowhere).
 pub(super) fn admit(
     perf: &dyn PerfModel,
     config: &SimConfig,
@@ -30,9 +30,9 @@ pub(super) fn admit(
             "must be >= 1",
         ));
     }
+    // Every job starts fresh: what it was submitted as, not where it stood.
     for j in &mut jobs {
-        j.done_iterations = 0.0;
-        j.current = None;
+        j.run = RunState::default();
     }
     // Checks every job against the cluster once (sizes, models) before the run starts; jobs
     // it can never run are refused together or, if asked, left out and reported.

@@ -266,8 +266,10 @@ impl<'a> Simulator<'a> {
             .map(|(j, s)| {
                 let mut j = j.clone();
                 // Keep the snapshot valid when progress lands a hair short of the total.
-                j.done_iterations = s.done.min(j.total_iterations * (1.0 - 1e-12));
-                j.current = s.assignment.clone();
+                j.run = RunState {
+                    done_iterations: s.done.min(j.total_iterations * (1.0 - 1e-12)),
+                    current: s.assignment.clone(),
+                };
                 j
             })
             .collect();

@@ -52,7 +52,7 @@ use std::collections::BinaryHeap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, JobId, Schedule};
+use crate::model::{Assignment, Cluster, ClusterSnapshot, Job, JobId, RunState, Schedule};
 use crate::objective::{Objective, same_assignment};
 use crate::perf::{self, PerfModel};
 use crate::scheduler::Scheduler;

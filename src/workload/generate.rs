@@ -189,11 +189,6 @@ pub fn generate_with(
             model,
             arch,
             total_iterations: total,
-            done_iterations: if running {
-                (rng.random::<f64>() * 0.9 * total).floor()
-            } else {
-                0.0
-            },
             demand: TaskDemand {
                 gpus_per_worker: 1,
                 cpu_per_worker: opts.cpu_cores / f64::from(per_server.max(1)),
@@ -205,7 +200,14 @@ pub fn generate_with(
             ps,
             gpu_types: Vec::new(),
             local_batch: None,
-            current: None,
+            run: crate::model::RunState {
+                done_iterations: if running {
+                    (rng.random::<f64>() * 0.9 * total).floor()
+                } else {
+                    0.0
+                },
+                current: None,
+            },
             requested: None,
         });
     }
@@ -273,7 +275,7 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
     for job in jobs.iter_mut() {
         tick();
         // Jobs drawn as running are exactly those with progress.
-        if job.done_iterations == 0.0 {
+        if job.run.done_iterations == 0.0 {
             continue;
         }
         let d = job.demand;
@@ -327,7 +329,7 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
             a.ps.push(PsTask { server: s });
         }
         if a.workers.len() as u32 == job.workers.min && a.ps.len() as u32 == job.ps.min {
-            job.current = Some(a);
+            job.run.current = Some(a);
         } else {
             // Did not fit: undo, newest first; the job waits, with no progress, like any other
             // waiting job.
@@ -337,7 +339,7 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
                 }
                 set(&mut all, &mut by_type, s, before);
             }
-            job.done_iterations = 0.0;
+            job.run.done_iterations = 0.0;
         }
     }
 }

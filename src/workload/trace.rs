@@ -498,13 +498,12 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
             model,
             arch,
             total_iterations: 1.0,
-            done_iterations: 0.0,
             demand,
             workers,
             ps,
             gpu_types: Vec::new(),
             local_batch: None,
-            current: None,
+            run: crate::model::RunState::default(),
             requested: Some(Request { workers: w, ps: p }),
         };
         let key = (

@@ -74,8 +74,8 @@ proptest! {
             let v = s.validate(&snap);
             prop_assert!(v.is_empty(), "{name}: {v:?}");
             if matches!(name, "fifo" | "sjf-bco" | "random") {
-                for j in snap.jobs.iter().filter(|j| j.current.is_some()) {
-                    prop_assert_eq!(s.assignment(j.id), j.current.as_ref(), "{} moved job {}", name, j.id);
+                for j in snap.jobs.iter().filter(|j| j.run.current.is_some()) {
+                    prop_assert_eq!(s.assignment(j.id), j.run.current.as_ref(), "{} moved job {}", name, j.id);
                 }
             }
             // Something runs whenever something can: the cluster is never left idle with work
@@ -357,7 +357,7 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
         perf,
     )
     .unwrap();
-    assert!(snap.jobs.iter().any(|j| j.current.is_some()));
+    assert!(snap.jobs.iter().any(|j| j.run.current.is_some()));
     let calls = std::cell::Cell::new(0);
     let log = coda::scheduler::RunLog::default();
     let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3).with_log(log.clone());
@@ -373,8 +373,12 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
     assert_eq!(calls.get(), 4);
     // A job not where the last decision put it: asked at once.
     let mut moved = fewer.clone();
-    let j = moved.jobs.iter().position(|j| j.current.is_some()).unwrap();
-    moved.jobs[j].current = None;
+    let j = moved
+        .jobs
+        .iter()
+        .position(|j| j.run.current.is_some())
+        .unwrap();
+    moved.jobs[j].run.current = None;
     r.schedule(&moved).unwrap();
     assert_eq!(calls.get(), 5);
     assert!(

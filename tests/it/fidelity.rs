@@ -126,7 +126,6 @@ fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
         model: model.into(),
         arch,
         total_iterations: 1e7,
-        done_iterations: 0.0,
         demand: TaskDemand {
             gpus_per_worker: 1,
             cpu_per_worker: cpu,
@@ -142,7 +141,7 @@ fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
         },
         gpu_types: vec![],
         local_batch: None,
-        current: None,
+        run: coda::model::RunState::default(),
         requested: Some(Request {
             workers: gpus,
             ps: u32::from(arch == Architecture::ParameterServer),
@@ -251,7 +250,7 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
     pending.arrival_s = 0.0;
     let mut running = job(1, "cifar10", Architecture::AllReduce, 8, 1.0);
     running.arrival_s = 10.0;
-    running.current = Some(one_gpu_workers(1, 0, 8));
+    running.run.current = Some(one_gpu_workers(1, 0, 8));
     let snap = ClusterSnapshot::new(20.0, cluster(1), vec![pending, running]).unwrap();
     let mut t = policies::PolicyKind::Tiresias
         .build(perf, &PolicyOptions::default())

@@ -549,7 +549,6 @@ fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
                         model,
                         arch,
                         total_iterations: work,
-                        done_iterations: 0.0,
                         demand: TaskDemand {
                             gpus_per_worker: gpw,
                             cpu_per_worker: cpu,
@@ -561,7 +560,7 @@ fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
                         ps,
                         gpu_types: Vec::new(),
                         local_batch: None,
-                        current: None,
+                        run: coda::model::RunState::default(),
                         requested: Some(coda::model::Request {
                             workers: asked,
                             ps: ps.min,

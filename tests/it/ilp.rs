@@ -2,6 +2,7 @@
 //! own decoded schedule, every other schedule, and a bigger cluster.
 
 use coda::ilp::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
+use coda::model::JobPos;
 use coda::model::{Architecture, TaskDemand, TaskRange, WorkerTask};
 use coda::workload::{GenerateOptions, generate};
 use coda::{
@@ -50,7 +51,6 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             arch,
             // Between a few seconds and a few hours of work at one GPU.
             total_iterations: [50.0, 2_000.0, 20_000.0, 200_000.0][next() % 4],
-            done_iterations: 0.0,
             demand: TaskDemand {
                 gpus_per_worker: 1,
                 cpu_per_worker: 4.0,
@@ -62,7 +62,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             ps,
             gpu_types: vec![],
             local_batch: None,
-            current: None,
+            run: coda::model::RunState::default(),
             requested: None,
         });
     }
@@ -71,7 +71,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
         let ps = (0..j.ps.min)
             .map(|_| coda::model::PsTask { server: 0 })
             .collect();
-        j.current = Some(Assignment {
+        j.run.current = Some(Assignment {
             job: j.id,
             workers: vec![WorkerTask {
                 server: 0,
@@ -79,7 +79,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             }],
             ps,
         });
-        j.done_iterations = j.total_iterations * 0.5;
+        j.run.done_iterations = j.total_iterations * 0.5;
     }
     ClusterSnapshot::new(0.0, cluster, js).unwrap()
 }
@@ -344,7 +344,11 @@ fn a_limit_hit_before_any_work_returns_the_start_and_says_so() {
     assert_ne!(got.report.status, SolveStatus::Infeasible);
     assert!(got.report.returned_start);
     assert!(!got.report.best_bound.is_finite());
-    let keep: Vec<_> = s.jobs.iter().filter_map(|j| j.current.clone()).collect();
+    let keep: Vec<_> = s
+        .jobs
+        .iter()
+        .filter_map(|j| j.run.current.clone())
+        .collect();
     assert_eq!(got.schedule.assignments, keep);
     let score = Objective::default()
         .score(perf(), &s, &got.schedule)
@@ -357,7 +361,7 @@ fn a_limit_hit_before_any_work_returns_the_start_and_says_so() {
 fn a_snapshot_changed_in_code_is_checked_before_it_is_solved() {
     let mut s = generated(1, 2);
     let mut dup = s.jobs[0].clone();
-    dup.current = None;
+    dup.run.current = None;
     s.jobs.push(dup);
     let err = coda::schedule(&s).unwrap_err();
     assert!(err.to_string().contains("duplicate job id"), "{err}");
@@ -469,7 +473,7 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     )
     .unwrap();
     let running: Vec<usize> = (0..snap.jobs.len())
-        .filter(|&j| snap.jobs[j].current.is_some())
+        .filter(|&j| snap.jobs[j].run.current.is_some())
         .collect();
     let max_jobs = 6;
     assert!(running.len() > max_jobs, "{} running", running.len());
@@ -499,7 +503,7 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     assert_eq!(waiting_in.len(), max_jobs / 2);
     // The window's waiting jobs are those valued most, its running ones those valued least.
     let pricing = RoundPricing::new(perf(), &snap, objective);
-    let v = |j: usize| pricing.alone_value(j);
+    let v = |j: usize| pricing.alone_value(JobPos(j));
     for j in (0..snap.jobs.len()).filter(|j| !running.contains(j) && !keep.contains(j)) {
         assert!(waiting_in.iter().all(|&i| v(i) >= v(j)));
     }
@@ -517,7 +521,7 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
         let job = &snap.jobs[j];
         assert_eq!(
             s.assignment(job.id),
-            job.current.as_ref(),
+            job.run.current.as_ref(),
             "held job {j} moved"
         );
     }

@@ -3,6 +3,7 @@
 //! duplicating a round.
 
 use coda::lab::learn::{LabelSpec, label_round, labels_of, rebuild};
+use coda::model::JobPos;
 use coda::objective::RoundPricing;
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, Objective, SolveSettings};
@@ -28,7 +29,7 @@ proptest! {
             for (j, l) in labels.iter().enumerate() {
                 prop_assert_eq!(l.option.is_some(), schedule.assignment(l.job).is_some());
                 if let Some(k) = l.option {
-                    let o = &pricing.options(j)[k];
+                    let o = &pricing.options(JobPos(j))[k];
                     let shape = l.shape.clone().unwrap();
                     prop_assert_eq!((o.workers, o.ps, o.mode, o.gpu_type.clone()), shape);
                     let gpus: u32 = l.steps.iter().map(|st| st.gpus).sum();
@@ -42,7 +43,7 @@ proptest! {
             // labels do not record (GPUs under one switch are interchangeable); rebuilt, it may
             // land back on its own GPUs and save it. Otherwise the score is the same.
             let back_in_place = labels.iter().any(|l| {
-                let cur = s.job(l.job).and_then(|j| j.current.as_ref());
+                let cur = s.job(l.job).and_then(|j| j.run.current.as_ref());
                 !l.kept && cur.is_some() && back.assignment(l.job) == cur
             });
             if back_in_place {
@@ -214,11 +215,11 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     assert_eq!(ids.len(), a.len());
     assert!(
         a.iter()
-            .any(|(_, s)| s.jobs.iter().any(|j| j.current.is_some()))
+            .any(|(_, s)| s.jobs.iter().any(|j| j.run.current.is_some()))
     );
     for (_, s) in &a {
         s.check("cut round").unwrap();
-        let running = s.jobs.iter().filter(|j| j.current.is_some()).count();
+        let running = s.jobs.iter().filter(|j| j.run.current.is_some()).count();
         assert!(
             s.jobs.len() <= 8.max(running + 2),
             "{} jobs, {running} running",

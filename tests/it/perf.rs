@@ -247,7 +247,6 @@ fn co_location_and_contention_read_from_a_schedule() {
         model: model.into(),
         arch: Architecture::AllReduce,
         total_iterations: 1e4,
-        done_iterations: 0.0,
         demand: TaskDemand {
             gpus_per_worker: 1,
             cpu_per_worker: 1.0,
@@ -259,7 +258,7 @@ fn co_location_and_contention_read_from_a_schedule() {
         ps: TaskRange::new(0, 0),
         gpu_types: vec![],
         local_batch: None,
-        current: None,
+        run: coda::model::RunState::default(),
         requested: None,
     };
     let snap = ClusterSnapshot::new(

@@ -64,7 +64,7 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
         Some((mode, t, local as f64))
     };
     let restart = |j: &coda::Job| {
-        let cur = j.current.as_ref().unwrap();
+        let cur = j.run.current.as_ref().unwrap();
         let (_, t, l) = facts(cur)?;
         Some(obj.restart_s / obj.round_s * (t.base + t.local_pair_slope * l))
     };
@@ -130,14 +130,14 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             - t.coloc_coef * pcol
             - t.pcie_coef * npcie as f64
             - t.nic_coef * nnic as f64;
-        if let Some(cur) = &j.current
+        if let Some(cur) = &j.run.current
             && !coda::objective::same_assignment(cur, a)
         {
             total -= restart(j)?;
         }
     }
     for j in &snap.jobs {
-        if j.current.is_some() && sched.assignment(j.id).is_none() {
+        if j.run.current.is_some() && sched.assignment(j.id).is_none() {
             total -= restart(j)?;
         }
     }

@@ -23,13 +23,13 @@ impl Scheduler for FirstFit {
             .map(|x| (0..x.num_gpus()).collect())
             .collect();
         let mut out = Schedule::default();
-        for j in s.jobs.iter().filter_map(|j| j.current.as_ref()) {
+        for j in s.jobs.iter().filter_map(|j| j.run.current.as_ref()) {
             for w in &j.workers {
                 free[w.server].retain(|g| !w.gpus.contains(g));
             }
             out.assignments.push(j.clone());
         }
-        let mut waiting: Vec<&Job> = s.jobs.iter().filter(|j| j.current.is_none()).collect();
+        let mut waiting: Vec<&Job> = s.jobs.iter().filter(|j| j.run.current.is_none()).collect();
         waiting.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
         for j in waiting {
             if j.ps.min > 0 {

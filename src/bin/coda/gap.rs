@@ -2,6 +2,7 @@
 //! to every heuristic's, by round size, with decision times; and what each level contributes
 //! (level 1 with the packer's placement; the expert's allocation with level 2's placement).
 
+use coda::model::JobPos;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -168,7 +169,11 @@ fn expert_allocation(pricing: &RoundPricing, l: &RoundLabel) -> Allocation {
     order.sort_by(|&a, &b| {
         kept[b]
             .cmp(&kept[a])
-            .then(pricing.alone_value(b).total_cmp(&pricing.alone_value(a)))
+            .then(
+                pricing
+                    .alone_value(JobPos(b))
+                    .total_cmp(&pricing.alone_value(JobPos(a))),
+            )
             .then(a.cmp(&b))
     });
     Allocation { choices, order }

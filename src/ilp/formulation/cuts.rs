@@ -19,6 +19,7 @@
 use good_lp::Variable;
 
 use super::{Ctx, Group, JobVars, Model, ShareDef, lin};
+use crate::model::JobPos;
 use crate::objective::RoundPricing;
 
 /// Group 14: presence cover per job, pair variables, pair-priced co-location and clique rows
@@ -92,7 +93,7 @@ pub(super) fn colocation_cuts(
                 } else {
                     continue;
                 };
-                let c = pricing.colocation_excess(jobs[j].job, jobs[other].job, s);
+                let c = pricing.colocation_excess(JobPos(jobs[j].job), JobPos(jobs[other].job), s);
                 if c > 0.0 {
                     e.push((-c, z));
                 }

@@ -13,7 +13,7 @@ use crate::model::{Architecture, SwitchId};
 /// placement uses a switch the job has no variable for.
 pub(super) fn keep(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) -> Result<()> {
     let job = ctx.job(jv);
-    let (Some(kv), Some(cur)) = (jv.keep, &job.current) else {
+    let (Some(kv), Some(cur)) = (jv.keep, &job.run.current) else {
         return Ok(());
     };
     let mut cur_g: BTreeMap<SwitchId, f64> = BTreeMap::new();

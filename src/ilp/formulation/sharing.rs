@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use good_lp::Variable;
 
 use super::{Ctx, Group, JobVars, Model, ShareDef, lin};
+use crate::model::JobPos;
 use crate::objective::{Mode, RoundPricing, Sharing};
 
 /// Adds `var >= gate·(Σ terms)` in big-M form: `var >= Σ terms − M·(#gates − Σ gates)`, where
@@ -78,7 +79,7 @@ pub(super) fn sharing(
                 .filter(|&k| k != i)
                 .filter_map(|k| {
                     let vk = jobs[k].v[s]?;
-                    let c = pricing.colocation_excess(jobs[i].job, jobs[k].job, s);
+                    let c = pricing.colocation_excess(JobPos(jobs[i].job), JobPos(jobs[k].job), s);
                     (c > 0.0).then_some((c, vk))
                 })
                 .collect();

@@ -36,10 +36,12 @@ pub(super) fn symmetry(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
 fn idle(snapshot: &ClusterSnapshot) -> Vec<bool> {
     (0..snapshot.cluster.servers.len())
         .map(|s| {
-            !snapshot
-                .jobs
-                .iter()
-                .any(|j| j.current.as_ref().is_some_and(|c| c.servers().contains(&s)))
+            !snapshot.jobs.iter().any(|j| {
+                j.run
+                    .current
+                    .as_ref()
+                    .is_some_and(|c| c.servers().contains(&s))
+            })
         })
         .collect()
 }

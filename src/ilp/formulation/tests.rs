@@ -36,7 +36,6 @@ fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
         model: model.into(),
         arch,
         total_iterations: 1e6,
-        done_iterations: 0.0,
         demand: TaskDemand {
             gpus_per_worker: 1,
             cpu_per_worker: 4.0,
@@ -48,7 +47,7 @@ fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
         ps: TaskRange::new(ps.min(1), ps),
         gpu_types: Vec::new(),
         local_batch: None,
-        current: None,
+        run: crate::model::RunState::default(),
         requested: None,
     }
 }
@@ -375,7 +374,7 @@ fn group_11_losses() {
 #[test]
 fn group_12_keep() {
     let mut snap = instance(["v100", "v100"]);
-    snap.jobs[0].current = Some(assign(0, vec![w(0, 0), w(0, 1)], vec![]));
+    snap.jobs[0].run.current = Some(assign(0, vec![w(0, 0), w(0, 1)], vec![]));
     let b = build(&snap, false);
     let keep = b.jv(0).keep.expect("a running job can keep its place");
     // Moved to the other server: `keep` must be off.

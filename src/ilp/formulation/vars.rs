@@ -7,6 +7,7 @@ use good_lp::Variable;
 use super::{JobVars, Model};
 use crate::error::Result;
 use crate::model::Architecture;
+use crate::model::JobPos;
 use crate::objective::{Mode, RoundPricing};
 
 /// Creates job `j`'s columns: option choice `y`, workers and presence per server (`m`, `v`),
@@ -17,14 +18,14 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
     let topology = pricing.topology();
     let servers = &snapshot.cluster.servers;
     let job = &snapshot.jobs[j];
-    let opts = pricing.options(j).to_vec();
+    let opts = pricing.options(JobPos(j)).to_vec();
     let id = job.id;
     let is_ps = job.arch == Architecture::ParameterServer;
     let gpw = job.demand.gpus_per_worker;
     let y: Vec<Variable> = (0..opts.len())
         .map(|k| model.bin(format!("y_j{id}_o{k}")))
         .collect();
-    let types = pricing.usable_types(j);
+    let types = pricing.usable_types(JobPos(j));
     let usable =
         |s: usize| types.contains(&servers[s].gpu_type.as_str()) && servers[s].num_gpus() >= gpw;
     let nsrv = servers.len();
@@ -73,8 +74,8 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
         model.add_var(format!("lpcie_j{id}"), 0.0, f64::INFINITY, false),
         model.add_var(format!("lnic_j{id}"), 0.0, f64::INFINITY, false),
     ];
-    let restart = pricing.restart_cost(j)?;
-    let keep = (job.current.is_some() && restart > 0.0 && !opts.is_empty())
+    let restart = pricing.restart_cost(JobPos(j))?;
+    let keep = (job.run.current.is_some() && restart > 0.0 && !opts.is_empty())
         .then(|| model.bin(format!("keep_j{id}")));
     Ok(JobVars {
         job: j,

@@ -10,6 +10,7 @@
 use crate::error::Result;
 use crate::lab::learn::labels::RoundLabel;
 use crate::model::Assignment;
+use crate::model::JobPos;
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::policies::Packer;
@@ -57,7 +58,7 @@ pub fn examples(
         let Some(j) = snap.job_index(jl.job) else {
             continue;
         };
-        let wait = pricing.options(j).len();
+        let wait = pricing.options(JobPos(j)).len();
         targets[j] = match (jl.option, expert[j]) {
             (Some(k), _) => Some(k),
             (None, None) => Some(wait),
@@ -86,7 +87,11 @@ pub fn examples(
         kept[b]
             .cmp(&kept[a])
             .then(gpus(b).cmp(&gpus(a)))
-            .then(pricing.alone_value(b).total_cmp(&pricing.alone_value(a)))
+            .then(
+                pricing
+                    .alone_value(JobPos(b))
+                    .total_cmp(&pricing.alone_value(JobPos(a))),
+            )
             .then(a.cmp(&b))
     });
     let mut index = Candidates::new(snap, &packer);
@@ -94,10 +99,10 @@ pub fn examples(
     for j in order {
         let a = expert[j].expect("filtered");
         let job = &snap.jobs[j];
-        let facts = pricing.option_of(j, a);
+        let facts = pricing.option_of(JobPos(j), a);
         let coloc_coef = pricing
-            .option_index(j, &facts)
-            .map_or(0.0, |k| pricing.options(j)[k].terms.coloc_coef);
+            .option_index(JobPos(j), &facts)
+            .map_or(0.0, |k| pricing.options(JobPos(j))[k].terms.coloc_coef);
         if !kept[j] {
             let mut plan = plan_of(a);
             plan.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ilp::{SolveRequest, SolveSettings, SolveStatus};
+use crate::model::JobPos;
 use crate::model::{Assignment, ClusterSnapshot, JobId, PsTask, Schedule, WorkerTask};
 use crate::objective::{Mode, Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -280,8 +281,8 @@ pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<
             });
             continue;
         };
-        let f = pricing.option_of(j, a);
-        let option = pricing.option_index(j, &f);
+        let f = pricing.option_of(JobPos(j), a);
+        let option = pricing.option_index(JobPos(j), &f);
         if option.is_none() {
             return Err(Error::InvalidInstance {
                 context: "label".into(),
@@ -309,7 +310,7 @@ pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<
             job: job.id,
             option,
             shape: Some((f.workers, f.ps, f.mode, f.gpu_type.clone())),
-            kept: job.current.as_ref() == Some(a),
+            kept: job.run.current.as_ref() == Some(a),
             steps: per_switch
                 .into_iter()
                 .map(|((server, switch), gpus)| PlaceStep {
@@ -347,6 +348,7 @@ pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedu
             .job(l.job)
             .ok_or_else(|| bad(format!("job {} is not in the round", l.job)))?;
         let cur = job
+            .run
             .current
             .clone()
             .ok_or_else(|| bad(format!("job {} is kept but does not run", l.job)))?;

@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::features::{self, Occupants, PLACE_FEATURES, PlaceTask};
 use super::{Allocation, LearnedScheduler, Placer};
+use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Mode, RoundPricing};
 use crate::perf::PerfModel;
@@ -60,11 +61,11 @@ impl LearnedScheduler<'_> {
         // Keep pass: a job whose first choice is what it runs now stays on its GPUs.
         for &j in &alloc.order {
             let job = &snap.jobs[j];
-            let (Some(&k), Some(cur)) = (alloc.choices[j].first(), job.current.as_ref()) else {
+            let (Some(&k), Some(cur)) = (alloc.choices[j].first(), job.run.current.as_ref()) else {
                 continue;
             };
             if cur.workers.is_empty()
-                || pricing.option_index(j, &pricing.option_of(j, cur)) != Some(k)
+                || pricing.option_index(JobPos(j), &pricing.option_of(JobPos(j), cur)) != Some(k)
             {
                 continue;
             }
@@ -80,7 +81,7 @@ impl LearnedScheduler<'_> {
             }
             let job = &snap.jobs[j];
             if let Some(&k) = alloc.choices[j].first() {
-                let o = &pricing.options(j)[k];
+                let o = &pricing.options(JobPos(j))[k];
                 if let Some(t) = st.type_index(&o.gpu_type) {
                     let need = u64::from(o.workers * job.demand.gpus_per_worker);
                     if need <= budget[t] {
@@ -94,7 +95,7 @@ impl LearnedScheduler<'_> {
         // servers a large one needs), each falling back to its later choices ...
         let need_of = |j: usize| {
             alloc.choices[j].first().map_or(0, |&k| {
-                pricing.options(j)[k].workers * snap.jobs[j].demand.gpus_per_worker
+                pricing.options(JobPos(j))[k].workers * snap.jobs[j].demand.gpus_per_worker
             })
         };
         selected.sort_by_key(|&j| std::cmp::Reverse(need_of(j)));
@@ -139,7 +140,7 @@ impl LearnedScheduler<'_> {
     ) -> bool {
         let job = &pricing.snapshot().jobs[j];
         for &k in choices {
-            let o = &pricing.options(j)[k];
+            let o = &pricing.options(JobPos(j))[k];
             let Some(t) = st.type_index(&o.gpu_type) else {
                 continue;
             };
@@ -284,6 +285,7 @@ impl LearnedScheduler<'_> {
             && mem == server.memory_gib
             && packer.free_gpus_on(s).iter().all(|&f| f)
             && !job
+                .run
                 .current
                 .as_ref()
                 .is_some_and(|a| a.workers.iter().any(|w| w.server == s))
@@ -398,7 +400,7 @@ impl<'p> PlaceState<'p> {
         if self.packer.keep(&snap.jobs[j], cur) {
             let plan = plan_of(cur);
             self.occ
-                .add(j, &plan, pricing.options(j)[k].terms.coloc_coef);
+                .add(j, &plan, pricing.options(JobPos(j))[k].terms.coloc_coef);
             self.index.update(&self.packer, plan.iter().map(|p| p.0));
             if let Some(t) = self.type_index(&snap.cluster.servers[cur.workers[0].server].gpu_type)
             {
@@ -519,7 +521,7 @@ impl Candidates {
                 }
             }
         }
-        if let Some(cur) = &job.current {
+        if let Some(cur) = &job.run.current {
             for w in &cur.workers {
                 if self.type_of.get(w.server) == Some(&t) && usable(w.server) {
                     out.push(w.server);

@@ -6,6 +6,7 @@
 //! them), so a feature cannot mean one thing in training and another at decision time. The
 //! names below are written into the weights file and checked when it is loaded.
 
+use crate::model::JobPos;
 use crate::model::{Architecture, ClusterSnapshot, Job};
 use crate::objective::{Mode, RoundPricing};
 use crate::policies::Packer;
@@ -103,7 +104,7 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
     let n = snap.jobs.len();
     let total_gpus = snap.cluster.num_gpus().max(1) as f64;
     let round_s = pricing.objective().round_s;
-    let alone: Vec<f64> = (0..n).map(|j| pricing.alone_value(j)).collect();
+    let alone: Vec<f64> = (0..n).map(|j| pricing.alone_value(JobPos(j))).collect();
     let requested_gpus: Vec<f64> = snap
         .jobs
         .iter()
@@ -138,32 +139,39 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
     let mut candidates = Vec::with_capacity(n);
     for (j, job) in snap.jobs.iter().enumerate() {
         let (req_w, req_ps) = job.requested_or_min();
-        let running = job.current.as_ref().is_some_and(|a| !a.workers.is_empty());
-        let cur_workers = job.current.as_ref().map_or(0, |a| a.workers.len()) as f64;
+        let running = job
+            .run
+            .current
+            .as_ref()
+            .is_some_and(|a| !a.workers.is_empty());
+        let cur_workers = job.run.current.as_ref().map_or(0, |a| a.workers.len()) as f64;
         let current = job
+            .run
             .current
             .as_ref()
             .filter(|a| !a.workers.is_empty())
-            .map(|a| pricing.option_of(j, a));
-        let current_k = current.as_ref().and_then(|f| pricing.option_index(j, f));
+            .map(|a| pricing.option_of(JobPos(j), a));
+        let current_k = current
+            .as_ref()
+            .and_then(|f| pricing.option_index(JobPos(j), f));
         let total = job.total_iterations.max(1e-9);
         let jf: Vec<f64> = vec![
             alone[j],
             (1.0 / alone[j].max(1e-6)).ln(),
             f64::from(u8::from(running)),
             cur_workers / f64::from(req_w.max(1)),
-            (job.done_iterations / total).clamp(0.0, 1.0),
+            (job.run.done_iterations / total).clamp(0.0, 1.0),
             ((snap.time_s - job.arrival_s).max(0.0) / round_s).ln_1p(),
             f64::from(u8::from(job.arch == Architecture::AllReduce)),
             f64::from(job.demand.gpus_per_worker),
             requested_gpus[j] / total_gpus,
             rank[j],
             ahead[j],
-            pricing.restart_cost(j).unwrap_or(0.0),
+            pricing.restart_cost(JobPos(j)).unwrap_or(0.0),
             demand_ratio,
             jobs_per_server,
         ];
-        let options = pricing.options(j);
+        let options = pricing.options(JobPos(j));
         let type_gpus_of: Vec<(usize, f64)> = options
             .iter()
             .map(|o| {
@@ -330,10 +338,10 @@ pub fn place_row(
         if o == task.job {
             continue;
         }
-        let a = pricing.colocation_excess(task.job, o, s);
+        let a = pricing.colocation_excess(JobPos(task.job), JobPos(o), s);
         suffered += a;
         worst = worst.max(a);
-        let b = pricing.colocation_excess(o, task.job, s);
+        let b = pricing.colocation_excess(JobPos(o), JobPos(task.job), s);
         caused += b;
         caused_loss += occupants.coloc_coef[o] * b;
     }
@@ -353,7 +361,7 @@ pub fn place_row(
         .map(|(free, _)| *free)
         .sum();
     let corunners = occupants.on[s].iter().filter(|&&o| o != task.job).count();
-    let cur = job.current.as_ref().filter(|a| !a.workers.is_empty());
+    let cur = job.run.current.as_ref().filter(|a| !a.workers.is_empty());
     // The job runs here now and every GPU it holds here is still free: it can stay.
     let current_free = cur.is_some_and(|a| {
         let mine: Vec<&crate::model::WorkerTask> =

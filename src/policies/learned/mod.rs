@@ -44,6 +44,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
+use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -181,8 +182,8 @@ impl<'a> LearnedScheduler<'a> {
             }
             let job = &snapshot.jobs[j];
             let row = match schedule.assignment(job.id) {
-                Some(a) => pricing.option_index(j, &pricing.option_of(j, a)),
-                None => Some(pricing.options(j).len()),
+                Some(a) => pricing.option_index(JobPos(j), &pricing.option_of(JobPos(j), a)),
+                None => Some(pricing.options(JobPos(j)).len()),
             };
             if row == Some(best) {
                 out.push(job.id);
