@@ -15,6 +15,11 @@ use crate::scheduler::SolveStatus;
 pub(crate) struct BackendRun {
     pub(crate) status: SolveStatus,
     pub(crate) values: Vec<f64>,
+    /// Row duals and column reduced costs, HiGHS' convention (`c − Aᵀy` for a column): of the
+    /// linear program when every column is continuous, not meaningful for a MIP.
+    pub(crate) row_duals: Vec<f64>,
+    /// See `row_duals`.
+    pub(crate) column_duals: Vec<f64>,
     pub(crate) objective: f64,
     pub(crate) bound: Option<f64>,
     pub(crate) nodes: Option<u64>,
@@ -125,6 +130,8 @@ impl Backend for Highs {
                     SolveStatus::NoSolution
                 },
                 values: Vec::new(),
+                row_duals: Vec::new(),
+                column_duals: Vec::new(),
                 objective: f64::NAN,
                 bound: None,
                 nodes,
@@ -132,9 +139,12 @@ impl Backend for Highs {
                 wall_time_s,
             });
         }
+        let solution = solved.get_solution();
         Ok(BackendRun {
             status,
-            values: solved.get_solution().columns().to_vec(),
+            values: solution.columns().to_vec(),
+            row_duals: solution.dual_rows().to_vec(),
+            column_duals: solution.dual_columns().to_vec(),
             objective: solved.objective_value(),
             bound: solved.double_info_value(c"mip_dual_bound").ok(),
             nodes,

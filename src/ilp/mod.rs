@@ -17,6 +17,7 @@ mod backend;
 mod brute;
 mod codec;
 mod columns;
+mod config;
 mod exact;
 mod formulation;
 mod settings;
@@ -27,6 +28,9 @@ pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
 pub use formulation::ModelSize;
 pub use settings::{CheckedSettings, SolveSettings};
-pub use solve::{FixReport, SolveReport, SolveRequest, SolveStatus, Solved, relative_gap};
+pub use solve::{
+    ColumnStats, FixReport, SolveProgram, SolveReport, SolveRequest, SolveStatus, Solved,
+    relative_gap,
+};
 pub use window::WindowedIlp;
 pub(crate) use window::ranked;

@@ -51,6 +51,39 @@ pub struct SolveReport {
     /// Whether the schedule returned is that start, because the solver found none or none that
     /// scores higher: a solve never returns less than its start.
     pub returned_start: bool,
+    /// The configuration program only: columns generated (the seed's included), and whether
+    /// column generation converged (then `best_bound` is its relaxation, a bound on the round).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<ColumnStats>,
+}
+
+/// What column generation did in a solve of the configuration program.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ColumnStats {
+    /// Columns in the final pool.
+    pub columns: usize,
+    /// Relaxations solved.
+    pub iterations: usize,
+    /// Whether no column could raise the last relaxation (every pricing exact).
+    pub converged: bool,
+    /// The last relaxation's value over the pool (the bound when converged).
+    pub relaxation: f64,
+    /// Seconds generating columns (the rest of the solve is the restricted master).
+    pub generation_s: f64,
+}
+
+/// Which program a solve builds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum SolveProgram {
+    /// The compact program of `formulations/README.md` (per-job, per-switch integer columns).
+    #[default]
+    Compact,
+    /// The configuration program: a column per server configuration, generated at the root
+    /// against the relaxation's duals (its bound closes packing gaps), then the master over the
+    /// columns as an integer program.
+    Config,
 }
 
 /// A solved round: the schedule (empty if infeasible) and the report.
@@ -91,6 +124,7 @@ pub struct SolveRequest<'a> {
     warm_start: Option<&'a Schedule>,
     candidates: Vec<Schedule>,
     fixing: Fixing,
+    program: SolveProgram,
 }
 
 /// Which jobs a request holds to its warm start, and how.
@@ -122,7 +156,15 @@ impl<'a> SolveRequest<'a> {
             warm_start: None,
             candidates: Vec::new(),
             fixing: Fixing::None,
+            program: SolveProgram::Compact,
         })
+    }
+
+    /// Builds `program` (default: the compact one). The configuration program takes no held
+    /// jobs yet: `hold` and `fix_then_free` with it are an error.
+    pub fn program(mut self, program: SolveProgram) -> Self {
+        self.program = program;
+        self
     }
 
     /// Solves under `settings` (checked once, by [`super::SolveSettings::checked`]).
@@ -188,6 +230,17 @@ impl<'a> SolveRequest<'a> {
                 "no warm start",
                 "fixing jobs needs the warm start that says what to fix them to",
             ));
+        }
+        if self.program == SolveProgram::Config {
+            if !matches!(self.fixing, Fixing::None) {
+                return Err(Error::setting(
+                    "solve",
+                    "program",
+                    "config",
+                    "the configuration program does not hold or fix jobs yet (use compact)",
+                ));
+            }
+            return self.config();
         }
         match &self.fixing {
             Fixing::None => self.once(&self.settings, self.warm_start, &self.candidates, &[]),
@@ -289,6 +342,148 @@ impl<'a> SolveRequest<'a> {
         Ok(form.size())
     }
 
+    /// The configuration program: columns generated from every valid start's columns (at most
+    /// 70 % of the time limit), then the master over them as an integer program from the best
+    /// start, never returning less than that start. The bound is column generation's (a bound
+    /// on the round whenever its pricing was exact), not the restricted master's.
+    fn config(&self) -> Result<Solved> {
+        use super::config::{columns_of, dive, generate_columns, solve_master};
+        let t0 = Instant::now();
+        let (snapshot, pricing) = (self.snapshot, &self.pricing);
+        let mut starts: Vec<Schedule> = Vec::new();
+        if let Some(s) = self.warm_start {
+            let v = s.validate(snapshot);
+            if !v.is_empty() {
+                return Err(Error::InvalidSchedule {
+                    context: "warm start".into(),
+                    violations: v,
+                });
+            }
+            starts.push(s.clone());
+        }
+        starts.push(snapshot.current_schedule());
+        starts.push(Schedule::default());
+        starts.extend(self.candidates.iter().cloned());
+        let mut seed = Vec::new();
+        let mut best: Option<(
+            Schedule,
+            f64,
+            Vec<super::config::Column>,
+            Vec<super::config::JobChoice>,
+        )> = None;
+        for s in starts {
+            if !s.validate(snapshot).is_empty() {
+                continue;
+            }
+            let (Ok(score), Ok((columns, choices))) = (pricing.score(&s), columns_of(pricing, &s))
+            else {
+                continue;
+            };
+            for c in &columns {
+                if !seed.contains(c) {
+                    seed.push(c.clone());
+                }
+            }
+            if best.as_ref().is_none_or(|b| score.total > b.1) {
+                best = Some((s, score.total, columns, choices));
+            }
+        }
+        let (start, start_objective, start_columns, start_choices) =
+            best.ok_or_else(|| Error::Solver {
+                solver: "start".into(),
+                reason: "not even the schedule in which every job waits can be priced".into(),
+            })?;
+        let limit = self.settings.time_limit_s;
+        let at = |share: f64| {
+            limit
+                .is_finite()
+                .then(|| t0 + std::time::Duration::from_secs_f64(share * limit))
+        };
+        let node_limit = 20_000_000;
+        let generated = generate_columns(
+            pricing,
+            seed,
+            &self.settings,
+            usize::MAX,
+            node_limit,
+            at(0.6),
+        )?;
+        let left = || {
+            self.settings
+                .with_time_limit(limit - t0.elapsed().as_secs_f64())
+        };
+        let start_cols = Some((start_columns.as_slice(), start_choices.as_slice()));
+        let mut master = solve_master(pricing, &generated.pool, &left(), start_cols)?;
+        // Where the master over the root's columns leaves a gap, a dive generates the columns of
+        // an integer point and the master is solved again over all of them.
+        let mut columns = generated.pool.len();
+        let root_gap = relative_gap(generated.bound, master.objective);
+        // NaN (no bound, or no schedule) counts as open.
+        let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
+        if open && at(0.85).is_none_or(|d| Instant::now() < d) {
+            let pool = dive(
+                pricing,
+                &generated,
+                &self.settings,
+                node_limit,
+                64,
+                at(0.85),
+            )?;
+            columns = pool.len();
+            let again = solve_master(pricing, &pool, &left(), start_cols)?;
+            if again.objective > master.objective || master.objective.is_nan() {
+                master = again;
+            }
+        }
+        let generation_s = t0.elapsed().as_secs_f64();
+        // A master that found nothing (NaN) or nothing better returns the start.
+        let beats = master.objective.is_finite() && master.objective > start_objective + PROVEN_GAP;
+        let returned_start = !beats;
+        let (schedule, objective) = if returned_start {
+            (start, start_objective)
+        } else {
+            (master.schedule, master.objective)
+        };
+        let score = pricing.score(&schedule)?;
+        let bound = generated.bound;
+        let gap = relative_gap(bound, objective);
+        let proven = gap <= PROVEN_GAP || (bound - objective) <= PROVEN_GAP;
+        let status = if proven {
+            SolveStatus::Optimal
+        } else if t0.elapsed().as_secs_f64() >= limit {
+            SolveStatus::TimeLimit
+        } else {
+            SolveStatus::GapLimit
+        };
+        let report = SolveReport {
+            status,
+            objective,
+            objective_check: score.total,
+            perf_model_utility: pricing.perf_model_utility(&schedule, &score)?,
+            best_bound: bound,
+            gap,
+            build_time_s: generation_s,
+            wall_time_s: t0.elapsed().as_secs_f64(),
+            nodes: master.nodes,
+            size: master.size,
+            warm_started: true,
+            start_objective,
+            returned_start,
+            columns: Some(ColumnStats {
+                columns,
+                iterations: generated.iterations,
+                converged: generated.converged,
+                relaxation: generated.lp,
+                generation_s,
+            }),
+        };
+        Ok(Solved {
+            schedule,
+            report,
+            phases: None,
+        })
+    }
+
     /// One solve of the program with `fixed` held to `warm_start`.
     fn once(
         &self,
@@ -308,6 +503,8 @@ impl<'a> SolveRequest<'a> {
             BackendRun {
                 status: SolveStatus::Optimal,
                 values: Vec::new(),
+                row_duals: Vec::new(),
+                column_duals: Vec::new(),
                 objective: 0.0,
                 bound: Some(0.0),
                 nodes: Some(0),
@@ -468,6 +665,7 @@ impl<'a> SolveRequest<'a> {
             warm_started,
             start_objective,
             returned_start,
+            columns: None,
         };
         Ok(Solved {
             schedule,

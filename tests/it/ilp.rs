@@ -536,3 +536,26 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     );
     assert_eq!(log.solves().last().map(|r| r.held), Some(held.len()));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The configuration program (columns generated against the relaxation's duals, then the
+    /// master as an integer program) reaches the compact program's proven optimum on generated
+    /// rounds, and its bound — column generation's relaxation — is never below it.
+    #[test]
+    fn the_configuration_program_reaches_the_compact_optimum(servers in 1usize..4, jobs in 1usize..6, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, running_fraction: 0.4, ..Default::default() }, perf()).unwrap();
+        let settings = SolveSettings { time_limit_s: 120.0, ..Default::default() }.checked().unwrap();
+        let request = |p| ilp::SolveRequest::new(&s, perf(), Objective::default()).unwrap().settings(settings.clone()).program(p);
+        let compact = request(ilp::SolveProgram::Compact).solve().unwrap().report;
+        let config = request(ilp::SolveProgram::Config).solve().unwrap();
+        prop_assert!(config.schedule.validate(&s).is_empty());
+        let score = Objective::default().score(perf(), &s, &config.schedule).unwrap().total;
+        prop_assert!((score - config.report.objective).abs() < 1e-6);
+        prop_assert_eq!(compact.status, SolveStatus::Optimal);
+        prop_assert!(config.report.best_bound >= compact.objective - 1e-6, "bound {} below the optimum {}", config.report.best_bound, compact.objective);
+        prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
+        prop_assert!((config.report.objective - compact.objective).abs() < 1e-6, "config {} vs compact {}", config.report.objective, compact.objective);
+    }
+}

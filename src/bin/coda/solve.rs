@@ -13,6 +13,11 @@ pub struct Args {
     /// Instance (ClusterSnapshot JSON).
     #[arg(long)]
     pub instance: PathBuf,
+    /// Which program: `compact` (per-job integer columns) or `config` (a column per server
+    /// configuration, generated against the relaxation's duals: a bound that closes packing
+    /// gaps; no `--fix-confident` yet).
+    #[arg(long, value_enum, default_value_t = coda::ilp::SolveProgram::Compact)]
+    pub program: coda::ilp::SolveProgram,
     /// Wall-clock limit, seconds.
     #[arg(long, default_value_t = 60.0, value_parser = range::time_limit)]
     pub time_limit: f64,
@@ -89,6 +94,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         policy_weights,
         fix_confident,
         fix_share,
+        program,
         no_symmetry_breaking,
         colocation_cuts,
         round_s,
@@ -172,7 +178,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
     let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
-    let mut request = round.candidates([heuristic]);
+    let mut request = round.candidates([heuristic]).program(program);
     if let Some(start) = &start {
         request = request.warm_start(start);
     }

@@ -1,0 +1,245 @@
+//! A column of the configuration program: what one server hosts — each job's fragment on it
+//! (workers, GPUs per PCIe switch, PS, the job's option) — and what the objective charges and
+//! credits inside that server, priced by the round's own [`RoundPricing`].
+
+use crate::error::{Error, Result};
+use crate::model::{JobPos, Schedule};
+use crate::objective::{Mode, RoundPricing, same_assignment};
+
+/// One job's tasks on one server.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fragment {
+    /// The job.
+    pub job: JobPos,
+    /// Its option (index in [`RoundPricing::options`]): the whole job's size, mode and GPU
+    /// type, which every fragment of the job agrees on.
+    pub option: usize,
+    /// Workers on the server.
+    pub workers: u32,
+    /// GPUs under each PCIe switch of the server (indexed by the switch's local index).
+    pub gpus: Vec<u32>,
+    /// Parameter servers on the server.
+    pub ps: u32,
+    /// The job's current tasks on this server, exactly (its GPUs too): part of keeping it where
+    /// it runs.
+    pub kept: bool,
+}
+
+/// What one server hosts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Column {
+    /// The server (index in the cluster).
+    pub server: usize,
+    /// One fragment per job on it, by job position.
+    pub fragments: Vec<Fragment>,
+}
+
+impl Column {
+    /// Everything the objective charges or credits inside the server: each fragment's worker–PS
+    /// pairs at its option's slope, less its co-location pressure from the other jobs with
+    /// workers here, its PCIe sharing (other jobs under each switch it uses) and, for a
+    /// multi-server job, its NIC sharing (other multi-server jobs with a task here) — each at
+    /// its option's coefficient. The per-job base terms and restarts are the master's. Summed
+    /// over a schedule's columns with those, it is `Objective::score` exactly
+    /// ([`columns_of`]'s test).
+    pub fn value(&self, pricing: &RoundPricing<'_>) -> f64 {
+        let mut v = 0.0;
+        for f in &self.fragments {
+            let o = &pricing.options(f.job)[f.option];
+            let t = &o.terms;
+            v += t.local_pair_slope * f64::from(f.workers) * f64::from(f.ps);
+            if f.workers > 0 {
+                let pressure: f64 = self
+                    .fragments
+                    .iter()
+                    .filter(|g| g.job != f.job && g.workers > 0)
+                    .map(|g| pricing.colocation_excess(f.job, g.job, self.server))
+                    .sum();
+                v -= t.coloc_coef * pressure;
+            }
+            let shared: u32 = (0..f.gpus.len())
+                .filter(|&b| f.gpus[b] > 0)
+                .map(|b| {
+                    self.fragments
+                        .iter()
+                        .filter(|g| g.job != f.job && g.gpus.get(b).is_some_and(|&n| n > 0))
+                        .count() as u32
+                })
+                .sum();
+            v -= t.pcie_coef * f64::from(shared);
+            if o.mode == Mode::Multi {
+                let others = self
+                    .fragments
+                    .iter()
+                    .filter(|g| {
+                        g.job != f.job && pricing.options(g.job)[g.option].mode == Mode::Multi
+                    })
+                    .count();
+                v -= t.nic_coef * others as f64;
+            }
+        }
+        v
+    }
+}
+
+/// What a schedule does with each job outside the servers: its option (`None`: it waits) and
+/// whether it is kept exactly where it runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct JobChoice {
+    /// The option taken, if the job runs.
+    pub option: Option<usize>,
+    /// Whether a running job keeps its exact current placement.
+    pub kept: bool,
+}
+
+/// A valid schedule as columns (one per server that hosts anything) and per-job choices. An
+/// error if it uses an option the round's list does not hold (the program cannot express it).
+pub(crate) fn columns_of(
+    pricing: &RoundPricing<'_>,
+    schedule: &Schedule,
+) -> Result<(Vec<Column>, Vec<JobChoice>)> {
+    let snap = pricing.snapshot();
+    let slots = pricing.topology().slots();
+    let mut choices = vec![
+        JobChoice {
+            option: None,
+            kept: false,
+        };
+        snap.jobs.len()
+    ];
+    let mut columns: Vec<Column> = Vec::new();
+    for a in &schedule.assignments {
+        let j = pricing.job_index(a.job).ok_or_else(|| Error::Solver {
+            solver: "configuration program".into(),
+            reason: format!("job {} is not in the round", a.job),
+        })?;
+        let facts = pricing.option_of(j, a);
+        let k = pricing
+            .option_index(j, &facts)
+            .ok_or_else(|| Error::Solver {
+                solver: "configuration program".into(),
+                reason: format!("job {}: its option is not among the round's", a.job),
+            })?;
+        let kept = snap.jobs[j.0]
+            .run
+            .current
+            .as_ref()
+            .is_some_and(|c| same_assignment(c, a));
+        choices[j.0] = JobChoice {
+            option: Some(k),
+            kept,
+        };
+        for s in a.servers() {
+            let switches = slots[s].iter().map(|g| g.switch + 1).max().unwrap_or(0) as usize;
+            let mut f = Fragment {
+                job: j,
+                option: k,
+                workers: 0,
+                gpus: vec![0; switches],
+                ps: a.ps.iter().filter(|p| p.server == s).count() as u32,
+                kept,
+            };
+            for w in a.workers.iter().filter(|w| w.server == s) {
+                f.workers += 1;
+                for &g in &w.gpus {
+                    f.gpus[slots[s][g as usize].switch as usize] += 1;
+                }
+            }
+            match columns.iter_mut().find(|c| c.server == s) {
+                Some(c) => c.fragments.push(f),
+                None => columns.push(Column {
+                    server: s,
+                    fragments: vec![f],
+                }),
+            }
+        }
+    }
+    columns.sort_by_key(|c| c.server);
+    for c in &mut columns {
+        c.fragments.sort_by_key(|f| f.job);
+    }
+    Ok((columns, choices))
+}
+
+/// The master's part of a schedule's value: each running job's base term, and the restart of
+/// every running job not kept.
+#[cfg(test)]
+pub(crate) fn master_value(pricing: &RoundPricing<'_>, choices: &[JobChoice]) -> Result<f64> {
+    let mut v = 0.0;
+    for (j, c) in choices.iter().enumerate() {
+        let j = JobPos(j);
+        if let Some(k) = c.option {
+            v += pricing.options(j)[k].terms.base;
+        }
+        if !c.kept {
+            v -= pricing.restart_cost(j)?;
+        }
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ClusterSnapshot;
+    use crate::objective::Objective;
+    use crate::perf::CalibratedPerf;
+
+    fn instance(name: &str) -> ClusterSnapshot {
+        let path = format!(
+            "{}/formulations/instances/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        ClusterSnapshot::from_json_file(path).unwrap()
+    }
+
+    /// The decomposition is exact: on every shipped round, for the schedule that keeps every
+    /// running job and for the program's own solution, the columns' values plus the master's
+    /// terms are `Objective::score`.
+    #[test]
+    fn columns_and_master_terms_add_up_to_the_score() {
+        let perf = CalibratedPerf::shipped();
+        for name in [
+            "gen_s02_j04_seed1",
+            "gen_s02_j06_seed2",
+            "gen_s03_j06_seed1",
+            "gen_s03_j08_seed2",
+            "gen_s04_j08_seed1",
+            "trace_philly_8x8_16jobs",
+        ] {
+            let snap = instance(name);
+            for kappa in [0.0, 0.5] {
+                let objective = Objective {
+                    in_service_credit: kappa,
+                    ..Objective::default()
+                };
+                let pricing = RoundPricing::new(perf, &snap, objective);
+                let settings = crate::ilp::SolveSettings {
+                    time_limit_s: 5.0,
+                    ..Default::default()
+                }
+                .checked()
+                .unwrap();
+                let solved = crate::ilp::SolveRequest::new(&snap, perf, objective)
+                    .unwrap()
+                    .settings(settings)
+                    .solve()
+                    .unwrap();
+                for schedule in [
+                    snap.current_schedule(),
+                    solved.schedule,
+                    Schedule::default(),
+                ] {
+                    let score = pricing.score(&schedule).unwrap().total;
+                    let (columns, choices) = columns_of(&pricing, &schedule).unwrap();
+                    let sum: f64 = columns.iter().map(|c| c.value(&pricing)).sum::<f64>()
+                        + master_value(&pricing, &choices).unwrap();
+                    assert!(
+                        (sum - score).abs() < 1e-9,
+                        "{name}, κ {kappa}: columns {sum} vs score {score}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! The master of the configuration program over a pool of columns, solved as an integer
+//! program: at most one column per server, at most one option per job, the fragments of a job
+//! adding up to its option, multi-server options on two servers or more, and a running job kept
+//! only where every server it runs on hosts its current fragment.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use good_lp::{Constraint, Expression, ProblemVariables, Variable, variable};
+
+use super::column::{Column, JobChoice};
+use crate::error::Result;
+use crate::ilp::backend::{Backend, Highs, Program};
+use crate::ilp::settings::CheckedSettings;
+use crate::model::{Assignment, JobPos, PsTask, Schedule, WorkerTask};
+use crate::objective::{Mode, RoundPricing};
+use crate::scheduler::SolveStatus;
+
+/// What a master solve found.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MasterSolve {
+    /// The schedule of the columns chosen (empty when the solver found none).
+    pub schedule: Schedule,
+    /// Its objective (the master's value, constant included); NaN without a schedule.
+    pub objective: f64,
+    /// The best bound on the master over this pool (not on the round: the pool may lack the
+    /// columns of the round's optimum).
+    pub bound: f64,
+    /// How the solve ended.
+    pub status: SolveStatus,
+    /// The master's size.
+    pub size: crate::ilp::ModelSize,
+    /// Branch-and-bound nodes, if known.
+    pub nodes: Option<u64>,
+}
+
+fn lin(terms: &[(f64, Variable)]) -> Expression {
+    let mut e = Expression::with_capacity(terms.len());
+    for &(c, v) in terms {
+        e.add_mul(c, v);
+    }
+    e
+}
+
+/// The master built over a pool: its program, the constant outside it, and where its columns
+/// and rows are (for MIP starts, decoding and duals).
+struct Built {
+    program: Program,
+    constant: f64,
+    /// `y[j][k]` column index of every option.
+    y: Vec<Vec<usize>>,
+    /// Running jobs with a keep column, ascending.
+    keep_ids: Vec<usize>,
+    /// Row index of each server's "at most one column" row.
+    server_row: HashMap<usize, usize>,
+    /// Row indices of `(job, option)`'s workers, PS and presence rows.
+    option_rows: HashMap<(usize, usize), [usize; 3]>,
+    /// Row index of `(job, server)`'s keep row.
+    keep_row: HashMap<(usize, usize), usize>,
+    /// Row index of `(job, option, server)`'s "one fragment per server" row (multi-server
+    /// options, where some column of the server holds one).
+    spread_row: HashMap<(usize, usize, usize), usize>,
+}
+
+/// The master over `pool`: integer, or its linear relaxation when `relax`.
+fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Built> {
+    let snap = pricing.snapshot();
+    let mut vars = ProblemVariables::new();
+    let mut n_cols = 0usize;
+    let mut new_var = |vars: &mut ProblemVariables| {
+        n_cols += 1;
+        if relax {
+            // No upper bound: the rows imply 1 (a column at a bound would hide its price from
+            // the server row's dual, which pricing reads).
+            vars.add(variable().min(0.0))
+        } else {
+            vars.add(variable().binary())
+        }
+    };
+    // Column order is creation order: λ per pool column, then y per (job, option), then keep.
+    let lambda: Vec<Variable> = pool.iter().map(|_| new_var(&mut vars)).collect();
+    let mut y: Vec<Vec<Variable>> = Vec::with_capacity(snap.jobs.len());
+    let mut y_index: Vec<Vec<usize>> = Vec::with_capacity(snap.jobs.len());
+    let mut next = pool.len();
+    for j in 0..snap.jobs.len() {
+        let n = pricing.options(JobPos(j)).len();
+        y.push((0..n).map(|_| new_var(&mut vars)).collect());
+        y_index.push((next..next + n).collect());
+        next += n;
+    }
+    // Keep: running jobs with a kept fragment somewhere in the pool.
+    let mut keep_ids: Vec<usize> = pool
+        .iter()
+        .flat_map(|c| c.fragments.iter().filter(|f| f.kept).map(|f| f.job.0))
+        .collect();
+    keep_ids.sort_unstable();
+    keep_ids.dedup();
+    let keep: HashMap<usize, Variable> =
+        keep_ids.iter().map(|&j| (j, new_var(&mut vars))).collect();
+    let mut rows: Vec<Constraint> = Vec::new();
+    let mut objective = Expression::with_capacity(pool.len());
+    let mut constant = 0.0;
+    // At most one column per server.
+    let mut by_server: HashMap<usize, Vec<(f64, Variable)>> = HashMap::new();
+    for (c, &l) in pool.iter().zip(&lambda) {
+        by_server.entry(c.server).or_default().push((1.0, l));
+        objective.add_mul(c.value(pricing), l);
+    }
+    let mut servers: Vec<usize> = by_server.keys().copied().collect();
+    servers.sort_unstable();
+    let mut server_row = HashMap::new();
+    for s in &servers {
+        server_row.insert(*s, rows.len());
+        rows.push(lin(&by_server[s]).leq(1.0));
+    }
+    // Per job: one option, and its fragments adding up to it.
+    let mut option_rows = HashMap::new();
+    let mut spread_row = HashMap::new();
+    for (j, ys) in y.iter().enumerate() {
+        let jp = JobPos(j);
+        let options = pricing.options(jp);
+        if !ys.is_empty() {
+            rows.push(lin(&ys.iter().map(|&v| (1.0, v)).collect::<Vec<_>>()).leq(1.0));
+        }
+        for (k, o) in options.iter().enumerate() {
+            objective.add_mul(o.terms.base, ys[k]);
+            let (mut w, mut p, mut n) = (Vec::new(), Vec::new(), Vec::new());
+            for (c, &l) in pool.iter().zip(&lambda) {
+                for f in c.fragments.iter().filter(|f| f.job == jp && f.option == k) {
+                    w.push((f64::from(f.workers), l));
+                    p.push((f64::from(f.ps), l));
+                    n.push((1.0, l));
+                }
+            }
+            w.push((-f64::from(o.workers), ys[k]));
+            p.push((-f64::from(o.ps), ys[k]));
+            let at = rows.len();
+            option_rows.insert((j, k), [at, at + 1, at + 2]);
+            rows.push(lin(&w).eq(0.0));
+            rows.push(lin(&p).eq(0.0));
+            if o.mode == Mode::Multi {
+                // On two servers or more.
+                n.push((-2.0, ys[k]));
+                rows.push(lin(&n).geq(0.0));
+                // And at most one fragment on each: valid for integers, and what keeps the
+                // relaxation from running a multi-server option as two half-columns of one
+                // server.
+                let mut per: std::collections::BTreeMap<usize, Vec<(f64, Variable)>> =
+                    std::collections::BTreeMap::new();
+                for (c, &l) in pool.iter().zip(&lambda) {
+                    if c.fragments.iter().any(|f| f.job == jp && f.option == k) {
+                        per.entry(c.server).or_default().push((1.0, l));
+                    }
+                }
+                for (s, mut terms) in per {
+                    terms.push((-1.0, ys[k]));
+                    spread_row.insert((j, k, s), rows.len());
+                    rows.push(lin(&terms).leq(0.0));
+                }
+            } else {
+                // On one server: one (whole) fragment.
+                n.push((-1.0, ys[k]));
+                rows.push(lin(&n).leq(0.0));
+            }
+        }
+        // Restarts: every running job pays its own unless kept.
+        constant -= pricing.restart_cost(jp)?;
+    }
+    let mut keep_row = HashMap::new();
+    for &j in &keep_ids {
+        let kv = keep[&j];
+        objective.add_mul(pricing.restart_cost(JobPos(j))?, kv);
+        let current = snap.jobs[j]
+            .run
+            .current
+            .as_ref()
+            .expect("kept fragments belong to running jobs");
+        for s in current.servers() {
+            let mut terms: Vec<(f64, Variable)> = pool
+                .iter()
+                .zip(&lambda)
+                .filter(|(c, _)| {
+                    c.server == s && c.fragments.iter().any(|f| f.job.0 == j && f.kept)
+                })
+                .map(|(_, &l)| (1.0, l))
+                .collect();
+            terms.push((-1.0, kv));
+            keep_row.insert((j, s), rows.len());
+            rows.push(lin(&terms).geq(0.0));
+        }
+    }
+    Ok(Built {
+        program: Program {
+            vars,
+            objective,
+            rows,
+        },
+        constant,
+        y: y_index,
+        keep_ids,
+        server_row,
+        option_rows,
+        keep_row,
+        spread_row,
+    })
+}
+
+/// Solves the master over `pool` (any number of columns per server) under `settings`, from
+/// `start` (a schedule's columns and choices, every one of its columns in the pool) if given.
+pub(crate) fn solve_master(
+    pricing: &RoundPricing<'_>,
+    pool: &[Column],
+    settings: &CheckedSettings,
+    start: Option<(&[Column], &[JobChoice])>,
+) -> Result<MasterSolve> {
+    let t0 = Instant::now();
+    let built = build(pricing, pool, false)?;
+    let start_values = start.map(|(columns, choices)| {
+        let mut x: Vec<f64> = pool
+            .iter()
+            .map(|c| f64::from(u8::from(columns.contains(c))))
+            .collect();
+        for (j, ys) in built.y.iter().enumerate() {
+            x.extend((0..ys.len()).map(|k| f64::from(u8::from(choices[j].option == Some(k)))));
+        }
+        x.extend(
+            built
+                .keep_ids
+                .iter()
+                .map(|&j| f64::from(u8::from(choices[j].kept))),
+        );
+        x
+    });
+    let constant = built.constant;
+    let size = crate::ilp::ModelSize {
+        variables: built.program.vars.len(),
+        integer_variables: built.program.vars.len(),
+        constraints: built.program.rows.len(),
+    };
+    let run = Highs.run(built.program, &[], start_values.as_deref(), settings, t0)?;
+    let bound = run.bound.map_or(f64::NAN, |b| b + constant);
+    if run.values.is_empty() {
+        return Ok(MasterSolve {
+            schedule: Schedule::default(),
+            objective: f64::NAN,
+            bound,
+            status: run.status,
+            size,
+            nodes: run.nodes,
+        });
+    }
+    let chosen: Vec<&Column> = pool
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| run.values[i] > 0.5)
+        .map(|(_, c)| c)
+        .collect();
+    Ok(MasterSolve {
+        schedule: decode(pricing, &chosen),
+        objective: run.objective + constant,
+        bound,
+        status: run.status,
+        size,
+        nodes: run.nodes,
+    })
+}
+
+/// The duals of the master's linear relaxation, by what each row says.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Duals {
+    /// Of each server's "at most one column" row.
+    pub server: HashMap<usize, f64>,
+    /// Of `(job, option)`'s workers, PS and presence rows.
+    pub option: HashMap<(usize, usize), [f64; 3]>,
+    /// Of `(job, server)`'s keep row.
+    pub keep: HashMap<(usize, usize), f64>,
+    /// Of `(job, option, server)`'s one-fragment-per-server row.
+    pub spread: HashMap<(usize, usize, usize), f64>,
+}
+
+impl Duals {
+    /// A column's reduced cost: its value less what its coefficients cost at these duals
+    /// (HiGHS' `c − Aᵀy`); a column that would raise the relaxation has one above 0. Pricing
+    /// computes the same inside its search; this form checks it against HiGHS.
+    #[cfg(test)]
+    pub fn reduced_cost(&self, pricing: &RoundPricing<'_>, column: &Column) -> f64 {
+        let mut rc =
+            column.value(pricing) - self.server.get(&column.server).copied().unwrap_or(0.0);
+        for f in &column.fragments {
+            if let Some([w, p, n]) = self.option.get(&(f.job.0, f.option)) {
+                rc -= w * f64::from(f.workers) + p * f64::from(f.ps) + n;
+            }
+            if f.kept {
+                rc -= self
+                    .keep
+                    .get(&(f.job.0, column.server))
+                    .copied()
+                    .unwrap_or(0.0);
+            }
+            rc -= self
+                .spread
+                .get(&(f.job.0, f.option, column.server))
+                .copied()
+                .unwrap_or(0.0);
+        }
+        rc
+    }
+}
+
+/// The master's linear relaxation over `pool`, with the pool columns `fixed` held at 1: its
+/// value (constant included), duals, and each pool column's value and HiGHS reduced cost (to
+/// check [`Duals::reduced_cost`] against).
+pub(crate) struct Relaxation {
+    /// Its value, constant included.
+    pub value: f64,
+    /// Its duals.
+    pub duals: Duals,
+    /// Each pool column's value.
+    pub lambda: Vec<f64>,
+    /// Each pool column's reduced cost, by HiGHS.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub reduced: Vec<f64>,
+}
+
+/// Solves the master's linear relaxation (see [`Relaxation`]).
+pub(crate) fn solve_lp(
+    pricing: &RoundPricing<'_>,
+    pool: &[Column],
+    fixed: &[usize],
+    settings: &CheckedSettings,
+) -> Result<Relaxation> {
+    let t0 = Instant::now();
+    let built = build(pricing, pool, true)?;
+    let Built {
+        program,
+        constant,
+        server_row,
+        option_rows,
+        keep_row,
+        spread_row,
+        ..
+    } = built;
+    let fixings: Vec<(usize, f64)> = fixed.iter().map(|&i| (i, 1.0)).collect();
+    let run = Highs.run(program, &fixings, None, settings, t0)?;
+    if run.status != SolveStatus::Optimal || run.row_duals.is_empty() {
+        return Err(crate::error::Error::Solver {
+            solver: "configuration LP".into(),
+            reason: format!("the master's relaxation ended {}", run.status),
+        });
+    }
+    let d = &run.row_duals;
+    let duals = Duals {
+        server: server_row.iter().map(|(&s, &r)| (s, d[r])).collect(),
+        option: option_rows
+            .iter()
+            .map(|(&jk, r)| (jk, [d[r[0]], d[r[1]], d[r[2]]]))
+            .collect(),
+        keep: keep_row.iter().map(|(&js, &r)| (js, d[r])).collect(),
+        spread: spread_row.iter().map(|(&jks, &r)| (jks, d[r])).collect(),
+    };
+    let reduced = run.column_duals[..pool.len()].to_vec();
+    Ok(Relaxation {
+        value: run.objective + constant,
+        duals,
+        lambda: run.values[..pool.len()].to_vec(),
+        reduced,
+    })
+}
+
+/// The schedule of the chosen columns: kept fragments get their job's current tasks on the
+/// server exactly; the others GPUs under the switches their counts say, lowest free first,
+/// cut into workers in switch order.
+fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
+    let snap = pricing.snapshot();
+    let topology = pricing.topology();
+    let mut by_job: HashMap<usize, Assignment> = HashMap::new();
+    for c in chosen {
+        let s = c.server;
+        let switches = topology.switches_on(s);
+        let mut taken: Vec<Vec<bool>> = switches
+            .iter()
+            .map(|&b| vec![false; topology.switch(b).gpus.len()])
+            .collect();
+        let mut order: Vec<&super::Fragment> = c.fragments.iter().collect();
+        order.sort_by_key(|f| !f.kept);
+        for f in order {
+            let job = &snap.jobs[f.job.0];
+            let a = by_job.entry(f.job.0).or_insert_with(|| Assignment {
+                job: job.id,
+                workers: Vec::new(),
+                ps: Vec::new(),
+            });
+            if f.kept {
+                let cur = job.run.current.as_ref().expect("kept: running");
+                for w in cur.workers.iter().filter(|w| w.server == s) {
+                    for &g in &w.gpus {
+                        if let Some((b, pos)) = topology.switch_of(s, g) {
+                            let local = switches.iter().position(|&x| x == b).unwrap_or(0);
+                            taken[local][pos] = true;
+                        }
+                    }
+                    a.workers.push(w.clone());
+                }
+                a.ps.extend(cur.ps.iter().filter(|p| p.server == s).cloned());
+                continue;
+            }
+            let mut gpus: Vec<u32> = Vec::new();
+            for (local, &b) in switches.iter().enumerate() {
+                let want = f
+                    .gpus
+                    .get(topology.switch(b).local as usize)
+                    .copied()
+                    .unwrap_or(0);
+                let mut got = 0;
+                for (pos, &gpu) in topology.switch(b).gpus.iter().enumerate() {
+                    if got == want {
+                        break;
+                    }
+                    if !taken[local][pos] {
+                        taken[local][pos] = true;
+                        gpus.push(gpu);
+                        got += 1;
+                    }
+                }
+            }
+            let gpw = job.demand.gpus_per_worker.max(1) as usize;
+            for chunk in gpus.chunks(gpw) {
+                a.workers.push(WorkerTask {
+                    server: s,
+                    gpus: chunk.to_vec(),
+                });
+            }
+            a.ps.extend((0..f.ps).map(|_| PsTask { server: s }));
+        }
+    }
+    let mut assignments: Vec<Assignment> = by_job.into_values().collect();
+    assignments.sort_by_key(|a| snap.job_index(a.job));
+    for a in &mut assignments {
+        a.workers.sort_by_key(|w| w.server);
+        a.ps.sort_by_key(|p| p.server);
+    }
+    Schedule { assignments }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ilp::config::columns_of;
+    use crate::ilp::{SolveRequest, SolveSettings};
+    use crate::model::ClusterSnapshot;
+    use crate::objective::Objective;
+    use crate::perf::CalibratedPerf;
+
+    fn instance(name: &str) -> ClusterSnapshot {
+        let path = format!(
+            "{}/formulations/instances/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        ClusterSnapshot::from_json_file(path).unwrap()
+    }
+
+    /// Over a pool holding the compact program's proven optimum and the keep-everything
+    /// schedule, the master finds that optimum again: a valid schedule whose score is the
+    /// master's objective and the compact optimum.
+    #[test]
+    fn the_master_over_the_optimums_columns_finds_the_optimum() {
+        let perf = CalibratedPerf::shipped();
+        let objective = Objective::default();
+        let settings = SolveSettings {
+            time_limit_s: 60.0,
+            ..Default::default()
+        }
+        .checked()
+        .unwrap();
+        for name in [
+            "gen_s02_j04_seed1",
+            "gen_s02_j06_seed2",
+            "gen_s03_j06_seed1",
+            "gen_s03_j08_seed2",
+        ] {
+            let snap = instance(name);
+            let pricing = RoundPricing::new(perf, &snap, objective);
+            let exact = SolveRequest::new(&snap, perf, objective)
+                .unwrap()
+                .settings(settings.clone())
+                .solve()
+                .unwrap();
+            assert_eq!(exact.report.status, SolveStatus::Optimal, "{name}");
+            let keep = snap.current_schedule();
+            let (mut pool, _) = columns_of(&pricing, &exact.schedule).unwrap();
+            let (keep_cols, keep_choices) = columns_of(&pricing, &keep).unwrap();
+            for c in &keep_cols {
+                if !pool.contains(c) {
+                    pool.push(c.clone());
+                }
+            }
+            let m = solve_master(
+                &pricing,
+                &pool,
+                &settings,
+                Some((&keep_cols, &keep_choices)),
+            )
+            .unwrap();
+            assert_eq!(m.status, SolveStatus::Optimal, "{name}");
+            assert!(
+                m.schedule.validate(&snap).is_empty(),
+                "{name}: {:?}",
+                m.schedule.validate(&snap)
+            );
+            let score = pricing.score(&m.schedule).unwrap().total;
+            assert!(
+                (score - m.objective).abs() < 1e-6,
+                "{name}: score {score} vs master {}",
+                m.objective
+            );
+            assert!(
+                (m.objective - exact.report.objective).abs() < 1e-6,
+                "{name}: master {} vs compact {}",
+                m.objective,
+                exact.report.objective
+            );
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The configuration program (Dantzig–Wolfe over servers; its mathematics in
+//! `formulations/README.md`, "The configuration program"): a column is what one server hosts,
+//! priced exactly by the round's [`crate::objective::RoundPricing`]; the master chooses at most
+//! one column per server and one option per job, and links them.
+//!
+//! `column`: a server's configuration and its exact share of the objective; `master`: the master
+//! over a pool of columns, integer or relaxed (with duals); `price`: a server's best column at
+//! those duals, by an exact search; `cg`: column generation at the root, whose relaxation bounds
+//! the round. [`crate::ilp::SolveRequest::program`] solves a round with it.
+
+mod cg;
+mod column;
+mod master;
+pub(super) mod price;
+
+pub(crate) use cg::{dive, generate_columns};
+pub(crate) use column::{Column, Fragment, JobChoice, columns_of};
+#[cfg(test)]
+pub(crate) use master::solve_lp;
+pub(crate) use master::solve_master;
