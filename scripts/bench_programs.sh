@@ -2,11 +2,11 @@
 # The compact and the configuration program side by side on every shipped round
 # (`formulations/instances`): `coda solve --program P --time-limit 60 --threads 1 --json`, each
 # from the same starts (the running jobs kept, the best heuristic's schedule). Writes
-# benches/results/config/solve_programs.csv and machine.txt. About 30 minutes on 2 cores.
+# formulations/results/programs/solve_programs.csv and machine.txt. About 30 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 coda=${CODA:-target/release/coda}
-out=${1:-benches/results/config}
+out=${1:-formulations/results/programs}
 limit=${LIMIT:-60}
 mkdir -p "$out"
 tmp=$(mktemp)

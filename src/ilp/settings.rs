@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::formulation::FormulationOptions;
 use crate::error::{Error, Result};
 
+/// The relative and absolute gap under which a solve is called optimal (HiGHS' defaults).
+pub(crate) const PROVEN_GAP: f64 = 1e-6;
+
 /// Solver settings as written (by hand, from JSON or the command line); a solve takes them only
 /// once checked ([`SolveSettings::checked`]). Defaults written down here.
 ///

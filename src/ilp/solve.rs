@@ -8,14 +8,11 @@ use serde::Serialize;
 use super::backend::{Backend, BackendRun, Highs, Program};
 use super::codec::Decoder;
 use super::formulation::{Formulation, ModelSize};
-use super::settings::CheckedSettings;
+use super::settings::{CheckedSettings, PROVEN_GAP};
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
-
-/// The relative and absolute gap under which a solve is called optimal.
-const PROVEN_GAP: f64 = 1e-6;
 
 pub use crate::scheduler::SolveStatus;
 
@@ -342,146 +339,14 @@ impl<'a> SolveRequest<'a> {
         Ok(form.size())
     }
 
-    /// The configuration program: columns generated from every valid start's columns (at most
-    /// 70 % of the time limit), then the master over them as an integer program from the best
-    /// start, never returning less than that start. The bound is column generation's (a bound
-    /// on the round whenever its pricing was exact), not the restricted master's.
+    /// The configuration program ([`super::config`]), from every valid start.
     fn config(&self) -> Result<Solved> {
-        use super::config::{columns_of, dive, generate_columns, solve_master};
-        let t0 = Instant::now();
-        let (snapshot, pricing) = (self.snapshot, &self.pricing);
-        let mut starts: Vec<Schedule> = Vec::new();
-        if let Some(s) = self.warm_start {
-            let v = s.validate(snapshot);
-            if !v.is_empty() {
-                return Err(Error::InvalidSchedule {
-                    context: "warm start".into(),
-                    violations: v,
-                });
-            }
-            starts.push(s.clone());
-        }
-        starts.push(snapshot.current_schedule());
-        starts.push(Schedule::default());
-        starts.extend(self.candidates.iter().cloned());
-        let mut seed = Vec::new();
-        let mut best: Option<(
-            Schedule,
-            f64,
-            Vec<super::config::Column>,
-            Vec<super::config::JobChoice>,
-        )> = None;
-        for s in starts {
-            if !s.validate(snapshot).is_empty() {
-                continue;
-            }
-            let (Ok(score), Ok((columns, choices))) = (pricing.score(&s), columns_of(pricing, &s))
-            else {
-                continue;
-            };
-            for c in &columns {
-                if !seed.contains(c) {
-                    seed.push(c.clone());
-                }
-            }
-            if best.as_ref().is_none_or(|b| score.total > b.1) {
-                best = Some((s, score.total, columns, choices));
-            }
-        }
-        let (start, start_objective, start_columns, start_choices) =
-            best.ok_or_else(|| Error::Solver {
-                solver: "start".into(),
-                reason: "not even the schedule in which every job waits can be priced".into(),
-            })?;
-        let limit = self.settings.time_limit_s;
-        let at = |share: f64| {
-            limit
-                .is_finite()
-                .then(|| t0 + std::time::Duration::from_secs_f64(share * limit))
-        };
-        let node_limit = 20_000_000;
-        let generated = generate_columns(
-            pricing,
-            seed,
+        super::config::solve(
+            &self.pricing,
             &self.settings,
-            usize::MAX,
-            node_limit,
-            at(0.6),
-        )?;
-        let left = || {
-            self.settings
-                .with_time_limit(limit - t0.elapsed().as_secs_f64())
-        };
-        let start_cols = Some((start_columns.as_slice(), start_choices.as_slice()));
-        let mut master = solve_master(pricing, &generated.pool, &left(), start_cols)?;
-        // Where the master over the root's columns leaves a gap, a dive generates the columns of
-        // an integer point and the master is solved again over all of them.
-        let mut columns = generated.pool.len();
-        let root_gap = relative_gap(generated.bound, master.objective);
-        // NaN (no bound, or no schedule) counts as open.
-        let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
-        if open && at(0.85).is_none_or(|d| Instant::now() < d) {
-            let pool = dive(
-                pricing,
-                &generated,
-                &self.settings,
-                node_limit,
-                64,
-                at(0.85),
-            )?;
-            columns = pool.len();
-            let again = solve_master(pricing, &pool, &left(), start_cols)?;
-            if again.objective > master.objective || master.objective.is_nan() {
-                master = again;
-            }
-        }
-        let generation_s = t0.elapsed().as_secs_f64();
-        // A master that found nothing (NaN) or nothing better returns the start.
-        let beats = master.objective.is_finite() && master.objective > start_objective + PROVEN_GAP;
-        let returned_start = !beats;
-        let (schedule, objective) = if returned_start {
-            (start, start_objective)
-        } else {
-            (master.schedule, master.objective)
-        };
-        let score = pricing.score(&schedule)?;
-        let bound = generated.bound;
-        let gap = relative_gap(bound, objective);
-        let proven = gap <= PROVEN_GAP || (bound - objective) <= PROVEN_GAP;
-        let status = if proven {
-            SolveStatus::Optimal
-        } else if t0.elapsed().as_secs_f64() >= limit {
-            SolveStatus::TimeLimit
-        } else {
-            SolveStatus::GapLimit
-        };
-        let report = SolveReport {
-            status,
-            objective,
-            objective_check: score.total,
-            perf_model_utility: pricing.perf_model_utility(&schedule, &score)?,
-            best_bound: bound,
-            gap,
-            build_time_s: generation_s,
-            wall_time_s: t0.elapsed().as_secs_f64(),
-            nodes: master.nodes,
-            size: master.size,
-            warm_started: true,
-            start_objective,
-            returned_start,
-            columns: Some(ColumnStats {
-                columns,
-                iterations: generated.iterations,
-                converged: generated.converged,
-                relaxation: generated.lp,
-                generation_s,
-            }),
-        };
-        Ok(Solved {
-            schedule,
-            report,
-            phases: None,
-        })
+            self.warm_start,
+            &self.candidates,
+        )
     }
 
     /// One solve of the program with `fixed` held to `warm_start`.
@@ -639,10 +504,12 @@ impl<'a> SolveRequest<'a> {
                 .map(|b| b + decoder.objective_constant())
                 .unwrap_or(objective);
             // HiGHS says "optimal" when the gap is within the requested tolerances, however
-            // loose: only a gap within the default ones (1e-6) is called optimal here, a looser
-            // stop is a gap-limit stop (`--gap 1` accepts any feasible schedule).
-            let loose = relative_gap(bound, objective) > PROVEN_GAP * 1.0001
-                && (bound - objective).max(0.0) > PROVEN_GAP * 1.0001;
+            // loose: only a gap within the default ones (1e-6, absolute, or relative to HiGHS'
+            // own objective, which leaves out the program's constant) is called optimal here; a
+            // looser stop is a gap-limit stop (`--gap 1` accepts any feasible schedule).
+            let above = (bound - objective).max(0.0);
+            let scale = 1.0f64.max(run.objective.abs()).max(objective.abs());
+            let loose = above > PROVEN_GAP * 1.0001 * scale;
             let status = if run.status == SolveStatus::Optimal && loose {
                 SolveStatus::GapLimit
             } else {

@@ -51,7 +51,11 @@ pub(crate) fn dive(
         let servers: Vec<usize> = fixed.iter().map(|&i| pool[i].server).collect();
         let pick = (0..pool.len())
             .filter(|&i| !fixed.contains(&i) && !servers.contains(&pool[i].server))
-            .filter(|&i| lambda[i] > 1e-6 && lambda[i] < 1.0 - 1e-6)
+            // Columns priced after the last relaxation have no value yet: 0.
+            .filter(|&i| {
+                let l = lambda.get(i).copied().unwrap_or(0.0);
+                l > 1e-6 && l < 1.0 - 1e-6
+            })
             .max_by(|&a, &b| lambda[a].total_cmp(&lambda[b]).then(b.cmp(&a)));
         let Some(i) = pick else { break };
         fixed.push(i);
@@ -117,7 +121,7 @@ fn generate_fixed(
         let (mut gain, mut exact) = (0.0, new == 0);
         if new == 0 {
             for s in (0..servers).filter(|s| !taken.contains(s)) {
-                let p = price_server(pricing, duals, s, node_limit);
+                let p = price_server(pricing, duals, s, node_limit, deadline);
                 exact &= p.exact;
                 if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
                     gain += p.reduced_cost;
@@ -151,18 +155,11 @@ mod tests {
     use super::*;
     use crate::ilp::config::{columns_of, solve_lp, solve_master};
     use crate::ilp::{SolveRequest, SolveSettings};
-    use crate::model::ClusterSnapshot;
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
     use crate::scheduler::SolveStatus;
 
-    fn instance(name: &str) -> ClusterSnapshot {
-        let path = format!(
-            "{}/formulations/instances/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        ClusterSnapshot::from_json_file(path).unwrap()
-    }
+    use crate::ilp::config::test_instance as instance;
 
     /// On rounds the compact program proves, column generation from the keep-everything
     /// columns converges to a bound no lower than the proven optimum; the reduced costs it
@@ -213,7 +210,9 @@ mod tests {
             // The search prices a column as the column prices itself (its losses, its duals).
             for srv in 0..snap.cluster.servers.len() {
                 for p in [
-                    crate::ilp::config::price::price_server(&pricing, &r.duals, srv, 5_000_000),
+                    crate::ilp::config::price::price_server(
+                        &pricing, &r.duals, srv, 5_000_000, None,
+                    ),
                     crate::ilp::config::price::price_greedy(&pricing, &r.duals, srv),
                 ] {
                     let direct = r.duals.reduced_cost(&pricing, &p.column);

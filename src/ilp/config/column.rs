@@ -181,17 +181,10 @@ pub(crate) fn master_value(pricing: &RoundPricing<'_>, choices: &[JobChoice]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ClusterSnapshot;
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
 
-    fn instance(name: &str) -> ClusterSnapshot {
-        let path = format!(
-            "{}/formulations/instances/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        ClusterSnapshot::from_json_file(path).unwrap()
-    }
+    use crate::ilp::config::test_instance as instance;
 
     /// The decomposition is exact: on every shipped round, for the schedule that keeps every
     /// running job and for the program's own solution, the columns' values plus the master's

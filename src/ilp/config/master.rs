@@ -381,7 +381,7 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
             .iter()
             .map(|&b| vec![false; topology.switch(b).gpus.len()])
             .collect();
-        let mut order: Vec<&super::Fragment> = c.fragments.iter().collect();
+        let mut order: Vec<&super::column::Fragment> = c.fragments.iter().collect();
         order.sort_by_key(|f| !f.kept);
         for f in order {
             let job = &snap.jobs[f.job.0];
@@ -447,17 +447,10 @@ mod tests {
     use super::*;
     use crate::ilp::config::columns_of;
     use crate::ilp::{SolveRequest, SolveSettings};
-    use crate::model::ClusterSnapshot;
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
 
-    fn instance(name: &str) -> ClusterSnapshot {
-        let path = format!(
-            "{}/formulations/instances/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        ClusterSnapshot::from_json_file(path).unwrap()
-    }
+    use crate::ilp::config::test_instance as instance;
 
     /// Over a pool holding the compact program's proven optimum and the keep-everything
     /// schedule, the master finds that optimum again: a valid schedule whose score is the

@@ -12,9 +12,20 @@ mod cg;
 mod column;
 mod master;
 pub(super) mod price;
+mod solve;
 
-pub(crate) use cg::{dive, generate_columns};
-pub(crate) use column::{Column, Fragment, JobChoice, columns_of};
 #[cfg(test)]
-pub(crate) use master::solve_lp;
-pub(crate) use master::solve_master;
+pub(crate) use column::columns_of;
+#[cfg(test)]
+pub(crate) use master::{solve_lp, solve_master};
+pub(crate) use solve::solve;
+
+/// A shipped round (`formulations/instances/NAME.json`), for the tests of this module.
+#[cfg(test)]
+pub(crate) fn test_instance(name: &str) -> crate::model::ClusterSnapshot {
+    let path = format!(
+        "{}/formulations/instances/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    crate::model::ClusterSnapshot::from_json_file(path).unwrap()
+}

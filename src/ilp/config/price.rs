@@ -222,11 +222,20 @@ struct Search<'p, 'a> {
     best: (f64, Vec<(usize, usize)>),
     nodes: u64,
     limit: u64,
+    deadline: Option<std::time::Instant>,
 }
 
 impl Search<'_, '_> {
     fn run(&mut self, i: usize) {
         self.nodes += 1;
+        // Past the deadline the search counts as over its limit (not exact).
+        if self.nodes.is_multiple_of(4096)
+            && self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            self.limit = 0;
+        }
         if self.nodes > self.limit {
             return;
         }
@@ -357,6 +366,7 @@ pub(crate) fn price_server(
     duals: &Duals,
     s: usize,
     node_limit: u64,
+    deadline: Option<std::time::Instant>,
 ) -> Priced {
     let snap = pricing.snapshot();
     let mut jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
@@ -400,6 +410,7 @@ pub(crate) fn price_server(
         best: (0.0, Vec::new()),
         nodes: 0,
         limit: node_limit,
+        deadline,
     };
     search.run(0);
     let exact = search.nodes <= search.limit;

@@ -457,6 +457,41 @@ pub(super) fn warm_section(csv: &Path, stop: &Path) -> coda::Result<String> {
     ))
 }
 
+/// `programs/solve_programs.csv`: the compact and the configuration program on every shipped
+/// round, from the same starts: status, gap to the bound, time, and the columns generated.
+pub(super) fn programs_section(csv: &Path, stop: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(stop);
+    let mut pivot = Pivot::default();
+    for r in 0..t.len() {
+        let program = t.str(r, "program")?;
+        let status = t.str(r, "status")?;
+        let objective = t.num(r, "objective")?;
+        let gap = t.num(r, "gap")?;
+        let shown = if status == "optimal" {
+            format!("{objective:.4} proven")
+        } else if gap.is_nan() {
+            format!("{objective:.4}, no bound")
+        } else {
+            format!("{objective:.4}, gap {}", pct(gap))
+        };
+        let mut text = format!("{shown}, {:.1} s", t.num(r, "wall_s")?);
+        if program == "config" {
+            text.push_str(&format!(", {} columns", t.str(r, "columns")?));
+        }
+        pivot.add(t.str(r, "instance")?, program, text);
+    }
+    Ok(format!(
+        "### formulations/results/programs/solve_programs.csv\n\nThe compact and the \
+         configuration program on every shipped round, from the same starts (the running jobs \
+         kept, the best heuristic's schedule), 1 HiGHS thread: the objective, proven optimal or \
+         with the gap to the bound at the limit (\"no bound\": column generation was stopped \
+         before an exact pricing round certified one). {}\n\n{}\n",
+        provenance(dir, stop)?,
+        pivot.markdown("instance")
+    ))
+}
+
 /// The last row of each training curve.
 pub(super) fn curves_section(dir: &Path, results: &Path) -> coda::Result<String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -541,5 +576,10 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     s.push_str(&solve_section(&f.join("solve_scaling.csv"), &f)?);
     s.push('\n');
     s.push_str(&warm_section(&f.join("warm_start.csv"), &f)?);
+    s.push('\n');
+    s.push_str(&programs_section(
+        &f.join("programs/solve_programs.csv"),
+        &f,
+    )?);
     Ok(s.trim_end().to_string() + "\n")
 }

@@ -1,0 +1,144 @@
+//! A round solved with the configuration program: columns generated at the root, the master
+//! as an integer program, a dive where it leaves a gap; never below the best start.
+
+use std::time::Instant;
+
+use super::cg::{dive, generate_columns};
+use super::column::{Column, JobChoice, columns_of};
+use super::master::solve_master;
+use crate::error::{Error, Result};
+use crate::ilp::settings::{CheckedSettings, PROVEN_GAP};
+use crate::ilp::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
+use crate::model::Schedule;
+use crate::objective::RoundPricing;
+
+/// The configuration program: columns generated from every valid start's columns (60 % of
+/// the time limit), then the master over them as an integer program from the best start, and
+/// a dive where it leaves a gap (to 85 %); never less than the start. The bound is column
+/// generation's (a bound on the round whenever its pricing was exact), not the restricted
+/// master's.
+pub(crate) fn solve(
+    pricing: &RoundPricing<'_>,
+    settings: &CheckedSettings,
+    warm_start: Option<&Schedule>,
+    candidates: &[Schedule],
+) -> Result<Solved> {
+    let t0 = Instant::now();
+    let snapshot = pricing.snapshot();
+    let mut starts: Vec<Schedule> = Vec::new();
+    if let Some(s) = warm_start {
+        let v = s.validate(snapshot);
+        if !v.is_empty() {
+            return Err(Error::InvalidSchedule {
+                context: "warm start".into(),
+                violations: v,
+            });
+        }
+        starts.push(s.clone());
+    }
+    starts.push(snapshot.current_schedule());
+    starts.push(Schedule::default());
+    starts.extend(candidates.iter().cloned());
+    let mut seed = Vec::new();
+    let mut best: Option<(Schedule, f64, Vec<Column>, Vec<JobChoice>)> = None;
+    for s in starts {
+        if !s.validate(snapshot).is_empty() {
+            continue;
+        }
+        let Ok(score) = pricing.score(&s) else {
+            continue;
+        };
+        // A start the program cannot express (an option outside the round's list) still counts
+        // as the fallback; it only seeds no columns and is no MIP start.
+        let encoded = columns_of(pricing, &s).ok();
+        if let Some((columns, _)) = &encoded {
+            for c in columns {
+                if !seed.contains(c) {
+                    seed.push(c.clone());
+                }
+            }
+        }
+        if best.as_ref().is_none_or(|b| score.total > b.1) {
+            let (columns, choices) = encoded.unwrap_or_default();
+            best = Some((s, score.total, columns, choices));
+        }
+    }
+    let (start, start_objective, start_columns, start_choices) =
+        best.ok_or_else(|| Error::Solver {
+            solver: "start".into(),
+            reason: "not even the schedule in which every job waits can be priced".into(),
+        })?;
+    let limit = settings.time_limit_s;
+    let at = |share: f64| {
+        limit
+            .is_finite()
+            .then(|| t0 + std::time::Duration::from_secs_f64(share * limit))
+    };
+    let node_limit = 20_000_000;
+    let generated = generate_columns(pricing, seed, settings, usize::MAX, node_limit, at(0.6))?;
+    let left = || settings.with_time_limit(limit - t0.elapsed().as_secs_f64());
+    let start_cols =
+        (!start_choices.is_empty()).then_some((start_columns.as_slice(), start_choices.as_slice()));
+    let mut master = solve_master(pricing, &generated.pool, &left(), start_cols)?;
+    // Where the master over the root's columns leaves a gap, a dive generates the columns of
+    // an integer point and the master is solved again over all of them.
+    let mut columns = generated.pool.len();
+    let root_gap = relative_gap(generated.bound, master.objective);
+    // NaN (no bound, or no schedule) counts as open.
+    let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
+    if open && at(0.85).is_none_or(|d| Instant::now() < d) {
+        let pool = dive(pricing, &generated, settings, node_limit, 64, at(0.85))?;
+        columns = pool.len();
+        let again = solve_master(pricing, &pool, &left(), start_cols)?;
+        if again.objective > master.objective || master.objective.is_nan() {
+            master = again;
+        }
+    }
+    let generation_s = t0.elapsed().as_secs_f64();
+    // A master that found nothing (NaN) or nothing better returns the start.
+    let beats = master.objective.is_finite() && master.objective > start_objective + PROVEN_GAP;
+    let returned_start = !beats;
+    let (schedule, objective) = if returned_start {
+        (start, start_objective)
+    } else {
+        (master.schedule, master.objective)
+    };
+    let score = pricing.score(&schedule)?;
+    let bound = generated.bound;
+    let gap = relative_gap(bound, objective);
+    let proven = gap <= PROVEN_GAP || (bound - objective) <= PROVEN_GAP;
+    let status = if proven {
+        SolveStatus::Optimal
+    } else if t0.elapsed().as_secs_f64() >= limit {
+        SolveStatus::TimeLimit
+    } else {
+        SolveStatus::GapLimit
+    };
+    let report = SolveReport {
+        status,
+        objective,
+        objective_check: score.total,
+        perf_model_utility: pricing.perf_model_utility(&schedule, &score)?,
+        best_bound: bound,
+        gap,
+        build_time_s: generation_s,
+        wall_time_s: t0.elapsed().as_secs_f64(),
+        nodes: master.nodes,
+        size: master.size,
+        warm_started: true,
+        start_objective,
+        returned_start,
+        columns: Some(ColumnStats {
+            columns,
+            iterations: generated.iterations,
+            converged: generated.converged,
+            relaxation: generated.lp,
+            generation_s,
+        }),
+    };
+    Ok(Solved {
+        schedule,
+        report,
+        phases: None,
+    })
+}
