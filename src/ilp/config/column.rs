@@ -44,42 +44,39 @@ impl Column {
     /// ([`columns_of`]'s test).
     pub fn value(&self, pricing: &RoundPricing<'_>) -> f64 {
         let mut v = 0.0;
-        for f in &self.fragments {
-            let o = &pricing.options(f.job)[f.option];
-            let t = &o.terms;
+        for (i, f) in self.fragments.iter().enumerate() {
+            let t = &pricing.options(f.job)[f.option].terms;
             v += t.local_pair_slope * f64::from(f.workers) * f64::from(f.ps);
-            if f.workers > 0 {
-                let pressure: f64 = self
-                    .fragments
-                    .iter()
-                    .filter(|g| g.job != f.job && g.workers > 0)
-                    .map(|g| pricing.colocation_excess(f.job, g.job, self.server))
-                    .sum();
-                v -= t.coloc_coef * pressure;
-            }
-            let shared: u32 = (0..f.gpus.len())
-                .filter(|&b| f.gpus[b] > 0)
-                .map(|b| {
-                    self.fragments
-                        .iter()
-                        .filter(|g| g.job != f.job && g.gpus.get(b).is_some_and(|&n| n > 0))
-                        .count() as u32
-                })
-                .sum();
-            v -= t.pcie_coef * f64::from(shared);
-            if o.mode == Mode::Multi {
-                let others = self
-                    .fragments
-                    .iter()
-                    .filter(|g| {
-                        g.job != f.job && pricing.options(g.job)[g.option].mode == Mode::Multi
-                    })
-                    .count();
-                v -= t.nic_coef * others as f64;
+            for g in &self.fragments[i + 1..] {
+                v += pair_loss(pricing, self.server, f, g);
             }
         }
         v
     }
+}
+
+/// What two fragments on server `s` cost each other, both ways (≤ 0 when every coefficient and
+/// co-location excess is): co-location when both have workers, PCIe sharing per switch both
+/// use, NIC sharing when both options are multi-server — each at the sufferer's coefficient.
+/// The one place the configuration program prices contention: [`Column::value`] sums it over
+/// pairs, and pricing adds it fragment by fragment.
+pub(crate) fn pair_loss(pricing: &RoundPricing<'_>, s: usize, a: &Fragment, b: &Fragment) -> f64 {
+    let oa = &pricing.options(a.job)[a.option];
+    let ob = &pricing.options(b.job)[b.option];
+    let (ta, tb) = (&oa.terms, &ob.terms);
+    let mut v = 0.0;
+    if a.workers > 0 && b.workers > 0 {
+        v -= ta.coloc_coef * pricing.colocation_excess(a.job, b.job, s);
+        v -= tb.coloc_coef * pricing.colocation_excess(b.job, a.job, s);
+    }
+    let shared = (0..a.gpus.len())
+        .filter(|&i| a.gpus[i] > 0 && b.gpus.get(i).is_some_and(|&n| n > 0))
+        .count() as f64;
+    v -= (ta.pcie_coef + tb.pcie_coef) * shared;
+    if oa.mode == Mode::Multi && ob.mode == Mode::Multi {
+        v -= ta.nic_coef + tb.nic_coef;
+    }
+    v
 }
 
 /// What a schedule does with each job outside the servers: its option (`None`: it waits) and

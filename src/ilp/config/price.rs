@@ -9,10 +9,10 @@
 //! is checked per server; where a model prices one below zero the search drops that bound and
 //! visits every combination (up to the node limit).
 
-use super::column::{Column, Fragment};
+use super::column::{Column, Fragment, pair_loss};
 use super::master::Duals;
 use crate::model::JobPos;
-use crate::objective::{Mode, RoundPricing, same_assignment};
+use crate::objective::{Mode, RoundPricing};
 
 /// The best column found for a server, its reduced cost, and whether the search was complete
 /// (a certificate that no column of that server has a higher one).
@@ -32,7 +32,6 @@ struct Candidate {
     own: f64,
     cpu: f64,
     mem: f64,
-    multi: bool,
 }
 
 /// Every split of `n` GPUs over switches with `free` room each.
@@ -50,6 +49,13 @@ fn layouts(n: u32, free: &[u32], out: &mut Vec<Vec<u32>>, cur: &mut Vec<u32>) {
         layouts(n - g, free, out, cur);
         cur.pop();
     }
+}
+
+/// A fragment's reduced cost alone: its worker–PS credit less its workers', PS and presence
+/// rows at their duals `[α, β, γ]`, less `extra` (its spread and keep rows).
+fn own_reduced_cost(slope: f64, m: u32, q: u32, [dw, dp, dn]: [f64; 3], extra: f64) -> f64 {
+    let (m, q) = (f64::from(m), f64::from(q));
+    slope * m * q - dw * m - dp * q - dn - extra
 }
 
 /// The candidates of job `j` on server `s` whose own reduced cost is positive.
@@ -95,11 +101,7 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
             vec![(o.workers, o.ps)]
         };
         for (m, q) in sizes {
-            let own = o.terms.local_pair_slope * f64::from(m) * f64::from(q)
-                - dw * f64::from(m)
-                - dp * f64::from(q)
-                - dn
-                - ds;
+            let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], ds);
             if own <= 1e-9 {
                 continue;
             }
@@ -136,7 +138,6 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
                         own,
                         cpu,
                         mem,
-                        multi,
                     });
                 }
             }
@@ -158,13 +159,9 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
             }
         }
         let [dw, dp, dn] = duals.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
-        let own = o.terms.local_pair_slope * f64::from(m) * f64::from(q)
-            - dw * f64::from(m)
-            - dp * f64::from(q)
-            - dn
-            - duals.keep.get(&(j, s)).copied().unwrap_or(0.0)
-            - duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
-        debug_assert!(same_assignment(cur, cur));
+        let extra = duals.keep.get(&(j, s)).copied().unwrap_or(0.0)
+            + duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
+        let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], extra);
         if own > 1e-9 {
             out.push(Candidate {
                 fragment: Fragment {
@@ -178,33 +175,11 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
                 own,
                 cpu: f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps,
                 mem: f64::from(m) * d.mem_per_worker_gib + f64::from(q) * d.mem_per_ps_gib,
-                multi: o.mode == Mode::Multi,
             });
         }
     }
     out.sort_by(|a, b| b.own.total_cmp(&a.own));
     out
-}
-
-/// The loss between two fragments on server `s` (both directions; ≤ 0 when every coefficient
-/// and co-location excess is non-negative).
-fn interaction(pricing: &RoundPricing<'_>, s: usize, a: &Candidate, b: &Candidate) -> f64 {
-    let (fa, fb) = (&a.fragment, &b.fragment);
-    let ta = &pricing.options(fa.job)[fa.option].terms;
-    let tb = &pricing.options(fb.job)[fb.option].terms;
-    let mut v = 0.0;
-    if fa.workers > 0 && fb.workers > 0 {
-        v -= ta.coloc_coef * pricing.colocation_excess(fa.job, fb.job, s);
-        v -= tb.coloc_coef * pricing.colocation_excess(fb.job, fa.job, s);
-    }
-    let shared = (0..fa.gpus.len())
-        .filter(|&i| fa.gpus[i] > 0 && fb.gpus.get(i).is_some_and(|&n| n > 0))
-        .count() as f64;
-    v -= (ta.pcie_coef + tb.pcie_coef) * shared;
-    if a.multi && b.multi {
-        v -= ta.nic_coef + tb.nic_coef;
-    }
-    v
 }
 
 struct Search<'p, 'a> {
@@ -259,7 +234,12 @@ impl Search<'_, '_> {
                     .chosen
                     .iter()
                     .map(|&(ji, ci)| {
-                        interaction(self.pricing, self.server, cand, &self.jobs[ji][ci])
+                        pair_loss(
+                            self.pricing,
+                            self.server,
+                            &cand.fragment,
+                            &self.jobs[ji][ci].fragment,
+                        )
                     })
                     .sum::<f64>();
             if self.prune && self.value + gain + self.rest[i + 1] <= self.best.0 + 1e-12 {
@@ -327,7 +307,9 @@ pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) 
                 let gain = cand.own
                     + chosen
                         .iter()
-                        .map(|&(ji, ci)| interaction(pricing, s, cand, &jobs[ji][ci]))
+                        .map(|&(ji, ci)| {
+                            pair_loss(pricing, s, &cand.fragment, &jobs[ji][ci].fragment)
+                        })
                         .sum::<f64>();
                 if gain > 1e-9 && best.is_none_or(|b| gain > b.0) {
                     best = Some((gain, i, c));
