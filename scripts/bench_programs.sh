@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # The compact and the configuration program side by side on every shipped round
-# (`formulations/instances`): `coda solve --program P --time-limit 60 --threads 1 --json`, each
-# from the same starts (the running jobs kept, the best heuristic's schedule). Writes
-# formulations/results/programs/solve_programs.csv and machine.txt. About 30 minutes on 2 cores.
+# (`formulations/instances`, then the 16 × 32 and 64 × 128 rounds of `formulations/instances/large`):
+# `coda solve --program P --time-limit L --threads 1 --json`, each from the same starts (the
+# running jobs kept, the best heuristic's schedule); L is 60 s (LIMIT), 300 s for 64 servers
+# (LIMIT_64). Writes formulations/results/programs/solve_programs.csv and machine.txt. About
+# 45 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 coda=${CODA:-target/release/coda}
 out=${1:-formulations/results/programs}
 limit=${LIMIT:-60}
+limit64=${LIMIT_64:-300}
 mkdir -p "$out"
 tmp=$(mktemp)
 echo "instance,program,status,objective,best_bound,gap,wall_s,nodes,columns,iterations,converged,generation_s" > "$tmp"
-for f in formulations/instances/*.json; do
+for f in formulations/instances/*.json formulations/instances/large/*seed1.json; do
   name=$(basename "$f" .json)
+  l=$limit
+  case "$name" in gen_s64_*) l=$limit64 ;; esac
   for p in compact config; do
-    "$coda" solve --instance "$f" --program "$p" --time-limit "$limit" --threads 1 --json | python3 -c "
+    "$coda" solve --instance "$f" --program "$p" --time-limit "$l" --threads 1 --json | python3 -c "
 import json,sys
 d=json.load(sys.stdin); c=d.get('columns') or {}
 print(','.join(str(x) for x in ['$name','$p',d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],d.get('nodes') if d.get('nodes') is not None else '',c.get('columns',''),c.get('iterations',''),c.get('converged',''),c.get('generation_s','')]))" >> "$tmp"
@@ -25,5 +30,5 @@ mv "$tmp" "$out/solve_programs.csv"
 { echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
   echo "date: $(date -u +%Y-%m-%d)"
   echo "commit: $(git rev-parse --short HEAD)"
-  echo "command: bash scripts/bench_programs.sh (LIMIT=$limit)"
+  echo "command: bash scripts/bench_programs.sh (LIMIT=$limit, LIMIT_64=$limit64)"
 } > "$out/machine.txt"

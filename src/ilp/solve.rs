@@ -74,13 +74,24 @@ pub struct ColumnStats {
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SolveProgram {
-    /// The compact program of `formulations/README.md` (per-job, per-switch integer columns).
+    /// By size: the configuration program for rounds of at least
+    /// [`SolveProgram::AUTO_CONFIG_SIZE`] servers × jobs where no job is held, else the compact
+    /// one (measured in `formulations/results/programs`: the compact program is faster on the
+    /// smallest rounds, the configuration program proves or bounds every larger one better).
     #[default]
+    Auto,
+    /// The compact program of `formulations/README.md` (per-job, per-switch integer columns).
     Compact,
     /// The configuration program: a column per server configuration, generated at the root
     /// against the relaxation's duals (its bound closes packing gaps), then the master over the
     /// columns as an integer program.
     Config,
+}
+
+impl SolveProgram {
+    /// The size (servers × jobs) from which [`SolveProgram::Auto`] takes the configuration
+    /// program: above the shipped 4 × 8 rounds, which the compact program proves in seconds.
+    pub const AUTO_CONFIG_SIZE: usize = 40;
 }
 
 /// A solved round: the schedule (empty if infeasible) and the report.
@@ -153,12 +164,14 @@ impl<'a> SolveRequest<'a> {
             warm_start: None,
             candidates: Vec::new(),
             fixing: Fixing::None,
-            program: SolveProgram::Compact,
+            program: SolveProgram::Auto,
         })
     }
 
-    /// Builds `program` (default: the compact one). The configuration program takes no held
-    /// jobs yet: `hold` and `fix_then_free` with it are an error.
+    /// Builds `program` (default: [`SolveProgram::Auto`], by size). The configuration program
+    /// takes no held jobs yet: `hold` and `fix_then_free` with it are an error (`Auto` then
+    /// builds the compact one). The relaxation, the build and the MPS export are the compact
+    /// program's whatever this says.
     pub fn program(mut self, program: SolveProgram) -> Self {
         self.program = program;
         self
@@ -228,8 +241,8 @@ impl<'a> SolveRequest<'a> {
                 "fixing jobs needs the warm start that says what to fix them to",
             ));
         }
-        if self.program == SolveProgram::Config {
-            if !matches!(self.fixing, Fixing::None) {
+        if self.chosen_program() == SolveProgram::Config {
+            if self.fixes_jobs() {
                 return Err(Error::setting(
                     "solve",
                     "program",
@@ -245,6 +258,32 @@ impl<'a> SolveRequest<'a> {
                 self.once(&self.settings, self.warm_start, &self.candidates, jobs)
             }
             Fixing::ThenFree(jobs, share) => self.fix_then_free_solve(jobs, *share),
+        }
+    }
+
+    /// Whether the request holds or fixes any job.
+    fn fixes_jobs(&self) -> bool {
+        match &self.fixing {
+            Fixing::None => false,
+            Fixing::Hold(jobs) => !jobs.is_empty(),
+            Fixing::ThenFree(..) => true,
+        }
+    }
+
+    /// The program [`SolveRequest::solve`] builds: the one asked for, [`SolveProgram::Auto`]
+    /// resolved by the round's size (and to the compact program where jobs are held).
+    pub fn chosen_program(&self) -> SolveProgram {
+        match self.program {
+            SolveProgram::Auto => {
+                let snap = self.pricing.snapshot();
+                let size = snap.cluster.servers.len() * snap.jobs.len();
+                if size >= SolveProgram::AUTO_CONFIG_SIZE && !self.fixes_jobs() {
+                    SolveProgram::Config
+                } else {
+                    SolveProgram::Compact
+                }
+            }
+            p => p,
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::ilp::{SolveRequest, SolveSettings, SolveStatus, relative_gap};
+use crate::ilp::{SolveProgram, SolveRequest, SolveSettings, SolveStatus, relative_gap};
 use crate::model::ClusterSnapshot;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
@@ -66,8 +66,11 @@ pub fn measure(
     perf: &dyn PerfModel,
     settings: &SolveSettings,
 ) -> Result<ScalingRow> {
-    let request =
-        SolveRequest::new(snapshot, perf, Objective::default())?.settings(settings.checked()?);
+    // The compact program's size, cuts and root: what these rows compare (the configuration
+    // program has its own table, `formulations/results/programs`).
+    let request = SolveRequest::new(snapshot, perf, Objective::default())?
+        .settings(settings.checked()?)
+        .program(SolveProgram::Compact);
     let root_bound = request.relaxation_bound()?.unwrap_or(f64::NAN);
     let s = request.solve()?;
     let r = s.report;

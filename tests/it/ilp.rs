@@ -108,7 +108,8 @@ fn with_credit(credit: f64) -> Objective {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// The integer program's optimum equals the best of every valid schedule, enumerated.
+    /// The integer program's optimum — the compact program's and the configuration program's —
+    /// equals the best of every valid schedule, enumerated.
     #[test]
     fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5])) {
         let s = tiny(servers, per_switch, switches, jobs, seed);
@@ -119,6 +120,9 @@ proptest! {
         prop_assert_eq!(got.report.status, SolveStatus::Optimal);
         // HiGHS proves optimality to an absolute gap of 1e-6 (SolveSettings::mip_abs_gap).
         prop_assert!((got.report.objective - best).abs() <= 1e-6 + 1e-9, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
+        let config = ilp::SolveRequest::new(&s, perf(), obj).unwrap().program(ilp::SolveProgram::Config).solve().unwrap().report;
+        prop_assert_eq!(config.status, SolveStatus::Optimal);
+        prop_assert!((config.objective - best).abs() <= 1e-6 + 1e-9, "configuration program {} vs brute force {}", config.objective, best);
     }
 
     /// The decoded schedule is valid and its objective is the one the solver reports.

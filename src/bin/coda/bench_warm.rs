@@ -108,9 +108,11 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             fixed,
             fixed_phase_s: fixed_s,
         };
+        // The compact program: the one fix-and-solve works on, so the three rows compare.
         let round = coda::ilp::SolveRequest::new(&snap, &perf, objective)?
             .settings(settings.clone())
-            .candidates([heuristic]);
+            .candidates([heuristic])
+            .program(coda::ilp::SolveProgram::Compact);
         let cold = round.solve()?;
         rows.push(row("heuristic-start", &cold.report, 0, 0.0));
         let round = round.warm_start(&start);

@@ -13,10 +13,10 @@ pub struct Args {
     /// Instance (ClusterSnapshot JSON).
     #[arg(long)]
     pub instance: PathBuf,
-    /// Which program: `compact` (per-job integer columns) or `config` (a column per server
+    /// Which program: `compact` (per-job integer columns), `config` (a column per server
     /// configuration, generated against the relaxation's duals: a bound that closes packing
-    /// gaps; no `--fix-confident` yet).
-    #[arg(long, value_enum, default_value_t = coda::ilp::SolveProgram::Compact)]
+    /// gaps; no `--fix-confident` yet) or `auto` (by size: `config` from 40 servers × jobs).
+    #[arg(long, value_enum, default_value_t = coda::ilp::SolveProgram::Auto)]
     pub program: coda::ilp::SolveProgram,
     /// Wall-clock limit, seconds.
     #[arg(long, default_value_t = 60.0, value_parser = range::time_limit)]

@@ -1,15 +1,32 @@
 //! Column generation at the root: the master's relaxation over the columns so far, each
 //! server's best column priced against its duals, until no server has a column that would
 //! raise it. Its value is then a bound on the round (every pricing exact); before that, the
-//! relaxation plus every server's best reduced cost is one (Lagrangian: each server takes at
-//! most one column).
+//! relaxation plus every server's best reduced cost (or any bound on it) is one (Lagrangian: each
+//! server takes at most one column). Servers are priced once per class of identical ones.
 
-use super::column::Column;
+use super::column::{Classes, Column};
 use super::master::solve_lp;
-use super::price::{price_greedy, price_server};
-use crate::error::Result;
+use super::price::{price_greedy, price_servers};
+use crate::error::{Error, Result};
 use crate::ilp::settings::CheckedSettings;
 use crate::objective::RoundPricing;
+
+/// Nodes of the short search that bounds every server's best column at an iteration where
+/// greedy pricing found columns.
+const PROBE_NODES: u64 = 2_000;
+
+/// Each class (by representative) with servers not taken by the `fixed` pool columns, and how
+/// many it has left.
+fn free_servers(classes: &Classes, pool: &[Column], fixed: &[usize]) -> Vec<(usize, usize)> {
+    classes
+        .reps()
+        .map(|r| {
+            let taken = fixed.iter().filter(|&&i| pool[i].server == r).count();
+            (r, classes.count(r).saturating_sub(taken))
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect()
+}
 
 /// What column generation did.
 #[derive(Debug, Clone)]
@@ -18,7 +35,7 @@ pub(crate) struct Generated {
     pub pool: Vec<Column>,
     /// The last relaxation's value over the pool.
     pub lp: f64,
-    /// The best valid bound on the round seen (NaN if no pricing round was exact).
+    /// The best valid bound on the round seen (NaN if none: losses below zero, or a dive's node).
     pub bound: f64,
     /// Relaxations solved.
     pub iterations: usize,
@@ -32,25 +49,36 @@ pub(crate) struct Generated {
 /// held at 1 and columns generated again, until the relaxation takes whole columns only (or
 /// `max_depth` columns are held, or the deadline passes). Returns the pool with every column
 /// the dive generated: the integer master over it then has the dive's schedule among its
-/// solutions. Finds schedules, proves nothing (the root keeps the bound).
+/// solutions. Finds schedules, proves nothing (the root keeps the bound). `pool` is the root's
+/// pool and any columns earlier dives added (indices of the root's unchanged); the root
+/// columns in `skip` are not held first (earlier dives began with them). Also returns the
+/// column this dive held first.
 pub(crate) fn dive(
     pricing: &RoundPricing<'_>,
     root: &Generated,
+    pool: Vec<Column>,
+    skip: &[usize],
     settings: &CheckedSettings,
     node_limit: u64,
     max_depth: usize,
     deadline: Option<std::time::Instant>,
-) -> Result<Vec<Column>> {
-    let mut pool = root.pool.clone();
+) -> Result<(Vec<Column>, Option<usize>)> {
+    let classes = Classes::of(pricing);
+    let mut pool = pool;
     let mut lambda = root.lambda.clone();
     let mut fixed: Vec<usize> = Vec::new();
+    // Columns whose fixing left the node without a relaxation (a multi-server job's other
+    // fragments missing from the pool): not fixed again.
+    let mut tried: Vec<usize> = skip.to_vec();
+    let mut first = None;
     for _ in 0..max_depth {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
-        let servers: Vec<usize> = fixed.iter().map(|&i| pool[i].server).collect();
+        let room = free_servers(&classes, &pool, &fixed);
         let pick = (0..pool.len())
-            .filter(|&i| !fixed.contains(&i) && !servers.contains(&pool[i].server))
+            .filter(|&i| !fixed.contains(&i) && !tried.contains(&i))
+            .filter(|&i| room.iter().any(|&(r, _)| r == pool[i].server))
             // Columns priced after the last relaxation have no value yet: 0.
             .filter(|&i| {
                 let l = lambda.get(i).copied().unwrap_or(0.0);
@@ -59,11 +87,32 @@ pub(crate) fn dive(
             .max_by(|&a, &b| lambda[a].total_cmp(&lambda[b]).then(b.cmp(&a)));
         let Some(i) = pick else { break };
         fixed.push(i);
-        let node = generate_fixed(pricing, pool, &fixed, settings, 50, node_limit, deadline)?;
-        pool = node.pool;
-        lambda = node.lambda;
+        match generate_fixed(
+            pricing,
+            pool.clone(),
+            &fixed,
+            settings,
+            50,
+            node_limit,
+            deadline,
+        ) {
+            Ok(node) => {
+                pool = node.pool;
+                lambda = node.lambda;
+                first.get_or_insert(i);
+            }
+            Err(Error::Solver { .. }) => {
+                fixed.pop();
+                tried.push(i);
+            }
+            Err(e) => return Err(e),
+        }
+        if fixed.len() == 1 {
+            // Past the first hold, `skip` (root columns) no longer applies.
+            tried.retain(|t| !skip.contains(t));
+        }
     }
-    Ok(pool)
+    Ok((pool, first))
 }
 
 /// Column generation from `seed` (which should make the master feasible: any pool does, every
@@ -99,18 +148,19 @@ fn generate_fixed(
     node_limit: u64,
     deadline: Option<std::time::Instant>,
 ) -> Result<Generated> {
-    let servers = pricing.snapshot().cluster.servers.len();
+    let classes = Classes::of(pricing);
     let mut pool = seed;
-    let mut bound = f64::NAN;
+    let mut bound = f64::INFINITY;
     let mut iterations = 0;
     loop {
         let relaxation = solve_lp(pricing, &pool, fixed, settings)?;
         let (lp, duals) = (relaxation.value, &relaxation.duals);
-        let taken: Vec<usize> = fixed.iter().map(|&i| pool[i].server).collect();
+        // The classes with servers left, and how many (all of them at the root).
+        let room = free_servers(&classes, &pool, fixed);
         iterations += 1;
-        // Greedy pricing first; the exact search only when it finds nothing, to certify.
+        // Greedy pricing first, once per class.
         let mut new = 0;
-        for s in (0..servers).filter(|s| !taken.contains(s)) {
+        for &(s, _) in &room {
             let p = price_greedy(pricing, duals, s);
             if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() && !pool.contains(&p.column)
             {
@@ -118,30 +168,44 @@ fn generate_fixed(
                 new += 1;
             }
         }
-        let (mut gain, mut exact) = (0.0, new == 0);
-        if new == 0 {
-            for s in (0..servers).filter(|s| !taken.contains(s)) {
-                let p = price_server(pricing, duals, s, node_limit, deadline);
-                exact &= p.exact;
-                if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
-                    gain += p.reduced_cost;
-                    if !pool.contains(&p.column) {
-                        pool.push(p.column);
-                        new += 1;
-                    }
+        // Every server's best reduced cost, or a bound on it: the exact search when greedy
+        // found nothing (to certify or to find what greedy missed), else a short probe whose
+        // cut-off subtrees still bound it — so the round has a bound at every iteration.
+        // At the root the exact search runs through (its best column is the steepest, and its
+        // end certifies); in a dive, which certifies nothing, it stops at a column worth
+        // adding (a relative 1e-4 of the relaxation).
+        let limit = if new == 0 { node_limit } else { PROBE_NODES };
+        let enough = if fixed.is_empty() {
+            f64::INFINITY
+        } else {
+            1e-4 * lp.abs().max(1.0)
+        };
+        let (mut gain, mut exact, mut slack) = (0.0, new == 0, 0.0);
+        let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
+        for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, deadline)
+            .into_iter()
+            .zip(&room)
+        {
+            exact &= p.exact;
+            // A class may take its best column once per server it has.
+            slack += n as f64 * p.bound.max(0.0);
+            if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
+                gain += p.reduced_cost;
+                if !pool.contains(&p.column) {
+                    pool.push(p.column);
+                    new += 1;
                 }
             }
         }
-        if exact {
-            let b = lp + gain;
-            bound = if bound.is_nan() { b } else { bound.min(b) };
+        if slack.is_finite() && fixed.is_empty() {
+            bound = bound.min(lp + slack);
         }
         let late = deadline.is_some_and(|d| std::time::Instant::now() >= d);
         if new == 0 || iterations >= max_iterations || late {
             return Ok(Generated {
                 pool,
                 lp,
-                bound,
+                bound: if bound.is_finite() { bound } else { f64::NAN },
                 iterations,
                 converged: exact && gain <= 1e-9,
                 lambda: relaxation.lambda,

@@ -79,6 +79,77 @@ pub(crate) fn pair_loss(pricing: &RoundPricing<'_>, s: usize, a: &Fragment, b: &
     v
 }
 
+/// The servers in classes: servers in identical state (same GPU type, topology, cores,
+/// memory, NIC; no task of a running job on them) form one class, which the master treats as
+/// one server with a count — a column of the class may be taken up to that many times. That
+/// is what removes the symmetry of identical idle servers (from the master's LP, where it
+/// stalls column generation, and from pricing, done once per class). A server hosting a
+/// running job's task is a class of its own (keeping that job is specific to it).
+#[derive(Debug, Clone)]
+pub(crate) struct Classes {
+    /// Each server's class, named by its representative (its lowest server).
+    rep: Vec<usize>,
+    /// Each representative's members, ascending.
+    members: std::collections::BTreeMap<usize, Vec<usize>>,
+}
+
+impl Classes {
+    /// The round's classes.
+    pub fn of(pricing: &RoundPricing<'_>) -> Self {
+        let snap = pricing.snapshot();
+        let servers = &snap.cluster.servers;
+        let mut busy = vec![false; servers.len()];
+        for job in &snap.jobs {
+            if let Some(cur) = &job.run.current {
+                for s in cur.servers() {
+                    if let Some(b) = busy.get_mut(s) {
+                        *b = true;
+                    }
+                }
+            }
+        }
+        let same = |a: usize, b: usize| {
+            let (x, y) = (&servers[a], &servers[b]);
+            !busy[a]
+                && !busy[b]
+                && x.gpu_type == y.gpu_type
+                && x.topology == y.topology
+                && x.cpu_cores == y.cpu_cores
+                && x.memory_gib == y.memory_gib
+                && x.nic_gbps == y.nic_gbps
+                && x.nvlink == y.nvlink
+        };
+        let mut rep = Vec::with_capacity(servers.len());
+        let mut members: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for s in 0..servers.len() {
+            let r = members.keys().copied().find(|&r| same(r, s)).unwrap_or(s);
+            rep.push(r);
+            members.entry(r).or_default().push(s);
+        }
+        Self { rep, members }
+    }
+
+    /// Server `s`'s class (its representative).
+    pub fn rep(&self, s: usize) -> usize {
+        self.rep[s]
+    }
+
+    /// The classes' representatives, ascending.
+    pub fn reps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.members.keys().copied()
+    }
+
+    /// The servers of the class of representative `r`.
+    pub fn members(&self, r: usize) -> &[usize] {
+        self.members.get(&r).map_or(&[], |m| m.as_slice())
+    }
+
+    /// How many servers the class of representative `r` has.
+    pub fn count(&self, r: usize) -> usize {
+        self.members(r).len()
+    }
+}
+
 /// What a schedule does with each job outside the servers: its option (`None`: it waits) and
 /// whether it is kept exactly where it runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,8 +160,10 @@ pub(crate) struct JobChoice {
     pub kept: bool,
 }
 
-/// A valid schedule as columns (one per server that hosts anything) and per-job choices. An
-/// error if it uses an option the round's list does not hold (the program cannot express it).
+/// A valid schedule as columns (one per server that hosts anything, named by the server's class
+/// — so two servers of a class hosting the same fragments give the same column twice) and
+/// per-job choices. An error if it uses an option the round's list does not hold (the program
+/// cannot express it).
 pub(crate) fn columns_of(
     pricing: &RoundPricing<'_>,
     schedule: &Schedule,
@@ -151,9 +224,11 @@ pub(crate) fn columns_of(
             }
         }
     }
+    let classes = Classes::of(pricing);
     columns.sort_by_key(|c| c.server);
     for c in &mut columns {
         c.fragments.sort_by_key(|f| f.job);
+        c.server = classes.rep(c.server);
     }
     Ok((columns, choices))
 }

@@ -1,5 +1,6 @@
 //! The master of the configuration program over a pool of columns, solved as an integer
-//! program: at most one column per server, at most one option per job, the fragments of a job
+//! program: at most one column per server (per class of identical servers, as many as it has;
+//! see [`Classes`]), at most one option per job, the fragments of a job
 //! adding up to its option, multi-server options on two servers or more, and a running job kept
 //! only where every server it runs on hosts its current fragment.
 
@@ -8,7 +9,7 @@ use std::time::Instant;
 
 use good_lp::{Constraint, Expression, ProblemVariables, Variable, variable};
 
-use super::column::{Column, JobChoice};
+use super::column::{Classes, Column, JobChoice};
 use crate::error::Result;
 use crate::ilp::backend::{Backend, Highs, Program};
 use crate::ilp::settings::CheckedSettings;
@@ -65,26 +66,31 @@ struct Built {
 /// The master over `pool`: integer, or its linear relaxation when `relax`.
 fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Built> {
     let snap = pricing.snapshot();
+    let classes = Classes::of(pricing);
     let mut vars = ProblemVariables::new();
-    let mut n_cols = 0usize;
-    let mut new_var = |vars: &mut ProblemVariables| {
-        n_cols += 1;
+    // A variable taking at most `n` (a class's count; 1 for every y and keep).
+    let new_var = |vars: &mut ProblemVariables, n: usize| {
         if relax {
-            // No upper bound: the rows imply 1 (a column at a bound would hide its price from
+            // No upper bound: the rows imply it (a column at a bound would hide its price from
             // the server row's dual, which pricing reads).
             vars.add(variable().min(0.0))
-        } else {
+        } else if n == 1 {
             vars.add(variable().binary())
+        } else {
+            vars.add(variable().integer().min(0.0).max(n as f64))
         }
     };
     // Column order is creation order: λ per pool column, then y per (job, option), then keep.
-    let lambda: Vec<Variable> = pool.iter().map(|_| new_var(&mut vars)).collect();
+    let lambda: Vec<Variable> = pool
+        .iter()
+        .map(|c| new_var(&mut vars, classes.count(c.server)))
+        .collect();
     let mut y: Vec<Vec<Variable>> = Vec::with_capacity(snap.jobs.len());
     let mut y_index: Vec<Vec<usize>> = Vec::with_capacity(snap.jobs.len());
     let mut next = pool.len();
     for j in 0..snap.jobs.len() {
         let n = pricing.options(JobPos(j)).len();
-        y.push((0..n).map(|_| new_var(&mut vars)).collect());
+        y.push((0..n).map(|_| new_var(&mut vars, 1)).collect());
         y_index.push((next..next + n).collect());
         next += n;
     }
@@ -95,12 +101,14 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Bui
         .collect();
     keep_ids.sort_unstable();
     keep_ids.dedup();
-    let keep: HashMap<usize, Variable> =
-        keep_ids.iter().map(|&j| (j, new_var(&mut vars))).collect();
+    let keep: HashMap<usize, Variable> = keep_ids
+        .iter()
+        .map(|&j| (j, new_var(&mut vars, 1)))
+        .collect();
     let mut rows: Vec<Constraint> = Vec::new();
     let mut objective = Expression::with_capacity(pool.len());
     let mut constant = 0.0;
-    // At most one column per server.
+    // At most one column per server: as many as its class has servers.
     let mut by_server: HashMap<usize, Vec<(f64, Variable)>> = HashMap::new();
     for (c, &l) in pool.iter().zip(&lambda) {
         by_server.entry(c.server).or_default().push((1.0, l));
@@ -111,7 +119,7 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Bui
     let mut server_row = HashMap::new();
     for s in &servers {
         server_row.insert(*s, rows.len());
-        rows.push(lin(&by_server[s]).leq(1.0));
+        rows.push(lin(&by_server[s]).leq(classes.count(*s) as f64));
     }
     // Per job: one option, and its fragments adding up to it.
     let mut option_rows = HashMap::new();
@@ -142,9 +150,10 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Bui
                 // On two servers or more.
                 n.push((-2.0, ys[k]));
                 rows.push(lin(&n).geq(0.0));
-                // And at most one fragment on each: valid for integers, and what keeps the
-                // relaxation from running a multi-server option as two half-columns of one
-                // server.
+                // And at most one fragment on each server (of a class: on at most as many of
+                // its servers as the class has, or as the option has tasks): valid for
+                // integers, and what keeps the relaxation from running a multi-server option
+                // as two half-columns of one server.
                 let mut per: std::collections::BTreeMap<usize, Vec<(f64, Variable)>> =
                     std::collections::BTreeMap::new();
                 for (c, &l) in pool.iter().zip(&lambda) {
@@ -153,7 +162,8 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Bui
                     }
                 }
                 for (s, mut terms) in per {
-                    terms.push((-1.0, ys[k]));
+                    let n = classes.count(s).min((o.workers + o.ps) as usize);
+                    terms.push((-(n as f64), ys[k]));
                     spread_row.insert((j, k, s), rows.len());
                     rows.push(lin(&terms).leq(0.0));
                 }
@@ -216,9 +226,10 @@ pub(crate) fn solve_master(
     let t0 = Instant::now();
     let built = build(pricing, pool, false)?;
     let start_values = start.map(|(columns, choices)| {
+        // A class's column counts once per server of the class that takes it.
         let mut x: Vec<f64> = pool
             .iter()
-            .map(|c| f64::from(u8::from(columns.contains(c))))
+            .map(|c| columns.iter().filter(|&s| s == c).count() as f64)
             .collect();
         for (j, ys) in built.y.iter().enumerate() {
             x.extend((0..ys.len()).map(|k| f64::from(u8::from(choices[j].option == Some(k)))));
@@ -249,12 +260,24 @@ pub(crate) fn solve_master(
             nodes: run.nodes,
         });
     }
-    let chosen: Vec<&Column> = pool
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| run.values[i] > 0.5)
-        .map(|(_, c)| c)
-        .collect();
+    // Each class's columns go to its servers in order, as many times as taken.
+    let classes = Classes::of(pricing);
+    let mut used: HashMap<usize, usize> = HashMap::new();
+    let mut chosen: Vec<Column> = Vec::new();
+    for (c, &v) in pool.iter().zip(&run.values) {
+        for _ in 0..v.round().max(0.0) as usize {
+            let next = used.entry(c.server).or_default();
+            let Some(&s) = classes.members(c.server).get(*next) else {
+                break;
+            };
+            *next += 1;
+            chosen.push(Column {
+                server: s,
+                fragments: c.fragments.clone(),
+            });
+        }
+    }
+    let chosen: Vec<&Column> = chosen.iter().collect();
     Ok(MasterSolve {
         schedule: decode(pricing, &chosen),
         objective: run.objective + constant,

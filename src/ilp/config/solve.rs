@@ -86,12 +86,33 @@ pub(crate) fn solve(
     let root_gap = relative_gap(generated.bound, master.objective);
     // NaN (no bound, or no schedule) counts as open.
     let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
-    if open && at(0.85).is_none_or(|d| Instant::now() < d) {
-        let pool = dive(pricing, &generated, settings, node_limit, 64, at(0.85))?;
+    // Dives until the gap closes or 85 % of the limit: each begins with a root column no
+    // earlier dive began with, and every dive's columns stay in the pool.
+    let mut pool = generated.pool.clone();
+    let mut skip: Vec<usize> = Vec::new();
+    let mut open = open;
+    while open && at(0.85).is_none_or(|d| Instant::now() < d) {
+        let (grown, first) = dive(
+            pricing,
+            &generated,
+            pool,
+            &skip,
+            settings,
+            node_limit,
+            64,
+            at(0.85),
+        )?;
+        pool = grown;
         columns = pool.len();
         let again = solve_master(pricing, &pool, &left(), start_cols)?;
         if again.objective > master.objective || master.objective.is_nan() {
             master = again;
+        }
+        let gap = relative_gap(generated.bound, master.objective);
+        open = gap.is_nan() || gap > PROVEN_GAP;
+        match first {
+            Some(i) => skip.push(i),
+            None => break,
         }
     }
     let generation_s = t0.elapsed().as_secs_f64();
