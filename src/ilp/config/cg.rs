@@ -28,6 +28,9 @@ fn free_servers(classes: &Classes, pool: &[Column], fixed: &[usize]) -> Vec<(usi
         .collect()
 }
 
+/// The most columns a dive holds.
+const MAX_DIVE_DEPTH: usize = 64;
+
 /// What column generation did.
 #[derive(Debug, Clone)]
 pub(crate) struct Generated {
@@ -47,7 +50,7 @@ pub(crate) struct Generated {
 
 /// A dive from column generation's root: the pool column with the largest fractional value is
 /// held at 1 and columns generated again, until the relaxation takes whole columns only (or
-/// `max_depth` columns are held, or the deadline passes). Returns the pool with every column
+/// [`MAX_DIVE_DEPTH`] columns are held, or the deadline passes). Returns the pool with every column
 /// the dive generated: the integer master over it then has the dive's schedule among its
 /// solutions. Finds schedules, proves nothing (the root keeps the bound). `pool` is the root's
 /// pool and any columns earlier dives added (indices of the root's unchanged); the root
@@ -60,7 +63,6 @@ pub(crate) fn dive(
     skip: &[usize],
     settings: &CheckedSettings,
     node_limit: u64,
-    max_depth: usize,
     deadline: Option<std::time::Instant>,
 ) -> Result<(Vec<Column>, Option<usize>)> {
     let classes = Classes::of(pricing);
@@ -71,7 +73,7 @@ pub(crate) fn dive(
     // fragments missing from the pool): not fixed again.
     let mut tried: Vec<usize> = skip.to_vec();
     let mut first = None;
-    for _ in 0..max_depth {
+    for _ in 0..MAX_DIVE_DEPTH {
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }

@@ -99,7 +99,6 @@ pub(crate) fn solve(
             &skip,
             settings,
             node_limit,
-            64,
             at(0.85),
         )?;
         pool = grown;
