@@ -75,7 +75,7 @@ pub struct ColumnStats {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SolveProgram {
     /// By size: the configuration program for rounds of at least
-    /// [`SolveProgram::AUTO_CONFIG_SIZE`] servers × jobs where no job is held, else the compact
+    /// [`SolveProgram::AUTO_CONFIG_SIZE`] servers × jobs (but a fix-and-solve), else the compact
     /// one (measured in `formulations/results/programs`: the compact program is faster on the
     /// smallest rounds, the configuration program proves or bounds every larger one better).
     #[default]
@@ -169,8 +169,8 @@ impl<'a> SolveRequest<'a> {
     }
 
     /// Builds `program` (default: [`SolveProgram::Auto`], by size). The configuration program
-    /// takes no held jobs yet: `hold` and `fix_then_free` with it are an error (`Auto` then
-    /// builds the compact one). The relaxation, the build and the MPS export are the compact
+    /// holds jobs but does not fix-and-solve yet: `fix_then_free` with it is an error (`Auto`
+    /// then builds the compact one). The relaxation, the build and the MPS export are the compact
     /// program's whatever this says.
     pub fn program(mut self, program: SolveProgram) -> Self {
         self.program = program;
@@ -242,15 +242,16 @@ impl<'a> SolveRequest<'a> {
             ));
         }
         if self.chosen_program() == SolveProgram::Config {
-            if self.fixes_jobs() {
-                return Err(Error::setting(
+            return match &self.fixing {
+                Fixing::None => self.config(&[]),
+                Fixing::Hold(jobs) => self.config(jobs),
+                Fixing::ThenFree(..) => Err(Error::setting(
                     "solve",
                     "program",
                     "config",
-                    "the configuration program does not hold or fix jobs yet (use compact)",
-                ));
-            }
-            return self.config();
+                    "the configuration program does not fix-and-solve yet (use compact)",
+                )),
+            };
         }
         match &self.fixing {
             Fixing::None => self.once(&self.settings, self.warm_start, &self.candidates, &[]),
@@ -261,23 +262,15 @@ impl<'a> SolveRequest<'a> {
         }
     }
 
-    /// Whether the request holds or fixes any job.
-    fn fixes_jobs(&self) -> bool {
-        match &self.fixing {
-            Fixing::None => false,
-            Fixing::Hold(jobs) => !jobs.is_empty(),
-            Fixing::ThenFree(..) => true,
-        }
-    }
-
     /// The program [`SolveRequest::solve`] builds: the one asked for, [`SolveProgram::Auto`]
-    /// resolved by the round's size (and to the compact program where jobs are held).
+    /// resolved by the round's size (and to the compact program for a fix-and-solve).
     pub fn chosen_program(&self) -> SolveProgram {
         match self.program {
             SolveProgram::Auto => {
                 let snap = self.pricing.snapshot();
                 let size = snap.cluster.servers.len() * snap.jobs.len();
-                if size >= SolveProgram::AUTO_CONFIG_SIZE && !self.fixes_jobs() {
+                let fix_and_solve = matches!(self.fixing, Fixing::ThenFree(..));
+                if size >= SolveProgram::AUTO_CONFIG_SIZE && !fix_and_solve {
                     SolveProgram::Config
                 } else {
                     SolveProgram::Compact
@@ -379,12 +372,13 @@ impl<'a> SolveRequest<'a> {
     }
 
     /// The configuration program ([`super::config`]), from every valid start.
-    fn config(&self) -> Result<Solved> {
+    fn config(&self, held: &[JobId]) -> Result<Solved> {
         super::config::solve(
             &self.pricing,
             &self.settings,
             self.warm_start,
             &self.candidates,
+            held,
         )
     }
 

@@ -562,4 +562,30 @@ proptest! {
         prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
         prop_assert!((config.report.objective - compact.objective).abs() < 1e-6, "config {} vs compact {}", config.report.objective, compact.objective);
     }
+
+    /// With running jobs held where they run, both programs reach the same (restricted)
+    /// optimum, and the configuration program's schedule keeps every held job exactly.
+    #[test]
+    fn both_programs_agree_with_jobs_held(servers in 1usize..4, jobs in 2usize..6, seed in 0u64..10_000) {
+        let s = generate(&GenerateOptions { servers, jobs, seed, max_workers: 4, running_fraction: 0.6, ..Default::default() }, perf()).unwrap();
+        let running: Vec<_> = s.jobs.iter().filter(|j| j.run.current.is_some()).collect();
+        prop_assume!(!running.is_empty());
+        let held: Vec<_> = running.iter().step_by(2).map(|j| j.id).collect();
+        let keep = s.current_schedule();
+        let settings = SolveSettings { time_limit_s: 120.0, ..Default::default() }.checked().unwrap();
+        let request = |p| ilp::SolveRequest::new(&s, perf(), Objective::default()).unwrap().settings(settings.clone()).warm_start(&keep).hold(&held).program(p);
+        let compact = request(ilp::SolveProgram::Compact).solve().unwrap().report;
+        let config = request(ilp::SolveProgram::Config).solve().unwrap();
+        prop_assert_eq!(compact.status, SolveStatus::Optimal);
+        prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
+        prop_assert!((config.report.objective - compact.objective).abs() < 1e-6, "config {} vs compact {}", config.report.objective, compact.objective);
+        for id in &held {
+            let now = s.jobs.iter().find(|j| j.id == *id).and_then(|j| j.run.current.clone());
+            let got = config.schedule.assignments.iter().find(|a| a.job == *id).cloned();
+            prop_assert!(now.is_some() && got.is_some());
+            let (now, got) = (now.unwrap(), got.unwrap());
+            prop_assert_eq!(&now.workers, &got.workers, "held job {} moved", id);
+            prop_assert_eq!(now.ps.len(), got.ps.len());
+        }
+    }
 }

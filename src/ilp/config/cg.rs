@@ -5,7 +5,7 @@
 //! server takes at most one column). Servers are priced once per class of identical ones.
 
 use super::column::{Classes, Column};
-use super::master::solve_lp;
+use super::master::{Duals, solve_lp};
 use super::price::{price_greedy, price_servers};
 use crate::error::{Error, Result};
 use crate::ilp::settings::CheckedSettings;
@@ -28,6 +28,22 @@ fn free_servers(classes: &Classes, pool: &[Column], fixed: &[usize]) -> Vec<(usi
         .collect()
 }
 
+/// What every relaxation and pricing of one generation shares: the round, the solver settings,
+/// the jobs held where they run, each search's node limit and the deadline.
+#[derive(Clone, Copy)]
+pub(crate) struct Gen<'p, 'a> {
+    /// The round.
+    pub pricing: &'p RoundPricing<'a>,
+    /// Settings of the relaxations.
+    pub settings: &'p CheckedSettings,
+    /// Jobs (by position) held where they run.
+    pub held: &'p [bool],
+    /// Nodes one exact pricing search may visit.
+    pub node_limit: u64,
+    /// When to stop (the relaxation so far stands).
+    pub deadline: Option<std::time::Instant>,
+}
+
 /// The most columns a dive holds.
 const MAX_DIVE_DEPTH: usize = 64;
 
@@ -46,6 +62,8 @@ pub(crate) struct Generated {
     pub converged: bool,
     /// The last relaxation's value of each pool column.
     pub lambda: Vec<f64>,
+    /// The last relaxation's duals (where it converged, no column prices above 0 at them).
+    pub duals: Duals,
 }
 
 /// A dive from column generation's root: the pool column with the largest fractional value is
@@ -57,15 +75,12 @@ pub(crate) struct Generated {
 /// columns in `skip` are not held first (earlier dives began with them). Also returns the
 /// column this dive held first.
 pub(crate) fn dive(
-    pricing: &RoundPricing<'_>,
+    g: Gen<'_, '_>,
     root: &Generated,
     pool: Vec<Column>,
     skip: &[usize],
-    settings: &CheckedSettings,
-    node_limit: u64,
-    deadline: Option<std::time::Instant>,
 ) -> Result<(Vec<Column>, Option<usize>)> {
-    let classes = Classes::of(pricing);
+    let classes = Classes::of(g.pricing);
     let mut pool = pool;
     let mut lambda = root.lambda.clone();
     let mut fixed: Vec<usize> = Vec::new();
@@ -74,7 +89,7 @@ pub(crate) fn dive(
     let mut tried: Vec<usize> = skip.to_vec();
     let mut first = None;
     for _ in 0..MAX_DIVE_DEPTH {
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if g.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             break;
         }
         let room = free_servers(&classes, &pool, &fixed);
@@ -89,15 +104,7 @@ pub(crate) fn dive(
             .max_by(|&a, &b| lambda[a].total_cmp(&lambda[b]).then(b.cmp(&a)));
         let Some(i) = pick else { break };
         fixed.push(i);
-        match generate_fixed(
-            pricing,
-            pool.clone(),
-            &fixed,
-            settings,
-            50,
-            node_limit,
-            deadline,
-        ) {
+        match generate_fixed(g, pool.clone(), &fixed, 50) {
             Ok(node) => {
                 pool = node.pool;
                 lambda = node.lambda;
@@ -117,45 +124,38 @@ pub(crate) fn dive(
     Ok((pool, first))
 }
 
-/// Column generation from `seed` (which should make the master feasible: any pool does, every
-/// job may wait), at most `max_iterations` relaxations, each server's pricing searching at most
-/// `node_limit` nodes.
+/// Column generation from `seed` (which should make the master feasible: any pool holding
+/// the held jobs' kept fragments does, every other job may wait), at most `max_iterations`
+/// relaxations.
 pub(crate) fn generate_columns(
-    pricing: &RoundPricing<'_>,
+    g: Gen<'_, '_>,
     seed: Vec<Column>,
-    settings: &CheckedSettings,
     max_iterations: usize,
-    node_limit: u64,
-    deadline: Option<std::time::Instant>,
 ) -> Result<Generated> {
-    generate_fixed(
-        pricing,
-        seed,
-        &[],
-        settings,
-        max_iterations,
-        node_limit,
-        deadline,
-    )
+    generate_fixed(g, seed, &[], max_iterations)
 }
 
 /// [`generate_columns`] with the pool columns `fixed` (indices into `seed`) held at 1: a node of
 /// a dive. Its bound is then the node's, not the round's.
 fn generate_fixed(
-    pricing: &RoundPricing<'_>,
+    g: Gen<'_, '_>,
     seed: Vec<Column>,
     fixed: &[usize],
-    settings: &CheckedSettings,
     max_iterations: usize,
-    node_limit: u64,
-    deadline: Option<std::time::Instant>,
 ) -> Result<Generated> {
+    let Gen {
+        pricing,
+        settings,
+        held,
+        node_limit,
+        deadline,
+    } = g;
     let classes = Classes::of(pricing);
     let mut pool = seed;
     let mut bound = f64::INFINITY;
     let mut iterations = 0;
     loop {
-        let relaxation = solve_lp(pricing, &pool, fixed, settings)?;
+        let relaxation = solve_lp(pricing, &pool, fixed, settings, held)?;
         let (lp, duals) = (relaxation.value, &relaxation.duals);
         // The classes with servers left, and how many (all of them at the root).
         let room = free_servers(&classes, &pool, fixed);
@@ -211,6 +211,7 @@ fn generate_fixed(
                 iterations,
                 converged: exact && gain <= 1e-9,
                 lambda: relaxation.lambda,
+                duals: relaxation.duals,
             });
         }
     }
@@ -256,8 +257,15 @@ mod tests {
             assert_eq!(exact.report.status, SolveStatus::Optimal);
             let keep = snap.current_schedule();
             let (seed, choices) = columns_of(&pricing, &keep).unwrap();
-            let g =
-                generate_columns(&pricing, seed.clone(), &settings, 200, 5_000_000, None).unwrap();
+            let held = vec![false; snap.jobs.len()];
+            let gen_ = Gen {
+                pricing: &pricing,
+                settings: &settings,
+                held: &held,
+                node_limit: 5_000_000,
+                deadline: None,
+            };
+            let g = generate_columns(gen_, seed.clone(), 200).unwrap();
             assert!(g.converged, "{name}: {g:?}");
             assert!(
                 g.bound >= exact.report.objective - 1e-6,
@@ -265,7 +273,7 @@ mod tests {
                 g.bound,
                 exact.report.objective
             );
-            let r = solve_lp(&pricing, &g.pool, &[], &settings).unwrap();
+            let r = solve_lp(&pricing, &g.pool, &[], &settings, &held).unwrap();
             for (c, &rc) in g.pool.iter().zip(&r.reduced) {
                 let mine = r.duals.reduced_cost(&pricing, c);
                 assert!(
@@ -289,7 +297,8 @@ mod tests {
                     );
                 }
             }
-            let m = solve_master(&pricing, &g.pool, &settings, Some((&seed, &choices))).unwrap();
+            let m = solve_master(&pricing, &g.pool, &settings, Some((&seed, &choices)), &held)
+                .unwrap();
             assert!(m.schedule.validate(&snap).is_empty());
             let score = pricing.score(&m.schedule).unwrap().total;
             assert!((score - m.objective).abs() < 1e-6);

@@ -63,8 +63,9 @@ struct Built {
     spread_row: HashMap<(usize, usize, usize), usize>,
 }
 
-/// The master over `pool`: integer, or its linear relaxation when `relax`.
-fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Built> {
+/// The master over `pool`: integer, or its linear relaxation when `relax`; the jobs `held`
+/// (by position) kept where they run.
+fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool, held: &[bool]) -> Result<Built> {
     let snap = pricing.snapshot();
     let classes = Classes::of(pricing);
     let mut vars = ProblemVariables::new();
@@ -101,10 +102,28 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool) -> Result<Bui
         .collect();
     keep_ids.sort_unstable();
     keep_ids.dedup();
+    let is_held = |j: usize| held.get(j).copied().unwrap_or(false);
     let keep: HashMap<usize, Variable> = keep_ids
         .iter()
-        .map(|&j| (j, new_var(&mut vars, 1)))
+        .map(|&j| {
+            let v = if is_held(j) {
+                // Held where it runs: kept, whatever else the round decides.
+                vars.add(variable().min(1.0).max(1.0))
+            } else {
+                new_var(&mut vars, 1)
+            };
+            (j, v)
+        })
         .collect();
+    if let Some(j) = (0..snap.jobs.len()).find(|&j| is_held(j) && !keep.contains_key(&j)) {
+        return Err(crate::error::Error::Solver {
+            solver: "configuration program".into(),
+            reason: format!(
+                "held job {} has no kept fragment in the pool",
+                snap.jobs[j].id
+            ),
+        });
+    }
     let mut rows: Vec<Constraint> = Vec::new();
     let mut objective = Expression::with_capacity(pool.len());
     let mut constant = 0.0;
@@ -222,9 +241,10 @@ pub(crate) fn solve_master(
     pool: &[Column],
     settings: &CheckedSettings,
     start: Option<(&[Column], &[JobChoice])>,
+    held: &[bool],
 ) -> Result<MasterSolve> {
     let t0 = Instant::now();
-    let built = build(pricing, pool, false)?;
+    let built = build(pricing, pool, false, held)?;
     let start_values = start.map(|(columns, choices)| {
         // A class's column counts once per server of the class that takes it.
         let mut x: Vec<f64> = pool
@@ -299,6 +319,9 @@ pub(crate) struct Duals {
     pub keep: HashMap<(usize, usize), f64>,
     /// Of `(job, option, server)`'s one-fragment-per-server row.
     pub spread: HashMap<(usize, usize, usize), f64>,
+    /// The jobs (by position) held where they run: pricing offers them their kept fragments
+    /// only (any other fragment of theirs has no place in the master).
+    pub held: Vec<bool>,
 }
 
 impl Duals {
@@ -351,9 +374,10 @@ pub(crate) fn solve_lp(
     pool: &[Column],
     fixed: &[usize],
     settings: &CheckedSettings,
+    held: &[bool],
 ) -> Result<Relaxation> {
     let t0 = Instant::now();
-    let built = build(pricing, pool, true)?;
+    let built = build(pricing, pool, true, held)?;
     let Built {
         program,
         constant,
@@ -380,6 +404,7 @@ pub(crate) fn solve_lp(
             .collect(),
         keep: keep_row.iter().map(|(&js, &r)| (js, d[r])).collect(),
         spread: spread_row.iter().map(|(&jks, &r)| (jks, d[r])).collect(),
+        held: held.to_vec(),
     };
     let reduced = run.column_duals[..pool.len()].to_vec();
     Ok(Relaxation {
@@ -515,6 +540,7 @@ mod tests {
                 &pool,
                 &settings,
                 Some((&keep_cols, &keep_choices)),
+                &vec![false; snap.jobs.len()],
             )
             .unwrap();
             assert_eq!(m.status, SolveStatus::Optimal, "{name}");

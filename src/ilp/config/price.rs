@@ -65,8 +65,15 @@ fn own_reduced_cost(slope: f64, m: u32, q: u32, [dw, dp, dn]: [f64; 3], extra: f
     slope * m * q - dw * m - dp * q - dn - extra
 }
 
-/// The candidates of job `j` on server `s` whose own reduced cost is positive.
-fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> Vec<Candidate> {
+/// The candidates of job `j` on server `s` whose own reduced cost is above `min_own` (0 when
+/// searching for the best column; `−δ` when enumerating every column within `δ` of 0).
+fn candidates(
+    pricing: &RoundPricing<'_>,
+    duals: &Duals,
+    s: usize,
+    j: usize,
+    min_own: f64,
+) -> Vec<Candidate> {
     let snap = pricing.snapshot();
     let topology = pricing.topology();
     let server = &snap.cluster.servers[s];
@@ -92,7 +99,8 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
     let d = &job.demand;
     let gpw = d.gpus_per_worker.max(1);
     let mut out = Vec::new();
-    for (k, o) in pricing.options(jp).iter().enumerate() {
+    let held = duals.held.get(j).copied().unwrap_or(false);
+    for (k, o) in pricing.options(jp).iter().enumerate().filter(|_| !held) {
         if o.gpu_type != server.gpu_type {
             continue;
         }
@@ -109,7 +117,7 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
         };
         for (m, q) in sizes {
             let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], ds);
-            if own <= 1e-9 {
+            if own <= min_own + 1e-9 {
                 continue;
             }
             let cpu = f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps;
@@ -169,7 +177,7 @@ fn candidates(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, j: usize) -> 
         let extra = duals.keep.get(&(j, s)).copied().unwrap_or(0.0)
             + duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
         let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], extra);
-        if own > 1e-9 {
+        if own > min_own + 1e-9 {
             out.push(Candidate {
                 fragment: Fragment {
                     job: jp,
@@ -241,9 +249,72 @@ struct Search<'p, 'a> {
     /// A value at which the search stops early (what it leaves is then bounded, not searched).
     enough: f64,
     deadline: Option<std::time::Instant>,
+    /// Enumerating: every column of value at least `target` is collected (the search prunes
+    /// against `target`, not against the best), at most `cap` of them.
+    collect: Option<Vec<Vec<(usize, usize)>>>,
+    target: f64,
+    cap: usize,
 }
 
-impl Search<'_, '_> {
+impl<'p, 'a> Search<'p, 'a> {
+    /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes, for the best
+    /// column (set `enough` or `collect` for the other uses).
+    fn new(
+        pricing: &'p RoundPricing<'a>,
+        s: usize,
+        problem: &'p Problem,
+        node_limit: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> Self {
+        let jobs = &problem.jobs;
+        // The bound holds when every loss is non-negative.
+        let prune = jobs.iter().flatten().all(|c| {
+            let t = &pricing.options(c.fragment.job)[c.fragment.option].terms;
+            t.coloc_coef >= 0.0 && t.pcie_coef >= 0.0 && t.nic_coef >= 0.0
+        }) && jobs.iter().all(|a| {
+            jobs.iter().all(|b| {
+                a[0].fragment.job == b[0].fragment.job
+                    || pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s) >= 0.0
+            })
+        });
+        let free_total = problem.free.iter().sum::<u32>() as usize;
+        Search {
+            pricing,
+            server: s,
+            jobs,
+            ub: knapsack_bounds(jobs, free_total),
+            first: symmetric(pricing, s, problem),
+            prune,
+            free: problem.free.clone(),
+            free_total,
+            open: f64::NEG_INFINITY,
+            cpu: problem.cpu,
+            mem: problem.mem,
+            chosen: Vec::new(),
+            value: 0.0,
+            best: (0.0, Vec::new()),
+            nodes: 0,
+            limit: node_limit,
+            enough: f64::INFINITY,
+            deadline,
+            collect: None,
+            target: f64::INFINITY,
+            cap: 0,
+        }
+    }
+
+    /// Whether a subtree bounded by `bound` can hold nothing the search wants.
+    fn pruned(&self, bound: f64) -> bool {
+        if !self.prune {
+            return false;
+        }
+        if self.collect.is_some() {
+            bound < self.target - 1e-9
+        } else {
+            bound <= self.best.0 + 1e-12
+        }
+    }
+
     fn run(&mut self, i: usize) {
         self.nodes += 1;
         // Past the deadline the search counts as over its limit (not exact).
@@ -270,9 +341,18 @@ impl Search<'_, '_> {
                 self.limit = 0;
             }
         }
-        if i == self.jobs.len()
-            || (self.prune && self.value + self.ub[i][self.free_total] <= self.best.0 + 1e-12)
+        if let Some(found) = &mut self.collect
+            && self.chosen.last().is_some_and(|&(j, _)| j + 1 == i)
+            && self.value >= self.target - 1e-9
         {
+            // Collected where first reached (its last fragment just added; the branches
+            // that add nothing more reach it again).
+            found.push(self.chosen.clone());
+            if found.len() > self.cap {
+                self.limit = 0;
+            }
+        }
+        if i == self.jobs.len() || self.pruned(self.value + self.ub[i][self.free_total]) {
             return;
         }
         for c in 0..self.jobs[i].len() {
@@ -300,9 +380,7 @@ impl Search<'_, '_> {
                     })
                     .sum::<f64>();
             let used = cand.fragment.gpus.iter().sum::<u32>() as usize;
-            if self.prune
-                && self.value + gain + self.ub[i + 1][self.free_total - used] <= self.best.0 + 1e-12
-            {
+            if self.pruned(self.value + gain + self.ub[i + 1][self.free_total - used]) {
                 continue;
             }
             for b in 0..self.free.len() {
@@ -337,7 +415,7 @@ impl Search<'_, '_> {
 pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) -> Priced {
     let snap = pricing.snapshot();
     let jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
-        .map(|j| candidates(pricing, duals, s, j))
+        .map(|j| candidates(pricing, duals, s, j, 0.0))
         .filter(|c| !c.is_empty())
         .collect();
     let topology = pricing.topology();
@@ -450,7 +528,7 @@ pub(crate) fn price_servers(
     let mut out = Vec::with_capacity(servers.len());
     for &s in servers {
         let mut jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
-            .map(|j| candidates(pricing, duals, s, j))
+            .map(|j| candidates(pricing, duals, s, j, 0.0))
             .filter(|c| !c.is_empty())
             .collect();
         // Best own reduced cost first: good columns early, tight bounds soon.
@@ -558,6 +636,71 @@ fn heap_permutations(k: usize, perm: &mut Vec<usize>, f: &mut impl FnMut(&[usize
     heap_permutations(k - 1, perm, f);
 }
 
+/// Every column of the classes of `servers` (representatives) whose reduced cost at `duals` is
+/// at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps onto each
+/// other are the same to the master); `None` when there are more than `cap`, the node limit or
+/// deadline cuts a search, or some loss is negative (nothing bounds the search). At duals
+/// where no column has a positive reduced cost, a schedule better than one of value `z` uses
+/// only columns of reduced cost at least `z − LP` (each column's reduced cost is at most 0,
+/// and they add up to at least that): with `delta = LP − z`, the master over these columns
+/// holds every such schedule.
+pub(crate) fn enumerate_columns(
+    pricing: &RoundPricing<'_>,
+    duals: &Duals,
+    servers: &[usize],
+    delta: f64,
+    cap: usize,
+    node_limit: u64,
+    deadline: Option<std::time::Instant>,
+) -> Option<Vec<Column>> {
+    let snap = pricing.snapshot();
+    let topology = pricing.topology();
+    let mut out: Vec<Column> = Vec::new();
+    for &s in servers {
+        let jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
+            .map(|j| candidates(pricing, duals, s, j, -delta))
+            .filter(|c| !c.is_empty())
+            .collect();
+        let mut free = vec![0u32; topology.switches_on(s).len()];
+        for &b in topology.switches_on(s) {
+            let sw = topology.switch(b);
+            free[sw.local as usize] = sw.gpus.len() as u32;
+        }
+        let server = &snap.cluster.servers[s];
+        let problem = Problem {
+            gpu_type: server.gpu_type.clone(),
+            cpu: server.cpu_cores,
+            mem: server.memory_gib,
+            free,
+            jobs,
+        };
+        let pi = duals.server.get(&s).copied().unwrap_or(0.0);
+        let mut search = Search::new(pricing, s, &problem, node_limit, deadline);
+        if !search.prune {
+            return None;
+        }
+        search.collect = Some(Vec::new());
+        search.target = pi - delta;
+        search.cap = cap.saturating_sub(out.len());
+        search.run(0);
+        if search.nodes > search.limit {
+            return None;
+        }
+        for picks in search.collect.take().unwrap_or_default() {
+            let mut fragments: Vec<Fragment> = picks
+                .iter()
+                .map(|&(i, c)| problem.jobs[i][c].fragment.clone())
+                .collect();
+            fragments.sort_by_key(|f| f.job);
+            out.push(Column {
+                server: s,
+                fragments,
+            });
+        }
+    }
+    Some(out)
+}
+
 /// The exact search of one problem (server `s`'s): the best column's value (before the
 /// server's dual), its fragments by job, whether the search finished, and the best bound of
 /// the subtrees it left.
@@ -570,38 +713,8 @@ fn search(
     deadline: Option<std::time::Instant>,
 ) -> (f64, Vec<Fragment>, bool, f64) {
     let jobs = &problem.jobs;
-    // The bound holds when every loss is non-negative.
-    let prune = jobs.iter().flatten().all(|c| {
-        let t = &pricing.options(c.fragment.job)[c.fragment.option].terms;
-        t.coloc_coef >= 0.0 && t.pcie_coef >= 0.0 && t.nic_coef >= 0.0
-    }) && jobs.iter().all(|a| {
-        jobs.iter().all(|b| {
-            a[0].fragment.job == b[0].fragment.job
-                || pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s) >= 0.0
-        })
-    });
-    let free_total = problem.free.iter().sum::<u32>() as usize;
-    let first = symmetric(pricing, s, problem);
-    let mut search = Search {
-        pricing,
-        server: s,
-        jobs,
-        ub: knapsack_bounds(jobs, free_total),
-        first,
-        prune,
-        free: problem.free.clone(),
-        free_total,
-        open: f64::NEG_INFINITY,
-        cpu: problem.cpu,
-        mem: problem.mem,
-        chosen: Vec::new(),
-        value: 0.0,
-        best: (0.0, Vec::new()),
-        nodes: 0,
-        limit: node_limit,
-        enough,
-        deadline,
-    };
+    let mut search = Search::new(pricing, s, problem, node_limit, deadline);
+    search.enough = enough;
     search.run(0);
     let exact = search.nodes <= search.limit;
     let (value, picks) = search.best;

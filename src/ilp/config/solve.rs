@@ -3,28 +3,57 @@
 
 use std::time::Instant;
 
-use super::cg::{dive, generate_columns};
-use super::column::{Column, JobChoice, columns_of};
+use super::cg::{Gen, dive, generate_columns};
+use super::column::{Classes, Column, JobChoice, columns_of};
+use super::price::enumerate_columns;
 use super::master::solve_master;
 use crate::error::{Error, Result};
 use crate::ilp::settings::{CheckedSettings, PROVEN_GAP};
 use crate::ilp::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
-use crate::model::Schedule;
-use crate::objective::RoundPricing;
+use crate::model::{JobId, Schedule};
+use crate::objective::{RoundPricing, same_assignment};
+
+/// The most columns enumerated to close a root gap (more: the gap stays open).
+const ENUMERATION_CAP: usize = 50_000;
+
+/// The most nodes one class's enumeration visits (its bound, which ignores the losses, is
+/// loose at a gap's depth below the best column: on 8-server rounds it rarely finishes).
+const ENUMERATION_NODES: u64 = 2_000_000;
+
+/// Whether the time limit has passed.
+fn late(limit: f64, t0: Instant) -> bool {
+    t0.elapsed().as_secs_f64() >= limit
+}
 
 /// The configuration program: columns generated from every valid start's columns (60 % of
 /// the time limit), then the master over them as an integer program from the best start, and
 /// a dive where it leaves a gap (to 85 %); never less than the start. The bound is column
 /// generation's (a bound on the round whenever its pricing was exact), not the restricted
-/// master's.
+/// master's. The running jobs `held` stay exactly where they run (the bound is then the
+/// restricted program's); a start that moves one is passed over.
 pub(crate) fn solve(
     pricing: &RoundPricing<'_>,
     settings: &CheckedSettings,
     warm_start: Option<&Schedule>,
     candidates: &[Schedule],
+    held: &[JobId],
 ) -> Result<Solved> {
     let t0 = Instant::now();
     let snapshot = pricing.snapshot();
+    let held: Vec<bool> = snapshot
+        .jobs
+        .iter()
+        .map(|j| held.contains(&j.id) && j.run.current.is_some())
+        .collect();
+    let agrees = |s: &Schedule| {
+        snapshot.jobs.iter().zip(&held).filter(|(_, h)| **h).all(|(j, _)| {
+            let cur = j.run.current.as_ref();
+            s.assignments
+                .iter()
+                .find(|a| a.job == j.id)
+                .is_some_and(|a| cur.is_some_and(|c| same_assignment(c, a)))
+        })
+    };
     let mut starts: Vec<Schedule> = Vec::new();
     if let Some(s) = warm_start {
         let v = s.validate(snapshot);
@@ -42,7 +71,7 @@ pub(crate) fn solve(
     let mut seed = Vec::new();
     let mut best: Option<(Schedule, f64, Vec<Column>, Vec<JobChoice>)> = None;
     for s in starts {
-        if !s.validate(snapshot).is_empty() {
+        if !s.validate(snapshot).is_empty() || !agrees(&s) {
             continue;
         }
         let Ok(score) = pricing.score(&s) else {
@@ -74,36 +103,40 @@ pub(crate) fn solve(
             .is_finite()
             .then(|| t0 + std::time::Duration::from_secs_f64(share * limit))
     };
-    let node_limit = 20_000_000;
-    let generated = generate_columns(pricing, seed, settings, usize::MAX, node_limit, at(0.6))?;
+    let g = Gen {
+        pricing,
+        settings,
+        held: &held,
+        node_limit: 20_000_000,
+        deadline: at(0.6),
+    };
+    let generated = generate_columns(g, seed, usize::MAX)?;
     let left = || settings.with_time_limit(limit - t0.elapsed().as_secs_f64());
     let start_cols =
         (!start_choices.is_empty()).then_some((start_columns.as_slice(), start_choices.as_slice()));
-    let mut master = solve_master(pricing, &generated.pool, &left(), start_cols)?;
+    let mut master = solve_master(pricing, &generated.pool, &left(), start_cols, &held)?;
     // Where the master over the root's columns leaves a gap, a dive generates the columns of
     // an integer point and the master is solved again over all of them.
     let mut columns = generated.pool.len();
     let root_gap = relative_gap(generated.bound, master.objective);
     // NaN (no bound, or no schedule) counts as open.
     let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
-    // Dives until the gap closes or 85 % of the limit: each begins with a root column no
-    // earlier dive began with, and every dive's columns stay in the pool.
+    // Dives until the gap closes or 70 % of the limit (85 % where the root did not converge,
+    // so nothing can be enumerated): each begins with a root column no earlier dive began
+    // with, and every dive's columns stay in the pool.
+    let dive_end = at(if generated.converged { 0.7 } else { 0.85 });
     let mut pool = generated.pool.clone();
     let mut skip: Vec<usize> = Vec::new();
     let mut open = open;
-    while open && at(0.85).is_none_or(|d| Instant::now() < d) {
-        let (grown, first) = dive(
-            pricing,
-            &generated,
-            pool,
-            &skip,
-            settings,
-            node_limit,
-            at(0.85),
-        )?;
+    while open && dive_end.is_none_or(|d| Instant::now() < d) {
+        let dive_gen = Gen {
+            deadline: dive_end,
+            ..g
+        };
+        let (grown, first) = dive(dive_gen, &generated, pool, &skip)?;
         pool = grown;
         columns = pool.len();
-        let again = solve_master(pricing, &pool, &left(), start_cols)?;
+        let again = solve_master(pricing, &pool, &left(), start_cols, &held)?;
         if again.objective > master.objective || master.objective.is_nan() {
             master = again;
         }
@@ -112,6 +145,40 @@ pub(crate) fn solve(
         match first {
             Some(i) => skip.push(i),
             None => break,
+        }
+    }
+    // Where the root converged and a gap is left, every column that could be in a better
+    // schedule is enumerated (reduced cost within the gap, `price::enumerate_columns`) and the
+    // master solved over them: its bound is the round's, and solved to optimality it proves it.
+    let mut bound = generated.bound;
+    let incumbent = master.objective.max(start_objective);
+    let delta = generated.lp - incumbent;
+    if open && generated.converged && delta.is_finite() && delta > 0.0 && !late(limit, t0) {
+        let reps: Vec<usize> = Classes::of(pricing).reps().collect();
+        if let Some(more) = enumerate_columns(
+            pricing,
+            &generated.duals,
+            &reps,
+            delta,
+            ENUMERATION_CAP,
+            ENUMERATION_NODES,
+            at(0.95),
+        ) {
+            for c in more {
+                if !pool.contains(&c) {
+                    pool.push(c);
+                }
+            }
+            columns = pool.len();
+            let all = solve_master(pricing, &pool, &left(), start_cols, &held)?;
+            // Any schedule better than the incumbent is in this master: its bound (proven or
+            // not) bounds the round.
+            if all.bound.is_finite() {
+                bound = bound.min(all.bound.max(incumbent));
+            }
+            if all.objective > master.objective || master.objective.is_nan() {
+                master = all;
+            }
         }
     }
     let generation_s = t0.elapsed().as_secs_f64();
@@ -124,7 +191,6 @@ pub(crate) fn solve(
         (master.schedule, master.objective)
     };
     let score = pricing.score(&schedule)?;
-    let bound = generated.bound;
     let gap = relative_gap(bound, objective);
     let proven = gap <= PROVEN_GAP || (bound - objective) <= PROVEN_GAP;
     let status = if proven {
