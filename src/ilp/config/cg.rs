@@ -297,8 +297,8 @@ mod tests {
                     );
                 }
             }
-            let m = solve_master(&pricing, &g.pool, &settings, Some((&seed, &choices)), &held)
-                .unwrap();
+            let m =
+                solve_master(&pricing, &g.pool, &settings, Some((&seed, &choices)), &held).unwrap();
             assert!(m.schedule.validate(&snap).is_empty());
             let score = pricing.score(&m.schedule).unwrap().total;
             assert!((score - m.objective).abs() < 1e-6);

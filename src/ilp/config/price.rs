@@ -303,6 +303,56 @@ impl<'p, 'a> Search<'p, 'a> {
         }
     }
 
+    /// The most jobs `i..` can add given the fragments chosen: the knapsack of
+    /// [`knapsack_bounds`] over the GPUs left, each candidate at its own reduced cost plus what
+    /// it loses to the chosen fragments (its exact gain if it were added next). Tighter than
+    /// the static bound, which ignores every loss, and dearer (every candidate against every
+    /// chosen fragment): computed only where the static bound does not prune.
+    fn given_chosen(&self, i: usize) -> f64 {
+        let cap = self.free_total;
+        let mut row = vec![0.0_f64; cap + 1];
+        let mut best = vec![f64::NEG_INFINITY; cap + 1];
+        for j in (i..self.jobs.len()).rev() {
+            best.fill(f64::NEG_INFINITY);
+            for cand in &self.jobs[j] {
+                let g = cand.fragment.gpus.iter().sum::<u32>() as usize;
+                if g > cap || cand.own <= best[g] {
+                    continue; // losses only lower it
+                }
+                if cand.cpu > self.cpu + 1e-9
+                    || cand.mem > self.mem + 1e-9
+                    || (0..self.free.len()).any(|b| cand.fragment.gpus[b] > self.free[b])
+                {
+                    continue;
+                }
+                let gain = cand.own
+                    + self
+                        .chosen
+                        .iter()
+                        .map(|&(ji, ci)| {
+                            pair_loss(
+                                self.pricing,
+                                self.server,
+                                &cand.fragment,
+                                &self.jobs[ji][ci].fragment,
+                            )
+                        })
+                        .sum::<f64>();
+                best[g] = best[g].max(gain);
+            }
+            for c in (0..=cap).rev() {
+                let mut v = row[c];
+                for (g, &b) in best.iter().enumerate().take(c + 1) {
+                    if b > 0.0 {
+                        v = v.max(b + row[c - g]);
+                    }
+                }
+                row[c] = v;
+            }
+        }
+        row[cap]
+    }
+
     /// Whether a subtree bounded by `bound` can hold nothing the search wants.
     fn pruned(&self, bound: f64) -> bool {
         if !self.prune {
@@ -353,6 +403,9 @@ impl<'p, 'a> Search<'p, 'a> {
             }
         }
         if i == self.jobs.len() || self.pruned(self.value + self.ub[i][self.free_total]) {
+            return;
+        }
+        if self.prune && !self.chosen.is_empty() && self.pruned(self.value + self.given_chosen(i)) {
             return;
         }
         for c in 0..self.jobs[i].len() {

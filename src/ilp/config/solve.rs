@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use super::cg::{Gen, dive, generate_columns};
 use super::column::{Classes, Column, JobChoice, columns_of};
-use super::price::enumerate_columns;
 use super::master::solve_master;
+use super::price::enumerate_columns;
 use crate::error::{Error, Result};
 use crate::ilp::settings::{CheckedSettings, PROVEN_GAP};
 use crate::ilp::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
@@ -26,8 +26,9 @@ fn late(limit: f64, t0: Instant) -> bool {
 }
 
 /// The configuration program: columns generated from every valid start's columns (60 % of
-/// the time limit), then the master over them as an integer program from the best start, and
-/// a dive where it leaves a gap (to 85 %); never less than the start. The bound is column
+/// the time limit), then the master over them as an integer program from the best start;
+/// where it leaves a gap, the columns within it enumerated (if the root converged) and dives
+/// (to 85 %); never less than the start. The bound is column
 /// generation's (a bound on the round whenever its pricing was exact), not the restricted
 /// master's. The running jobs `held` stay exactly where they run (the bound is then the
 /// restricted program's); a start that moves one is passed over.
@@ -46,13 +47,18 @@ pub(crate) fn solve(
         .map(|j| held.contains(&j.id) && j.run.current.is_some())
         .collect();
     let agrees = |s: &Schedule| {
-        snapshot.jobs.iter().zip(&held).filter(|(_, h)| **h).all(|(j, _)| {
-            let cur = j.run.current.as_ref();
-            s.assignments
-                .iter()
-                .find(|a| a.job == j.id)
-                .is_some_and(|a| cur.is_some_and(|c| same_assignment(c, a)))
-        })
+        snapshot
+            .jobs
+            .iter()
+            .zip(&held)
+            .filter(|(_, h)| **h)
+            .all(|(j, _)| {
+                let cur = j.run.current.as_ref();
+                s.assignments
+                    .iter()
+                    .find(|a| a.job == j.id)
+                    .is_some_and(|a| cur.is_some_and(|c| same_assignment(c, a)))
+            })
     };
     let mut starts: Vec<Schedule> = Vec::new();
     if let Some(s) = warm_start {
@@ -115,45 +121,25 @@ pub(crate) fn solve(
     let start_cols =
         (!start_choices.is_empty()).then_some((start_columns.as_slice(), start_choices.as_slice()));
     let mut master = solve_master(pricing, &generated.pool, &left(), start_cols, &held)?;
-    // Where the master over the root's columns leaves a gap, a dive generates the columns of
-    // an integer point and the master is solved again over all of them.
     let mut columns = generated.pool.len();
-    let root_gap = relative_gap(generated.bound, master.objective);
-    // NaN (no bound, or no schedule) counts as open.
-    let open = root_gap.is_nan() || root_gap > PROVEN_GAP;
-    // Dives until the gap closes or 70 % of the limit (85 % where the root did not converge,
-    // so nothing can be enumerated): each begins with a root column no earlier dive began
-    // with, and every dive's columns stay in the pool.
-    let dive_end = at(if generated.converged { 0.7 } else { 0.85 });
     let mut pool = generated.pool.clone();
-    let mut skip: Vec<usize> = Vec::new();
-    let mut open = open;
-    while open && dive_end.is_none_or(|d| Instant::now() < d) {
-        let dive_gen = Gen {
-            deadline: dive_end,
-            ..g
-        };
-        let (grown, first) = dive(dive_gen, &generated, pool, &skip)?;
-        pool = grown;
-        columns = pool.len();
-        let again = solve_master(pricing, &pool, &left(), start_cols, &held)?;
-        if again.objective > master.objective || master.objective.is_nan() {
-            master = again;
-        }
-        let gap = relative_gap(generated.bound, master.objective);
-        open = gap.is_nan() || gap > PROVEN_GAP;
-        match first {
-            Some(i) => skip.push(i),
-            None => break,
-        }
-    }
+    let mut bound = generated.bound;
+    // NaN (no bound, or no schedule) counts as open.
+    let is_open = |bound: f64, objective: f64| {
+        let gap = relative_gap(bound, objective);
+        gap.is_nan() || gap > PROVEN_GAP
+    };
     // Where the root converged and a gap is left, every column that could be in a better
     // schedule is enumerated (reduced cost within the gap, `price::enumerate_columns`) and the
     // master solved over them: its bound is the round's, and solved to optimality it proves it.
-    let mut bound = generated.bound;
     let incumbent = master.objective.max(start_objective);
     let delta = generated.lp - incumbent;
-    if open && generated.converged && delta.is_finite() && delta > 0.0 && !late(limit, t0) {
+    if is_open(bound, master.objective)
+        && generated.converged
+        && delta.is_finite()
+        && delta > 0.0
+        && !late(limit, t0)
+    {
         let reps: Vec<usize> = Classes::of(pricing).reps().collect();
         if let Some(more) = enumerate_columns(
             pricing,
@@ -162,7 +148,7 @@ pub(crate) fn solve(
             delta,
             ENUMERATION_CAP,
             ENUMERATION_NODES,
-            at(0.95),
+            at(0.85),
         ) {
             for c in more {
                 if !pool.contains(&c) {
@@ -179,6 +165,26 @@ pub(crate) fn solve(
             if all.objective > master.objective || master.objective.is_nan() {
                 master = all;
             }
+        }
+    }
+    // Where a gap is still open, dives until it closes or 85 % of the limit: each begins with
+    // a root column no earlier dive began with, and every dive's columns stay in the pool.
+    let mut skip: Vec<usize> = Vec::new();
+    while is_open(bound, master.objective) && at(0.85).is_none_or(|d| Instant::now() < d) {
+        let dive_gen = Gen {
+            deadline: at(0.85),
+            ..g
+        };
+        let (grown, first) = dive(dive_gen, &generated, pool, &skip)?;
+        pool = grown;
+        columns = pool.len();
+        let again = solve_master(pricing, &pool, &left(), start_cols, &held)?;
+        if again.objective > master.objective || master.objective.is_nan() {
+            master = again;
+        }
+        match first {
+            Some(i) => skip.push(i),
+            None => break,
         }
     }
     let generation_s = t0.elapsed().as_secs_f64();
