@@ -12,6 +12,7 @@ out=${1:-formulations/results/programs}
 limit=${LIMIT:-60}
 limit64=${LIMIT_64:-300}
 mkdir -p "$out"
+commit=$(git rev-parse --short HEAD)
 tmp=$(mktemp)
 echo "instance,program,status,objective,best_bound,gap,wall_s,nodes,columns,iterations,converged,generation_s" > "$tmp"
 for f in formulations/instances/*.json formulations/instances/large/*seed1.json; do
@@ -29,6 +30,6 @@ done
 mv "$tmp" "$out/solve_programs.csv"
 { echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
   echo "date: $(date -u +%Y-%m-%d)"
-  echo "commit: $(git rev-parse --short HEAD)"
+  echo "commit: $commit"
   echo "command: bash scripts/bench_programs.sh (LIMIT=$limit, LIMIT_64=$limit64)"
 } > "$out/machine.txt"
