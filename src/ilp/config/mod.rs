@@ -1,17 +1,21 @@
 //! The configuration program (Dantzig–Wolfe over servers; its mathematics in
 //! `formulations/README.md`, "The configuration program"): a column is what one server hosts,
 //! priced exactly by the round's [`crate::objective::RoundPricing`]; the master chooses at most
-//! one column per server and one option per job, and links them.
+//! one column per server (per class of identical servers, as many as it has) and one option per
+//! job, and links them.
 //!
-//! `column`: a server's configuration and its exact share of the objective; `master`: the master
-//! over a pool of columns, integer or relaxed (with duals); `price`: a server's best column at
-//! those duals, by an exact search; `cg`: column generation at the root, whose relaxation bounds
-//! the round. [`crate::ilp::SolveRequest::program`] solves a round with it.
+//! `column`: a server's configuration, its exact share of the objective, and the server classes;
+//! `master`: the master over a pool of columns, integer or relaxed (with duals); `price`: a
+//! class's best column at those duals by an exact search, or every column within a gap; `cg`:
+//! column generation at the root, whose relaxation bounds the round, and dives; `solve`: the
+//! whole solve (generation, master, enumeration, dives). [`crate::ilp::SolveRequest::program`]
+//! solves a round with it.
 
 mod cg;
 mod column;
 mod master;
 pub(super) mod price;
+mod search;
 mod solve;
 
 #[cfg(test)]

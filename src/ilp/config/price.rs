@@ -1,18 +1,11 @@
-//! Pricing: the column of one server with the highest reduced cost against the master's duals,
-//! found exactly by a depth-first search over the jobs' fragments.
-//!
-//! Why the search can stop early: a fragment's reduced cost alone (its worker–PS credit less
-//! what its rows cost at the duals) only falls when other fragments join it — co-location,
-//! PCIe and NIC sharing are losses — so a fragment whose own reduced cost is not positive never
-//! belongs to a best column, and a partial column plus the best the jobs still to decide can
-//! add on their own within the GPUs left (a knapsack over GPU counts, [`knapsack_bounds`])
-//! bounds everything below it. Both rest on losses being non-negative, which is checked per
-//! server; where a model prices one below zero the search drops that bound and visits every
-//! combination (up to the node limit). A search cut off by its node limit still bounds the
-//! server's best column: the best it found, or the bound of a subtree it left.
+//! Pricing: the column of one server (class) with the highest reduced cost against the
+//! master's duals — greedily, or exactly by the search of [`super::search`] — and every column
+//! within a gap of it. A fragment whose own reduced cost is not positive never belongs to a best
+//! column (losses only lower a column's value), so only the others are candidates.
 
 use super::column::{Column, Fragment, pair_loss};
 use super::master::Duals;
+use super::search::{Candidate, Problem, Search};
 use crate::model::JobPos;
 use crate::objective::{Mode, RoundPricing};
 
@@ -30,15 +23,6 @@ pub(crate) struct Priced {
     /// search was exact, else the best bound of the subtrees it left (infinite where losses
     /// can be negative and nothing bounds the search).
     pub bound: f64,
-}
-
-/// A fragment a job could have on the server, with its own reduced cost and demands.
-#[derive(PartialEq)]
-struct Candidate {
-    fragment: Fragment,
-    own: f64,
-    cpu: f64,
-    mem: f64,
 }
 
 /// Every split of `n` GPUs over switches with `free` room each.
@@ -197,288 +181,18 @@ fn candidates(
     out
 }
 
-/// `ub[i][c]`: the most the fragments of jobs `i..` can add within `c` free GPUs, taking each
-/// fragment at its own reduced cost (a bound where losses are non-negative): a
-/// multiple-choice knapsack over the server's GPU count, by dynamic programming. Far tighter
-/// than the sum of every job's best fragment once jobs compete for the GPUs.
-fn knapsack_bounds(jobs: &[Vec<Candidate>], gpus: usize) -> Vec<Vec<f64>> {
-    let mut ub = vec![vec![0.0_f64; gpus + 1]; jobs.len() + 1];
-    for i in (0..jobs.len()).rev() {
-        // The best own reduced cost of job i at each GPU count.
-        let mut best = vec![f64::NEG_INFINITY; gpus + 1];
-        for c in &jobs[i] {
-            let g = c.fragment.gpus.iter().sum::<u32>() as usize;
-            if g <= gpus && c.own > best[g] {
-                best[g] = c.own;
-            }
-        }
-        for cap in 0..=gpus {
-            let mut v = ub[i + 1][cap];
-            for (g, &b) in best.iter().enumerate().take(cap + 1) {
-                if b > f64::NEG_INFINITY {
-                    v = v.max(b + ub[i + 1][cap - g]);
-                }
-            }
-            ub[i][cap] = v;
-        }
-    }
-    ub
-}
-
-struct Search<'p, 'a> {
-    pricing: &'p RoundPricing<'a>,
-    server: usize,
-    jobs: &'p [Vec<Candidate>],
-    /// [`knapsack_bounds`] of `jobs`.
-    ub: Vec<Vec<f64>>,
-    /// `first[i][c]`: whether candidate `c` of job `i` may open a column (see [`symmetric`]).
-    first: Vec<Vec<bool>>,
-    prune: bool,
-    free: Vec<u32>,
-    /// `free` summed.
-    free_total: usize,
-    /// The best bound of the subtrees left unsearched at the node limit.
-    open: f64,
-    cpu: f64,
-    mem: f64,
-    chosen: Vec<(usize, usize)>,
-    value: f64,
-    best: (f64, Vec<(usize, usize)>),
-    nodes: u64,
-    limit: u64,
-    /// A value at which the search stops early (what it leaves is then bounded, not searched).
-    enough: f64,
-    deadline: Option<std::time::Instant>,
-    /// Enumerating: every column of value at least `target` is collected (the search prunes
-    /// against `target`, not against the best), at most `cap` of them.
-    collect: Option<Vec<Vec<(usize, usize)>>>,
-    target: f64,
-    cap: usize,
-}
-
-impl<'p, 'a> Search<'p, 'a> {
-    /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes, for the best
-    /// column (set `enough` or `collect` for the other uses).
-    fn new(
-        pricing: &'p RoundPricing<'a>,
-        s: usize,
-        problem: &'p Problem,
-        node_limit: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> Self {
-        let jobs = &problem.jobs;
-        // The bound holds when every loss is non-negative.
-        let prune = jobs.iter().flatten().all(|c| {
-            let t = &pricing.options(c.fragment.job)[c.fragment.option].terms;
-            t.coloc_coef >= 0.0 && t.pcie_coef >= 0.0 && t.nic_coef >= 0.0
-        }) && jobs.iter().all(|a| {
-            jobs.iter().all(|b| {
-                a[0].fragment.job == b[0].fragment.job
-                    || pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s) >= 0.0
-            })
-        });
-        let free_total = problem.free.iter().sum::<u32>() as usize;
-        Search {
-            pricing,
-            server: s,
-            jobs,
-            ub: knapsack_bounds(jobs, free_total),
-            first: symmetric(pricing, s, problem),
-            prune,
-            free: problem.free.clone(),
-            free_total,
-            open: f64::NEG_INFINITY,
-            cpu: problem.cpu,
-            mem: problem.mem,
-            chosen: Vec::new(),
-            value: 0.0,
-            best: (0.0, Vec::new()),
-            nodes: 0,
-            limit: node_limit,
-            enough: f64::INFINITY,
-            deadline,
-            collect: None,
-            target: f64::INFINITY,
-            cap: 0,
-        }
-    }
-
-    /// The most jobs `i..` can add given the fragments chosen: the knapsack of
-    /// [`knapsack_bounds`] over the GPUs left, each candidate at its own reduced cost plus what
-    /// it loses to the chosen fragments (its exact gain if it were added next). Tighter than
-    /// the static bound, which ignores every loss, and dearer (every candidate against every
-    /// chosen fragment): computed only where the static bound does not prune.
-    fn given_chosen(&self, i: usize) -> f64 {
-        let cap = self.free_total;
-        let mut row = vec![0.0_f64; cap + 1];
-        let mut best = vec![f64::NEG_INFINITY; cap + 1];
-        for j in (i..self.jobs.len()).rev() {
-            best.fill(f64::NEG_INFINITY);
-            for cand in &self.jobs[j] {
-                let g = cand.fragment.gpus.iter().sum::<u32>() as usize;
-                if g > cap || cand.own <= best[g] {
-                    continue; // losses only lower it
-                }
-                if cand.cpu > self.cpu + 1e-9
-                    || cand.mem > self.mem + 1e-9
-                    || (0..self.free.len()).any(|b| cand.fragment.gpus[b] > self.free[b])
-                {
-                    continue;
-                }
-                let gain = cand.own
-                    + self
-                        .chosen
-                        .iter()
-                        .map(|&(ji, ci)| {
-                            pair_loss(
-                                self.pricing,
-                                self.server,
-                                &cand.fragment,
-                                &self.jobs[ji][ci].fragment,
-                            )
-                        })
-                        .sum::<f64>();
-                best[g] = best[g].max(gain);
-            }
-            for c in (0..=cap).rev() {
-                let mut v = row[c];
-                for (g, &b) in best.iter().enumerate().take(c + 1) {
-                    if b > 0.0 {
-                        v = v.max(b + row[c - g]);
-                    }
-                }
-                row[c] = v;
-            }
-        }
-        row[cap]
-    }
-
-    /// Whether a subtree bounded by `bound` can hold nothing the search wants.
-    fn pruned(&self, bound: f64) -> bool {
-        if !self.prune {
-            return false;
-        }
-        if self.collect.is_some() {
-            bound < self.target - 1e-9
-        } else {
-            bound <= self.best.0 + 1e-12
-        }
-    }
-
-    fn run(&mut self, i: usize) {
-        self.nodes += 1;
-        // Past the deadline the search counts as over its limit (not exact).
-        if self.nodes.is_multiple_of(4096)
-            && self
-                .deadline
-                .is_some_and(|d| std::time::Instant::now() >= d)
-        {
-            self.limit = 0;
-        }
-        if self.nodes > self.limit {
-            // The subtree left here is bounded by its knapsack bound (by nothing without one).
-            let b = if self.prune {
-                self.value + self.ub[i][self.free_total]
-            } else {
-                f64::INFINITY
-            };
-            self.open = self.open.max(b);
-            return;
-        }
-        if self.value > self.best.0 {
-            self.best = (self.value, self.chosen.clone());
-            if self.value >= self.enough {
-                self.limit = 0;
-            }
-        }
-        if let Some(found) = &mut self.collect
-            && self.chosen.last().is_some_and(|&(j, _)| j + 1 == i)
-            && self.value >= self.target - 1e-9
-        {
-            // Collected where first reached (its last fragment just added; the branches
-            // that add nothing more reach it again).
-            found.push(self.chosen.clone());
-            if found.len() > self.cap {
-                self.limit = 0;
-            }
-        }
-        if i == self.jobs.len() || self.pruned(self.value + self.ub[i][self.free_total]) {
-            return;
-        }
-        if self.prune && !self.chosen.is_empty() && self.pruned(self.value + self.given_chosen(i)) {
-            return;
-        }
-        for c in 0..self.jobs[i].len() {
-            let cand = &self.jobs[i][c];
-            if self.chosen.is_empty() && !self.first[i][c] {
-                continue;
-            }
-            if cand.cpu > self.cpu + 1e-9 || cand.mem > self.mem + 1e-9 {
-                continue;
-            }
-            if (0..self.free.len()).any(|b| cand.fragment.gpus[b] > self.free[b]) {
-                continue;
-            }
-            let gain = cand.own
-                + self
-                    .chosen
-                    .iter()
-                    .map(|&(ji, ci)| {
-                        pair_loss(
-                            self.pricing,
-                            self.server,
-                            &cand.fragment,
-                            &self.jobs[ji][ci].fragment,
-                        )
-                    })
-                    .sum::<f64>();
-            let used = cand.fragment.gpus.iter().sum::<u32>() as usize;
-            if self.pruned(self.value + gain + self.ub[i + 1][self.free_total - used]) {
-                continue;
-            }
-            for b in 0..self.free.len() {
-                self.free[b] -= cand.fragment.gpus[b];
-            }
-            self.free_total -= used;
-            let (cpu, mem) = (cand.cpu, cand.mem);
-            self.cpu -= cpu;
-            self.mem -= mem;
-            self.value += gain;
-            self.chosen.push((i, c));
-            self.run(i + 1);
-            self.chosen.pop();
-            self.value -= gain;
-            self.cpu += cpu;
-            self.mem += mem;
-            let cand = &self.jobs[i][c];
-            for b in 0..self.free.len() {
-                self.free[b] += cand.fragment.gpus[b];
-            }
-            self.free_total += used;
-        }
-        // Or job i has nothing here.
-        self.run(i + 1);
-    }
-}
-
 /// A good column of server `s` at `duals`, fast: fragments added one at a time, each the one
 /// that raises the column's reduced cost most given those already in, while any does. Not a
 /// certificate (`exact` is false); column generation prices exactly only when this finds
 /// nothing.
 pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) -> Priced {
-    let snap = pricing.snapshot();
-    let jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
-        .map(|j| candidates(pricing, duals, s, j, 0.0))
-        .filter(|c| !c.is_empty())
-        .collect();
-    let topology = pricing.topology();
-    let mut free = vec![0u32; topology.switches_on(s).len()];
-    for &b in topology.switches_on(s) {
-        let sw = topology.switch(b);
-        free[sw.local as usize] = sw.gpus.len() as u32;
-    }
-    let server = &snap.cluster.servers[s];
-    let (mut cpu, mut mem) = (server.cpu_cores, server.memory_gib);
+    let Problem {
+        jobs,
+        mut free,
+        mut cpu,
+        mut mem,
+        ..
+    } = problem(pricing, duals, s, 0.0);
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut value = 0.0;
     loop {
@@ -550,17 +264,30 @@ pub(crate) fn price_server(
         .expect("one server priced")
 }
 
-/// One server's pricing problem, up to which server it is: servers whose problems are equal
-/// (same GPU type, capacities and switch sizes, and the same candidates at the same own
-/// reduced costs — identical idle servers, typically) have the same best columns, so a class
-/// of them is searched once.
-#[derive(PartialEq)]
-struct Problem {
-    gpu_type: String,
-    cpu: f64,
-    mem: f64,
-    free: Vec<u32>,
-    jobs: Vec<Vec<Candidate>>,
+/// Server `s`'s pricing problem at `duals`: its capacities and, per job with any, the
+/// candidates of own reduced cost above `min_own`, the jobs with the best first (good columns
+/// early, tight bounds soon).
+fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) -> Problem {
+    let snap = pricing.snapshot();
+    let topology = pricing.topology();
+    let mut jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
+        .map(|j| candidates(pricing, duals, s, j, min_own))
+        .filter(|c| !c.is_empty())
+        .collect();
+    jobs.sort_by(|a, b| b[0].own.total_cmp(&a[0].own));
+    let mut free = vec![0u32; topology.switches_on(s).len()];
+    for &b in topology.switches_on(s) {
+        let sw = topology.switch(b);
+        free[sw.local as usize] = sw.gpus.len() as u32;
+    }
+    let server = &snap.cluster.servers[s];
+    Problem {
+        gpu_type: server.gpu_type.clone(),
+        cpu: server.cpu_cores,
+        mem: server.memory_gib,
+        free,
+        jobs,
+    }
 }
 
 /// The best column of each server in `servers` at `duals` (in that order), each search visiting
@@ -574,31 +301,11 @@ pub(crate) fn price_servers(
     enough: f64,
     deadline: Option<std::time::Instant>,
 ) -> Vec<Priced> {
-    let snap = pricing.snapshot();
-    let topology = pricing.topology();
     // Searched classes: the problem and what its search found (value, fragments, exact, open).
     let mut classes: Vec<(Problem, f64, Vec<Fragment>, bool, f64)> = Vec::new();
     let mut out = Vec::with_capacity(servers.len());
     for &s in servers {
-        let mut jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
-            .map(|j| candidates(pricing, duals, s, j, 0.0))
-            .filter(|c| !c.is_empty())
-            .collect();
-        // Best own reduced cost first: good columns early, tight bounds soon.
-        jobs.sort_by(|a, b| b[0].own.total_cmp(&a[0].own));
-        let mut free = vec![0u32; topology.switches_on(s).len()];
-        for &b in topology.switches_on(s) {
-            let sw = topology.switch(b);
-            free[sw.local as usize] = sw.gpus.len() as u32;
-        }
-        let server = &snap.cluster.servers[s];
-        let problem = Problem {
-            gpu_type: server.gpu_type.clone(),
-            cpu: server.cpu_cores,
-            mem: server.memory_gib,
-            free,
-            jobs,
-        };
+        let problem = problem(pricing, duals, s, 0.0);
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
         let found = match classes.iter().position(|c| c.0 == problem) {
             Some(i) => i,
@@ -623,72 +330,6 @@ pub(crate) fn price_servers(
     out
 }
 
-/// Which candidates may be a column's first fragment (in job order): on a server with no
-/// kept fragment, a permutation of its PCIe switches that keeps each switch's size and the
-/// switches' grouping into sockets maps columns to columns of the same value (every term
-/// depends on the layout only through which switches two fragments share and how many sockets
-/// one spans), so some best column has a first fragment whose layout is the largest of its
-/// image under every such permutation — only those open a column. Up to 8 times fewer
-/// subtrees on a 2-socket × 2-switch server.
-fn symmetric(pricing: &RoundPricing<'_>, s: usize, problem: &Problem) -> Vec<Vec<bool>> {
-    let all = || problem.jobs.iter().map(|c| vec![true; c.len()]).collect();
-    let n = problem.free.len();
-    if n > 6 || problem.jobs.iter().flatten().any(|c| c.fragment.kept) {
-        return all();
-    }
-    let topology = pricing.topology();
-    let mut socket = vec![0u32; n];
-    for &b in topology.switches_on(s) {
-        let sw = topology.switch(b);
-        socket[sw.local as usize] = sw.socket;
-    }
-    // Every permutation of the switches keeping sizes and the socket partition.
-    let mut perms: Vec<Vec<usize>> = Vec::new();
-    let mut perm: Vec<usize> = (0..n).collect();
-    heap_permutations(n, &mut perm, &mut |p| {
-        let ok = (0..n).all(|a| {
-            problem.free[p[a]] == problem.free[a]
-                && (0..n).all(|b| (socket[a] == socket[b]) == (socket[p[a]] == socket[p[b]]))
-        });
-        if ok {
-            perms.push(p.to_vec());
-        }
-    });
-    problem
-        .jobs
-        .iter()
-        .map(|cands| {
-            cands
-                .iter()
-                .map(|c| {
-                    let g = &c.fragment.gpus;
-                    perms.iter().all(|p| {
-                        let mut image = vec![0u32; n];
-                        for a in 0..n {
-                            image[p[a]] = g[a];
-                        }
-                        image <= *g
-                    })
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// Calls `f` on every permutation of `perm[..k]` (Heap's algorithm).
-fn heap_permutations(k: usize, perm: &mut Vec<usize>, f: &mut impl FnMut(&[usize])) {
-    if k <= 1 {
-        f(perm);
-        return;
-    }
-    for i in 0..k - 1 {
-        heap_permutations(k - 1, perm, f);
-        let j = if k.is_multiple_of(2) { i } else { 0 };
-        perm.swap(j, k - 1);
-    }
-    heap_permutations(k - 1, perm, f);
-}
-
 /// Every column of the classes of `servers` (representatives) whose reduced cost at `duals` is
 /// at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps onto each
 /// other are the same to the master); `None` when there are more than `cap`, the node limit or
@@ -706,27 +347,9 @@ pub(crate) fn enumerate_columns(
     node_limit: u64,
     deadline: Option<std::time::Instant>,
 ) -> Option<Vec<Column>> {
-    let snap = pricing.snapshot();
-    let topology = pricing.topology();
     let mut out: Vec<Column> = Vec::new();
     for &s in servers {
-        let jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
-            .map(|j| candidates(pricing, duals, s, j, -delta))
-            .filter(|c| !c.is_empty())
-            .collect();
-        let mut free = vec![0u32; topology.switches_on(s).len()];
-        for &b in topology.switches_on(s) {
-            let sw = topology.switch(b);
-            free[sw.local as usize] = sw.gpus.len() as u32;
-        }
-        let server = &snap.cluster.servers[s];
-        let problem = Problem {
-            gpu_type: server.gpu_type.clone(),
-            cpu: server.cpu_cores,
-            mem: server.memory_gib,
-            free,
-            jobs,
-        };
+        let problem = problem(pricing, duals, s, -delta);
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
         let mut search = Search::new(pricing, s, &problem, node_limit, deadline);
         if !search.prune {
