@@ -14,6 +14,13 @@
 use super::column::{Fragment, pair_loss};
 use crate::objective::RoundPricing;
 
+/// The most candidates a problem may have for the bound given the chosen fragments to be
+/// tried (the generated rounds have ~2,000 per server, the trace rounds ~12,000).
+const STRONG_CANDIDATES: usize = 4_000;
+
+/// The fewest nodes a search must be allowed for that bound to be tried (not in a probe).
+const STRONG_NODES: u64 = 100_000;
+
 /// A fragment a job could have on the server, with its own reduced cost and demands.
 #[derive(PartialEq)]
 pub(super) struct Candidate {
@@ -60,6 +67,11 @@ pub(super) struct Search<'p, 'a> {
     /// `first[i][c]`: whether candidate `c` of job `i` may open a column (see [`symmetric`]).
     pub(super) first: Vec<Vec<bool>>,
     pub(super) prune: bool,
+    /// Whether nodes the static bound leaves are tried against [`Search::given_chosen`]: only
+    /// on a full search of a problem of at most [`STRONG_CANDIDATES`] candidates (each try
+    /// prices every candidate against the chosen fragments: on the trace rounds' ~12,000
+    /// candidates, and in the short probes, it costs more than it prunes).
+    pub(super) strong: bool,
     pub(super) free: Vec<u32>,
     /// `free` summed.
     pub(super) free_total: usize,
@@ -104,7 +116,9 @@ impl<'p, 'a> Search<'p, 'a> {
             })
         });
         let free_total = problem.free.iter().sum::<u32>() as usize;
+        let candidates: usize = jobs.iter().map(Vec::len).sum();
         Search {
+            strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
             pricing,
             server: s,
             jobs,
@@ -240,7 +254,11 @@ impl<'p, 'a> Search<'p, 'a> {
         if i == self.jobs.len() || self.pruned(self.value + self.ub[i][self.free_total]) {
             return;
         }
-        if self.prune && !self.chosen.is_empty() && self.pruned(self.value + self.given_chosen(i)) {
+        if self.strong
+            && self.prune
+            && !self.chosen.is_empty()
+            && self.pruned(self.value + self.given_chosen(i))
+        {
             return;
         }
         for c in 0..self.jobs[i].len() {
