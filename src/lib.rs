@@ -81,8 +81,9 @@ pub mod io {
 }
 
 /// Schedules one round with the shipped performance model, the default objective and the
-/// default solver settings (60 s limit, optimality): the integer program started from the best
-/// of keeping the running jobs and the heuristics' schedules, never returning less than that
+/// default solver settings (60 s limit, optimality): the integer program (the compact one on
+/// small rounds, the configuration program from 40 servers × jobs: [`ilp::SolveProgram::Auto`])
+/// started from the best of keeping the running jobs and the heuristics' schedules, never returning less than that
 /// start, then back-filled ([`policies::Backfill`]). The snapshot is checked first, as an
 /// instance file is (an error names the field). Build an [`ExactScheduler`] yourself to read
 /// the solve's report ([`ExactScheduler::last_report`]).
