@@ -16,8 +16,8 @@ use crate::objective::{RoundPricing, same_assignment};
 /// The most columns enumerated to close a root gap (more: the gap stays open).
 const ENUMERATION_CAP: usize = 50_000;
 
-/// The most nodes one class's enumeration visits (its bound, which ignores the losses, is
-/// loose at a gap's depth below the best column: on 8-server rounds it rarely finishes).
+/// The most nodes one class's enumeration visits (its bounds are loose a gap's depth below the
+/// best column: past this, the gap stays open).
 const ENUMERATION_NODES: u64 = 2_000_000;
 
 /// Whether the time limit has passed.
@@ -28,10 +28,11 @@ fn late(limit: f64, t0: Instant) -> bool {
 /// The configuration program: columns generated from every valid start's columns (60 % of
 /// the time limit), then the master over them as an integer program from the best start;
 /// where it leaves a gap, the columns within it enumerated (if the root converged) and dives
-/// (to 85 %); never less than the start. The bound is column
-/// generation's (a bound on the round whenever its pricing was exact), not the restricted
-/// master's. The running jobs `held` stay exactly where they run (the bound is then the
-/// restricted program's); a start that moves one is passed over.
+/// (to 85 %); never less than the start. The bound is column generation's (a bound on the
+/// round whenever its pricing was exact) or, after an enumeration, the master's over every
+/// column within the gap — never a restricted master's alone. The running jobs `held` stay
+/// exactly where they run (the bound is then the restricted program's); a start that moves one
+/// is passed over.
 pub(crate) fn solve(
     pricing: &RoundPricing<'_>,
     settings: &CheckedSettings,
