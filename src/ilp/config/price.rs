@@ -1,6 +1,6 @@
 //! Pricing: the column of one server (class) with the highest reduced cost against the
 //! master's duals — greedily, or exactly by the search of [`super::search`] — and every column
-//! within a gap of it. A fragment whose own reduced cost is not positive never belongs to a best
+//! whose reduced cost is within a given gap of 0 (to close a root gap). A fragment whose own reduced cost is not positive never belongs to a best
 //! column (losses only lower a column's value), so only the others are candidates.
 
 use super::column::{Column, Fragment, pair_loss};
@@ -183,8 +183,8 @@ fn candidates(
 
 /// A good column of server `s` at `duals`, fast: fragments added one at a time, each the one
 /// that raises the column's reduced cost most given those already in, while any does. Not a
-/// certificate (`exact` is false); column generation prices exactly only when this finds
-/// nothing.
+/// certificate (`exact` is false); column generation searches exactly when this finds
+/// nothing (and briefly, for a bound, when it does).
 pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) -> Priced {
     let Problem {
         jobs,
