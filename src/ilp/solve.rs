@@ -11,7 +11,7 @@ use super::formulation::{Formulation, ModelSize};
 use super::settings::{CheckedSettings, PROVEN_GAP};
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, JobId, Schedule};
-use crate::objective::{Objective, RoundPricing};
+use crate::objective::{Objective, RoundPricing, same_assignment};
 use crate::perf::PerfModel;
 
 pub use crate::scheduler::SolveStatus;
@@ -169,8 +169,8 @@ impl<'a> SolveRequest<'a> {
     }
 
     /// Builds `program` (default: [`SolveProgram::Auto`], by size). The configuration program
-    /// holds jobs but does not fix-and-solve yet: `fix_then_free` with it is an error (`Auto`
-    /// then builds the compact one). The relaxation, the build and the MPS export are the compact
+    /// holds a job only where the warm start keeps it where it runs, and does not fix-and-solve
+    /// yet: anything else with it is an error (`Auto` then builds the compact one). The relaxation, the build and the MPS export are the compact
     /// program's whatever this says.
     pub fn program(mut self, program: SolveProgram) -> Self {
         self.program = program;
@@ -244,7 +244,14 @@ impl<'a> SolveRequest<'a> {
         if self.chosen_program() == SolveProgram::Config {
             return match &self.fixing {
                 Fixing::None => self.config(&[]),
-                Fixing::Hold(jobs) => self.config(jobs),
+                Fixing::Hold(jobs) if self.holds_where_running(jobs) => self.config(jobs),
+                Fixing::Hold(_) => Err(Error::setting(
+                    "solve",
+                    "program",
+                    "config",
+                    "the configuration program holds a job only where the warm start keeps it \
+                     where it runs (use compact)",
+                )),
                 Fixing::ThenFree(..) => Err(Error::setting(
                     "solve",
                     "program",
@@ -262,15 +269,37 @@ impl<'a> SolveRequest<'a> {
         }
     }
 
+    /// Whether the warm start keeps every one of the held `jobs` exactly where it runs: the
+    /// holds the configuration program expresses (a kept placement; `hold` means "as the warm
+    /// start has it", which the `ilp` policy's window always is).
+    fn holds_where_running(&self, jobs: &[JobId]) -> bool {
+        let Some(start) = self.warm_start else {
+            return jobs.is_empty();
+        };
+        jobs.iter().all(|id| {
+            let current = self
+                .snapshot
+                .job_index(*id)
+                .and_then(|j| self.snapshot.jobs[j].run.current.as_ref());
+            let planned = start.assignments.iter().find(|a| a.job == *id);
+            matches!((current, planned), (Some(c), Some(a)) if same_assignment(c, a))
+        })
+    }
+
     /// The program [`SolveRequest::solve`] builds: the one asked for, [`SolveProgram::Auto`]
-    /// resolved by the round's size (and to the compact program for a fix-and-solve).
+    /// resolved by the round's size (and to the compact program for a fix-and-solve, or a hold
+    /// the configuration program cannot express).
     pub fn chosen_program(&self) -> SolveProgram {
         match self.program {
             SolveProgram::Auto => {
                 let snap = self.pricing.snapshot();
                 let size = snap.cluster.servers.len() * snap.jobs.len();
-                let fix_and_solve = matches!(self.fixing, Fixing::ThenFree(..));
-                if size >= SolveProgram::AUTO_CONFIG_SIZE && !fix_and_solve {
+                let expressible = match &self.fixing {
+                    Fixing::None => true,
+                    Fixing::Hold(jobs) => self.holds_where_running(jobs),
+                    Fixing::ThenFree(..) => false,
+                };
+                if size >= SolveProgram::AUTO_CONFIG_SIZE && expressible {
                     SolveProgram::Config
                 } else {
                     SolveProgram::Compact

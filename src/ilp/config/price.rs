@@ -282,7 +282,6 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
     }
     let server = &snap.cluster.servers[s];
     Problem {
-        gpu_type: server.gpu_type.clone(),
         cpu: server.cpu_cores,
         mem: server.memory_gib,
         free,
@@ -292,7 +291,8 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
 
 /// The best column of each server in `servers` at `duals` (in that order), each search visiting
 /// at most `node_limit` nodes and stopping at a column of reduced cost `enough` (infinite: the
-/// best); servers with equal problems share one search.
+/// best). Identical idle servers are one class ([`super::column::Classes`]), priced once by
+/// passing only its representative.
 pub(crate) fn price_servers(
     pricing: &RoundPricing<'_>,
     duals: &Duals,
@@ -301,30 +301,20 @@ pub(crate) fn price_servers(
     enough: f64,
     deadline: Option<std::time::Instant>,
 ) -> Vec<Priced> {
-    // Searched classes: the problem and what its search found (value, fragments, exact, open).
-    let mut classes: Vec<(Problem, f64, Vec<Fragment>, bool, f64)> = Vec::new();
     let mut out = Vec::with_capacity(servers.len());
     for &s in servers {
         let problem = problem(pricing, duals, s, 0.0);
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
-        let found = match classes.iter().position(|c| c.0 == problem) {
-            Some(i) => i,
-            None => {
-                let (value, fragments, exact, open) =
-                    search(pricing, s, &problem, node_limit, enough + pi, deadline);
-                classes.push((problem, value, fragments, exact, open));
-                classes.len() - 1
-            }
-        };
-        let (_, value, fragments, exact, open) = &classes[found];
+        let (value, fragments, exact, open) =
+            search(pricing, s, &problem, node_limit, enough + pi, deadline);
         out.push(Priced {
             column: Column {
                 server: s,
-                fragments: fragments.clone(),
+                fragments,
             },
             reduced_cost: value - pi,
-            exact: *exact,
-            bound: value.max(*open) - pi,
+            exact,
+            bound: value.max(open) - pi,
         });
     }
     out

@@ -22,7 +22,6 @@ const STRONG_CANDIDATES: usize = 4_000;
 const STRONG_NODES: u64 = 100_000;
 
 /// A fragment a job could have on the server, with its own reduced cost and demands.
-#[derive(PartialEq)]
 pub(super) struct Candidate {
     pub(super) fragment: Fragment,
     pub(super) own: f64,
@@ -299,13 +298,8 @@ impl<'p, 'a> Search<'p, 'a> {
     }
 }
 
-/// One server's pricing problem, up to which server it is: servers whose problems are equal
-/// (same GPU type, capacities and switch sizes, and the same candidates at the same own
-/// reduced costs — identical idle servers, typically) have the same best columns, so a class
-/// of them is searched once.
-#[derive(PartialEq)]
+/// One server's pricing problem: its capacities and its jobs' candidate fragments.
 pub(super) struct Problem {
-    pub(super) gpu_type: String,
     pub(super) cpu: f64,
     pub(super) mem: f64,
     pub(super) free: Vec<u32>,
