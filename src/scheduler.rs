@@ -72,6 +72,11 @@ pub struct RoundSolve {
     pub solve_s: f64,
     /// Branch-and-bound nodes, if known.
     pub nodes: Option<u64>,
+    /// Columns in the configuration program's final pool (`None`: the compact program solved
+    /// the round).
+    pub columns: Option<usize>,
+    /// The configuration program's pricing-search nodes (what its work limit counts).
+    pub search_nodes: Option<u64>,
 }
 
 /// Snapshot in, schedule out.

@@ -117,6 +117,8 @@ impl<'a> ExactScheduler<'a> {
             build_s: r.build_time_s,
             solve_s: r.wall_time_s,
             nodes: r.nodes,
+            columns: r.columns.as_ref().map(|c| c.columns),
+            search_nodes: r.columns.as_ref().map(|c| c.search_nodes),
         };
         self.log.record(RoundEvent::Solved {
             solve,

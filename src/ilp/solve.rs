@@ -67,6 +67,8 @@ pub struct ColumnStats {
     pub relaxation: f64,
     /// Seconds generating columns (the rest of the solve is the restricted master).
     pub generation_s: f64,
+    /// Pricing-search nodes visited in all: what [`crate::SolveSettings::work_limit`] counts.
+    pub search_nodes: u64,
 }
 
 /// Which program a solve builds.

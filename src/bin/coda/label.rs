@@ -37,6 +37,10 @@ pub struct Args {
     /// Branch-and-bound node limit per round (repeatable labels).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub node_limit: Option<u64>,
+    /// The configuration program's work limit per round, pricing-search nodes (repeatable
+    /// labels of large rounds).
+    #[arg(long, value_parser = range::at_least_one_u64)]
+    pub work_limit: Option<u64>,
     /// Rounds solved at once (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -149,6 +153,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         settings: SolveSettings {
             time_limit_s: args.time_limit,
             node_limit: args.node_limit,
+            work_limit: args.work_limit,
             ..SolveSettings::default()
         },
     };

@@ -73,6 +73,10 @@ pub struct SimArgs {
     /// limit of 0 stops every round before any schedule).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub ilp_node_limit: Option<u64>,
+    /// `ilp` policy: the configuration program's work limit per round, pricing-search nodes
+    /// (with a node limit and a time limit that does not bind, runs are repeatable).
+    #[arg(long, value_parser = range::at_least_one_u64)]
+    pub ilp_work_limit: Option<u64>,
     /// `ilp` policy: jobs each round's program decides (the waiting ones the objective values
     /// most, half kept for them, and the running ones it values least; other running jobs are
     /// held where they are, other waiting jobs wait unless back-fill starts them).
@@ -211,6 +215,7 @@ impl SimArgs {
                 solve: SolveSettings {
                     time_limit_s: self.ilp_time_limit,
                     node_limit: self.ilp_node_limit,
+                    work_limit: self.ilp_work_limit,
                     seed: (self.seed % u64::from(u32::MAX)) as u32,
                     ..SolveSettings::default()
                 },
@@ -317,14 +322,16 @@ pub fn run_one(
     })
 }
 
-/// One row per round the policy solved: status, objectives, bound, gap, times, nodes.
+/// One row per round the policy solved: status, objectives, bound, gap, times, nodes, and the
+/// program (with its columns and search nodes where it was the configuration program).
 fn solves_csv(solves: &[coda::scheduler::RoundSolve]) -> String {
     let mut out = String::from(
-        "time_s,jobs,held,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes\n",
+        "time_s,jobs,held,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes,program,columns,search_nodes\n",
     );
+    let opt = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
     for r in solves {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.time_s,
             r.jobs,
             r.held,
@@ -336,7 +343,14 @@ fn solves_csv(solves: &[coda::scheduler::RoundSolve]) -> String {
             r.gap,
             r.build_s,
             r.solve_s,
-            r.nodes.map_or(String::new(), |n| n.to_string())
+            opt(r.nodes),
+            if r.columns.is_some() {
+                "config"
+            } else {
+                "compact"
+            },
+            opt(r.columns.map(|c| c as u64)),
+            opt(r.search_nodes),
         ));
     }
     out

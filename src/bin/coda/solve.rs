@@ -27,6 +27,10 @@ pub struct Args {
     /// Branch-and-bound node limit (a repeatable work limit).
     #[arg(long)]
     pub node_limit: Option<u64>,
+    /// The configuration program's work limit: pricing-search nodes over the whole solve (a
+    /// repeatable limit; the compact program ignores it).
+    #[arg(long, value_parser = range::at_least_one_u64)]
+    pub work_limit: Option<u64>,
     /// Solver threads (capped at the cores available).
     #[arg(long, default_value_t = 1, value_parser = range::at_least_one_u32)]
     pub threads: u32,
@@ -88,6 +92,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         time_limit,
         gap,
         node_limit,
+        work_limit,
         threads,
         seed,
         warm_start,
@@ -118,6 +123,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         mip_rel_gap: gap,
         mip_abs_gap: 1e-6,
         node_limit,
+        work_limit,
         threads: crate::cap_threads(threads as usize) as u32,
         seed,
         symmetry_breaking: !no_symmetry_breaking,

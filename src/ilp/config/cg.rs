@@ -4,6 +4,7 @@
 //! relaxation plus every server's best reduced cost (or any bound on it) is one (Lagrangian: each
 //! server takes at most one column). Servers are priced once per class of identical ones.
 
+use super::budget::Budget;
 use super::column::{Classes, Column};
 use super::master::{Duals, solve_lp};
 use super::price::{price_greedy, price_servers};
@@ -29,7 +30,7 @@ fn free_servers(classes: &Classes, pool: &[Column], fixed: &[usize]) -> Vec<(usi
 }
 
 /// What every relaxation and pricing of one generation shares: the round, the solver settings,
-/// the jobs held where they run, each search's node limit and the deadline.
+/// the jobs held where they run, each search's node limit and the phase's budget.
 #[derive(Clone, Copy)]
 pub(crate) struct Gen<'p, 'a> {
     /// The round.
@@ -40,8 +41,8 @@ pub(crate) struct Gen<'p, 'a> {
     pub held: &'p [bool],
     /// Nodes one exact pricing search may visit.
     pub node_limit: u64,
-    /// When to stop (the relaxation so far stands).
-    pub deadline: Option<std::time::Instant>,
+    /// When to stop (the relaxation so far stands): a deadline or the solve's search nodes.
+    pub budget: Budget<'p>,
 }
 
 /// The most columns a dive holds.
@@ -89,7 +90,7 @@ pub(crate) fn dive(
     let mut tried: Vec<usize> = skip.to_vec();
     let mut first = None;
     for _ in 0..MAX_DIVE_DEPTH {
-        if g.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if g.budget.late() {
             break;
         }
         let room = free_servers(&classes, &pool, &fixed);
@@ -148,7 +149,7 @@ fn generate_fixed(
         settings,
         held,
         node_limit,
-        deadline,
+        budget,
     } = g;
     let classes = Classes::of(pricing);
     let mut pool = seed;
@@ -184,7 +185,7 @@ fn generate_fixed(
         };
         let (mut gain, mut exact, mut slack) = (0.0, new == 0, 0.0);
         let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
-        for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, deadline)
+        for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, budget)
             .into_iter()
             .zip(&room)
         {
@@ -202,8 +203,7 @@ fn generate_fixed(
         if slack.is_finite() && fixed.is_empty() {
             bound = bound.min(lp + slack);
         }
-        let late = deadline.is_some_and(|d| std::time::Instant::now() >= d);
-        if new == 0 || iterations >= max_iterations || late {
+        if new == 0 || iterations >= max_iterations || budget.late() {
             return Ok(Generated {
                 pool,
                 lp,
@@ -258,12 +258,13 @@ mod tests {
             let keep = snap.current_schedule();
             let (seed, choices) = columns_of(&pricing, &keep).unwrap();
             let held = vec![false; snap.jobs.len()];
+            let spent = std::cell::Cell::new(0);
             let gen_ = Gen {
                 pricing: &pricing,
                 settings: &settings,
                 held: &held,
                 node_limit: 5_000_000,
-                deadline: None,
+                budget: Budget::unlimited(&spent),
             };
             let g = generate_columns(gen_, seed.clone(), 200).unwrap();
             assert!(g.converged, "{name}: {g:?}");
@@ -285,7 +286,11 @@ mod tests {
             for srv in 0..snap.cluster.servers.len() {
                 for p in [
                     crate::ilp::config::price::price_server(
-                        &pricing, &r.duals, srv, 5_000_000, None,
+                        &pricing,
+                        &r.duals,
+                        srv,
+                        5_000_000,
+                        Budget::unlimited(&spent),
                     ),
                     crate::ilp::config::price::price_greedy(&pricing, &r.duals, srv),
                 ] {

@@ -4,6 +4,7 @@
 //! one column per server (per class of identical servers, as many as it has) and one option per
 //! job, and links them.
 //!
+//! `budget`: where a phase stops (deadline, or search nodes: the repeatable limit);
 //! `column`: a server's configuration, its exact share of the objective, and the server classes;
 //! `master`: the master over a pool of columns, integer or relaxed (with duals); `price`: a
 //! class's best column at those duals by an exact search, or every column within a gap; `cg`:
@@ -11,6 +12,7 @@
 //! whole solve (generation, master, enumeration, dives). [`crate::ilp::SolveRequest::program`]
 //! solves a round with it.
 
+mod budget;
 mod cg;
 mod column;
 mod master;

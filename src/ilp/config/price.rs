@@ -3,6 +3,7 @@
 //! whose reduced cost is within a given gap of 0 (to close a root gap). A fragment whose own reduced cost is not positive never belongs to a best
 //! column (losses only lower a column's value), so only the others are candidates.
 
+use super::budget::Budget;
 use super::column::{Column, Fragment, pair_loss};
 use super::master::Duals;
 use super::search::{Candidate, Problem, Search};
@@ -257,9 +258,9 @@ pub(crate) fn price_server(
     duals: &Duals,
     s: usize,
     node_limit: u64,
-    deadline: Option<std::time::Instant>,
+    budget: Budget<'_>,
 ) -> Priced {
-    price_servers(pricing, duals, &[s], node_limit, f64::INFINITY, deadline)
+    price_servers(pricing, duals, &[s], node_limit, f64::INFINITY, budget)
         .pop()
         .expect("one server priced")
 }
@@ -299,14 +300,14 @@ pub(crate) fn price_servers(
     servers: &[usize],
     node_limit: u64,
     enough: f64,
-    deadline: Option<std::time::Instant>,
+    budget: Budget<'_>,
 ) -> Vec<Priced> {
     let mut out = Vec::with_capacity(servers.len());
     for &s in servers {
         let problem = problem(pricing, duals, s, 0.0);
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
         let (value, fragments, exact, open) =
-            search(pricing, s, &problem, node_limit, enough + pi, deadline);
+            search(pricing, s, &problem, node_limit, enough + pi, budget);
         out.push(Priced {
             column: Column {
                 server: s,
@@ -323,7 +324,7 @@ pub(crate) fn price_servers(
 /// Every column of the classes of `servers` (representatives) whose reduced cost at `duals` is
 /// at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps onto each
 /// other are the same to the master); `None` when there are more than `cap`, the node limit or
-/// deadline cuts a search, or some loss is negative (nothing bounds the search). At duals
+/// budget cuts a search, or some loss is negative (nothing bounds the search). At duals
 /// where no column has a positive reduced cost, a schedule better than one of value `z` uses
 /// only columns of reduced cost at least `z − LP` (each column's reduced cost is at most 0,
 /// and they add up to at least that): with `delta = LP − z`, the master over these columns
@@ -335,21 +336,20 @@ pub(crate) fn enumerate_columns(
     delta: f64,
     cap: usize,
     node_limit: u64,
-    deadline: Option<std::time::Instant>,
+    budget: Budget<'_>,
 ) -> Option<Vec<Column>> {
     let mut out: Vec<Column> = Vec::new();
     for &s in servers {
         let problem = problem(pricing, duals, s, -delta);
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
-        let mut search = Search::new(pricing, s, &problem, node_limit, deadline);
+        let mut search = Search::new(pricing, s, &problem, node_limit, budget);
         if !search.prune {
             return None;
         }
         search.collect = Some(Vec::new());
         search.target = pi - delta;
         search.cap = cap.saturating_sub(out.len());
-        search.run(0);
-        if search.nodes > search.limit {
+        if !search.complete() {
             return None;
         }
         for picks in search.collect.take().unwrap_or_default() {
@@ -376,13 +376,12 @@ fn search(
     problem: &Problem,
     node_limit: u64,
     enough: f64,
-    deadline: Option<std::time::Instant>,
+    budget: Budget<'_>,
 ) -> (f64, Vec<Fragment>, bool, f64) {
     let jobs = &problem.jobs;
-    let mut search = Search::new(pricing, s, problem, node_limit, deadline);
+    let mut search = Search::new(pricing, s, problem, node_limit, budget);
     search.enough = enough;
-    search.run(0);
-    let exact = search.nodes <= search.limit;
+    let exact = search.complete();
     let (value, picks) = search.best;
     let mut fragments: Vec<Fragment> = picks
         .iter()

@@ -11,6 +11,7 @@
 //! combination (up to the node limit). A search cut off by its node limit still bounds the
 //! server's best column: the best it found, or the bound of a subtree it left.
 
+use super::budget::Budget;
 use super::column::{Fragment, pair_loss};
 use crate::objective::RoundPricing;
 
@@ -85,7 +86,8 @@ pub(super) struct Search<'p, 'a> {
     pub(super) limit: u64,
     /// A value at which the search stops early (what it leaves is then bounded, not searched).
     pub(super) enough: f64,
-    pub(super) deadline: Option<std::time::Instant>,
+    /// The solve's limits: the node limit above is already capped by what is left of them.
+    pub(super) budget: Budget<'p>,
     /// Enumerating: every column of value at least `target` is collected (the search prunes
     /// against `target`, not against the best), at most `cap` of them.
     pub(super) collect: Option<Vec<Vec<(usize, usize)>>>,
@@ -94,15 +96,17 @@ pub(super) struct Search<'p, 'a> {
 }
 
 impl<'p, 'a> Search<'p, 'a> {
-    /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes, for the best
-    /// column (set `enough` or `collect` for the other uses).
+    /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes (fewer if the
+    /// budget has fewer left), for the best column (set `enough` or `collect` for the other
+    /// uses). [`Search::finish`] charges the budget.
     pub(super) fn new(
         pricing: &'p RoundPricing<'a>,
         s: usize,
         problem: &'p Problem,
         node_limit: u64,
-        deadline: Option<std::time::Instant>,
+        budget: Budget<'p>,
     ) -> Self {
+        let node_limit = budget.nodes(node_limit);
         let jobs = &problem.jobs;
         // The bound holds when every loss is non-negative.
         let prune = jobs.iter().flatten().all(|c| {
@@ -135,7 +139,7 @@ impl<'p, 'a> Search<'p, 'a> {
             nodes: 0,
             limit: node_limit,
             enough: f64::INFINITY,
-            deadline,
+            budget,
             collect: None,
             target: f64::INFINITY,
             cap: 0,
@@ -213,12 +217,21 @@ impl<'p, 'a> Search<'p, 'a> {
         }
     }
 
-    pub(super) fn run(&mut self, i: usize) {
+    /// Searches from the root, charges the budget with the nodes visited, and says whether
+    /// the search finished within its limit.
+    pub(super) fn complete(&mut self) -> bool {
+        self.run(0);
+        self.budget.spend(self.nodes);
+        self.nodes <= self.limit
+    }
+
+    fn run(&mut self, i: usize) {
         self.nodes += 1;
         // Past the deadline the search counts as over its limit (not exact).
         if self.nodes.is_multiple_of(4096)
             && self
-                .deadline
+                .budget
+                .deadline()
                 .is_some_and(|d| std::time::Instant::now() >= d)
         {
             self.limit = 0;

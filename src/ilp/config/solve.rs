@@ -1,8 +1,10 @@
 //! A round solved with the configuration program: columns generated at the root, the master
 //! as an integer program, a dive where it leaves a gap; never below the best start.
 
+use std::cell::Cell;
 use std::time::Instant;
 
+use super::budget::Budget;
 use super::cg::{Gen, dive, generate_columns};
 use super::column::{Classes, Column, JobChoice, columns_of};
 use super::master::solve_master;
@@ -20,15 +22,10 @@ const ENUMERATION_CAP: usize = 50_000;
 /// best column: past this, the gap stays open).
 const ENUMERATION_NODES: u64 = 2_000_000;
 
-/// Whether the time limit has passed.
-fn late(limit: f64, t0: Instant) -> bool {
-    t0.elapsed().as_secs_f64() >= limit
-}
-
 /// The configuration program: columns generated from every valid start's columns (60 % of
-/// the time limit), then the master over them as an integer program from the best start;
-/// where it leaves a gap, the columns within it enumerated (if the root converged) and dives
-/// (to 85 %); never less than the start. The bound is column generation's (a bound on the
+/// the time limit and of the work limit), then the master over them as an integer program from
+/// the best start; where it leaves a gap, the columns within it enumerated (if the root
+/// converged) and dives (to 85 %); never less than the start. The bound is column generation's (a bound on the
 /// round whenever its pricing was exact) or, after an enumeration, the master's over every
 /// column within the gap — never a restricted master's alone. The running jobs `held` stay
 /// exactly where they run (the bound is then the restricted program's); a start that moves one
@@ -105,17 +102,21 @@ pub(crate) fn solve(
             reason: "not even the schedule in which every job waits can be priced".into(),
         })?;
     let limit = settings.time_limit_s;
-    let at = |share: f64| {
-        limit
+    // Each phase stops at its share of the time limit or of the work limit, whichever first.
+    let spent = Cell::new(0);
+    let phase = |share: f64| {
+        let deadline = limit
             .is_finite()
-            .then(|| t0 + std::time::Duration::from_secs_f64(share * limit))
+            .then(|| t0 + std::time::Duration::from_secs_f64(share * limit));
+        let nodes = settings.work_limit.map(|w| (share * w as f64) as u64);
+        Budget::unlimited(&spent).until(deadline, nodes)
     };
     let g = Gen {
         pricing,
         settings,
         held: &held,
         node_limit: 20_000_000,
-        deadline: at(0.6),
+        budget: phase(0.6),
     };
     let generated = generate_columns(g, seed, usize::MAX)?;
     let left = || settings.with_time_limit(limit - t0.elapsed().as_secs_f64());
@@ -139,7 +140,7 @@ pub(crate) fn solve(
         && generated.converged
         && delta.is_finite()
         && delta > 0.0
-        && !late(limit, t0)
+        && !phase(0.85).late()
     {
         let reps: Vec<usize> = Classes::of(pricing).reps().collect();
         if let Some(more) = enumerate_columns(
@@ -149,7 +150,7 @@ pub(crate) fn solve(
             delta,
             ENUMERATION_CAP,
             ENUMERATION_NODES,
-            at(0.85),
+            phase(0.85),
         ) {
             for c in more {
                 if !pool.contains(&c) {
@@ -171,9 +172,9 @@ pub(crate) fn solve(
     // Where a gap is still open, dives until it closes or 85 % of the limit: each begins with
     // a root column no earlier dive began with, and every dive's columns stay in the pool.
     let mut skip: Vec<usize> = Vec::new();
-    while is_open(bound, master.objective) && at(0.85).is_none_or(|d| Instant::now() < d) {
+    while is_open(bound, master.objective) && !phase(0.85).late() {
         let dive_gen = Gen {
-            deadline: at(0.85),
+            budget: phase(0.85),
             ..g
         };
         let (grown, first) = dive(dive_gen, &generated, pool, &skip)?;
@@ -204,6 +205,9 @@ pub(crate) fn solve(
         SolveStatus::Optimal
     } else if t0.elapsed().as_secs_f64() >= limit {
         SolveStatus::TimeLimit
+    } else if phase(0.6).out_of_nodes() {
+        // Column generation, at least, ran out of its share of the work limit.
+        SolveStatus::NodeLimit
     } else {
         SolveStatus::GapLimit
     };
@@ -227,6 +231,7 @@ pub(crate) fn solve(
             converged: generated.converged,
             relaxation: generated.lp,
             generation_s,
+            search_nodes: spent.get(),
         }),
     };
     Ok(Solved {
