@@ -99,7 +99,11 @@ impl SolveSettings {
             return bad("mip_abs_gap", self.mip_abs_gap.to_string(), "must be >= 0");
         }
         if self.work_limit == Some(0) {
-            return bad("work_limit", "0".into(), "must be >= 1 (or absent: no limit)");
+            return bad(
+                "work_limit",
+                "0".into(),
+                "must be >= 1 (or absent: no limit)",
+            );
         }
         if self.threads == 0 {
             return bad("threads", "0".into(), "must be >= 1");
