@@ -45,20 +45,6 @@ pub(crate) struct Gen<'p, 'a> {
     pub budget: Budget<'p>,
 }
 
-/// The weight of the best bound's duals in the duals pricing smooths towards (Wentges).
-const SMOOTHING: f64 = 0.5;
-
-/// The duals of the best Lagrangian bound so far (the stability centre pricing is smoothed
-/// towards), the value of the dual objective there, and that bound. Any convex combination of
-/// relaxations' duals is feasible for every row the masters share (the same rows over the same
-/// y and keep variables; a row one master lacks counts at dual 0), so its dual objective plus
-/// each class's best reduced cost at it bounds the round as the relaxation's own does.
-struct Center {
-    duals: super::master::Duals,
-    value: f64,
-    bound: f64,
-}
-
 /// The most columns a dive holds.
 const MAX_DIVE_DEPTH: usize = 64;
 
@@ -169,7 +155,6 @@ fn generate_fixed(
     let mut pool = seed;
     let mut bound = f64::INFINITY;
     let mut iterations = 0;
-    let mut center: Option<Center> = None;
     loop {
         let relaxation = solve_lp(pricing, &pool, fixed, settings, held)?;
         let (lp, duals) = (relaxation.value, &relaxation.duals);
@@ -198,73 +183,25 @@ fn generate_fixed(
         } else {
             1e-4 * lp.abs().max(1.0)
         };
+        let (mut gain, mut exact, mut slack) = (0.0, new == 0, 0.0);
         let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
-        // At the root, pricing first at duals smoothed towards the best bound's (Wentges):
-        // the relaxation's own duals swing from one iteration to the next, and columns priced
-        // at them stop moving the bound long before it converges. A column found there joins
-        // the pool only if it would raise this relaxation; where none does (a mis-price), the
-        // relaxation's own duals are priced as without smoothing.
-        let mut priced_here = false;
-        if let Some(c) = center.as_ref().filter(|_| fixed.is_empty()) {
-            let smoothed = c.duals.blend(duals, SMOOTHING);
-            let value = SMOOTHING * c.value + (1.0 - SMOOTHING) * lp;
-            let mut slack = 0.0;
-            for (p, &(_, n)) in price_servers(pricing, &smoothed, &reps, limit, enough, budget)
-                .into_iter()
-                .zip(&room)
-            {
-                slack += n as f64 * p.bound.max(0.0);
-                if !p.column.fragments.is_empty()
-                    && duals.reduced_cost(pricing, &p.column) > 1e-9
-                    && !pool.contains(&p.column)
-                {
+        for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, budget)
+            .into_iter()
+            .zip(&room)
+        {
+            exact &= p.exact;
+            // A class may take its best column once per server it has.
+            slack += n as f64 * p.bound.max(0.0);
+            if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
+                gain += p.reduced_cost;
+                if !pool.contains(&p.column) {
                     pool.push(p.column);
                     new += 1;
                 }
             }
-            let at = value + slack;
-            if at.is_finite() {
-                bound = bound.min(at);
-                if at < c.bound {
-                    center = Some(Center {
-                        duals: smoothed,
-                        value,
-                        bound: at,
-                    });
-                }
-            }
-            priced_here = new > 0;
         }
-        let (mut gain, mut exact) = (0.0, new == 0);
-        if !priced_here {
-            let mut slack = 0.0;
-            for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, budget)
-                .into_iter()
-                .zip(&room)
-            {
-                exact &= p.exact;
-                // A class may take its best column once per server it has.
-                slack += n as f64 * p.bound.max(0.0);
-                if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
-                    gain += p.reduced_cost;
-                    if !pool.contains(&p.column) {
-                        pool.push(p.column);
-                        new += 1;
-                    }
-                }
-            }
-            if slack.is_finite() && fixed.is_empty() {
-                bound = bound.min(lp + slack);
-                if center.as_ref().is_none_or(|c| lp + slack < c.bound) {
-                    center = Some(Center {
-                        duals: duals.clone(),
-                        value: lp,
-                        bound: lp + slack,
-                    });
-                }
-            }
-        } else {
-            exact = false;
+        if slack.is_finite() && fixed.is_empty() {
+            bound = bound.min(lp + slack);
         }
         if new == 0 || iterations >= max_iterations || budget.late() {
             return Ok(Generated {

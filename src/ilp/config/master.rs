@@ -327,8 +327,8 @@ pub(crate) struct Duals {
 impl Duals {
     /// A column's reduced cost: its value less what its coefficients cost at these duals
     /// (HiGHS' `c − Aᵀy`); a column that would raise the relaxation has one above 0. Pricing
-    /// computes the same inside its search; this form checks it against HiGHS, and tells
-    /// whether a column priced at other duals would raise this relaxation.
+    /// computes the same inside its search; this form checks it against HiGHS.
+    #[cfg(test)]
     pub fn reduced_cost(&self, pricing: &RoundPricing<'_>, column: &Column) -> f64 {
         let mut rc =
             column.value(pricing) - self.server.get(&column.server).copied().unwrap_or(0.0);
@@ -350,38 +350,6 @@ impl Duals {
                 .unwrap_or(0.0);
         }
         rc
-    }
-
-    /// `alpha·self + (1 − alpha)·other`, row by row (a row one lacks at dual 0); the jobs held
-    /// are the same in both.
-    pub fn blend(&self, other: &Duals, alpha: f64) -> Duals {
-        fn mix<K: Copy + Eq + std::hash::Hash, V: Copy>(
-            a: &HashMap<K, V>,
-            b: &HashMap<K, V>,
-            zero: V,
-            f: impl Fn(V, V) -> V,
-        ) -> HashMap<K, V> {
-            a.keys()
-                .chain(b.keys())
-                .map(|k| {
-                    let (x, y) = (
-                        a.get(k).copied().unwrap_or(zero),
-                        b.get(k).copied().unwrap_or(zero),
-                    );
-                    (*k, f(x, y))
-                })
-                .collect()
-        }
-        let lin = |x: f64, y: f64| alpha * x + (1.0 - alpha) * y;
-        Duals {
-            server: mix(&self.server, &other.server, 0.0, lin),
-            option: mix(&self.option, &other.option, [0.0; 3], |x, y| {
-                [lin(x[0], y[0]), lin(x[1], y[1]), lin(x[2], y[2])]
-            }),
-            keep: mix(&self.keep, &other.keep, 0.0, lin),
-            spread: mix(&self.spread, &other.spread, 0.0, lin),
-            held: self.held.clone(),
-        }
     }
 }
 
