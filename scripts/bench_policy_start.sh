@@ -4,11 +4,11 @@
 # generation and its schedule is the master's start) on every generated shipped round
 # (`formulations/instances/gen_*`), 60 s each (LIMIT), 1 thread. Records the time and the
 # pricing work (search nodes, repeatable) to the end of each solve. Writes
-# formulations/results/programs/policy_start.csv and policy_start_machine.txt.
+# formulations/results/policy_start/policy_start.csv and machine.txt. About 8 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 coda=${CODA:-target/release/coda}
-out=${1:-formulations/results/programs}
+out=${1:-formulations/results/policy_start}
 limit=${LIMIT:-60}
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD)
@@ -31,4 +31,4 @@ mv "$tmp" "$out/policy_start.csv"
   echo "date: $(date -u +%Y-%m-%d)"
   echo "commit: $commit"
   echo "command: bash scripts/bench_policy_start.sh (LIMIT=$limit)"
-} > "$out/policy_start_machine.txt"
+} > "$out/machine.txt"
