@@ -26,6 +26,8 @@ pub struct ScalingRow {
     pub symmetry_breaking: bool,
     /// Valid inequalities on co-location on?
     pub colocation_cuts: bool,
+    /// The program solved: `compact` or `config`.
+    pub program: SolveProgram,
     /// Columns.
     pub variables: usize,
     /// Integer columns.
@@ -51,29 +53,44 @@ pub struct ScalingRow {
     /// Objective of the start the solve began from (the best of keeping the running jobs and
     /// waiting: a [`SolveRequest`] with no candidates).
     pub start_objective: f64,
-    /// Optimum of the linear relaxation (the root bound before HiGHS' presolve and cuts); NaN
-    /// if it did not solve within the limit.
+    /// The root bound: for the compact program the optimum of its linear relaxation (before
+    /// HiGHS' presolve and cuts), for the configuration program the configuration LP's where
+    /// column generation converged; NaN if neither was reached within the limit.
     pub root_bound: f64,
     /// `(root_bound − objective) / |objective|`: how far the relaxation is from the schedule
     /// found (with the best schedule found for the instance, when rows are compared).
     pub root_gap: f64,
+    /// Columns the configuration program generated (empty for the compact program).
+    pub columns: Option<usize>,
+    /// Its pricing-search nodes.
+    pub search_nodes: Option<u64>,
 }
 
-/// Solves one instance and reports the row.
+/// Solves one instance with `program` (`Auto` as the round's size picks it) and reports the
+/// row.
 pub fn measure(
     name: &str,
     snapshot: &ClusterSnapshot,
     perf: &dyn PerfModel,
     settings: &SolveSettings,
+    program: SolveProgram,
 ) -> Result<ScalingRow> {
-    // The compact program's size, cuts and root: what these rows compare (the configuration
-    // program has its own table, `formulations/results/programs`).
     let request = SolveRequest::new(snapshot, perf, Objective::default())?
         .settings(settings.checked()?)
-        .program(SolveProgram::Compact);
-    let root_bound = request.relaxation_bound()?.unwrap_or(f64::NAN);
+        .program(program);
+    let program = request.chosen_program();
+    let compact_root = if program == SolveProgram::Compact {
+        request.relaxation_bound()?.unwrap_or(f64::NAN)
+    } else {
+        f64::NAN
+    };
     let s = request.solve()?;
     let r = s.report;
+    let root_bound = match &r.columns {
+        Some(c) if c.converged => c.relaxation,
+        Some(_) => f64::NAN,
+        None => compact_root,
+    };
     Ok(ScalingRow {
         instance: name.to_string(),
         servers: snapshot.cluster.servers.len(),
@@ -81,6 +98,7 @@ pub fn measure(
         jobs: snapshot.jobs.len(),
         symmetry_breaking: settings.symmetry_breaking,
         colocation_cuts: settings.colocation_cuts,
+        program,
         variables: r.size.variables,
         integer_variables: r.size.integer_variables,
         constraints: r.size.constraints,
@@ -95,6 +113,8 @@ pub fn measure(
         start_objective: r.start_objective,
         root_bound,
         root_gap: relative_gap(root_bound, r.objective),
+        columns: r.columns.as_ref().map(|c| c.columns),
+        search_nodes: r.columns.as_ref().map(|c| c.search_nodes),
     })
 }
 

@@ -33,6 +33,10 @@ pub struct Args {
     /// Also solve every instance with the valid inequalities on co-location.
     #[arg(long)]
     pub compare_cuts: bool,
+    /// Also solve every instance with the configuration program (root bound, bound, incumbent,
+    /// time, columns side by side with the compact program's).
+    #[arg(long)]
+    pub compare_programs: bool,
     /// Save the generated instances here.
     #[arg(long)]
     pub save_instances: Option<PathBuf>,
@@ -50,6 +54,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         time_limit,
         compare_symmetry,
         compare_cuts,
+        compare_programs,
         save_instances,
         out,
     } = args;
@@ -105,30 +110,35 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             }
         }
     }
-    let mut variants = vec![(true, false)];
+    use coda::ilp::SolveProgram::{Compact, Config};
+    let mut variants = vec![(true, false, Compact)];
     if compare_symmetry {
-        variants.push((false, false));
+        variants.push((false, false, Compact));
     }
     if compare_cuts {
-        variants.push((true, true));
+        variants.push((true, true, Compact));
+    }
+    if compare_programs {
+        variants.push((true, false, Config));
     }
     let mut rows = Vec::new();
     for (name, snap) in &cases {
         let first = rows.len();
-        for &(sym, cuts) in &variants {
+        for &(sym, cuts, program) in &variants {
             let settings = coda::SolveSettings {
                 time_limit_s: time_limit,
                 symmetry_breaking: sym,
                 colocation_cuts: cuts,
                 ..Default::default()
             };
-            let r = scaling::measure(name, snap, &perf, &settings)?;
+            let r = scaling::measure(name, snap, &perf, &settings, program)?;
             eprintln!(
-                "{name}: {} servers, {} GPUs, {} jobs, sym {sym}, cuts {cuts}: {:?} in {:.2} s \
-                 (build {:.4} s), {} nodes, root gap {:.3}, gap {:.2e}",
+                "{name}: {} servers, {} GPUs, {} jobs, {:?}, sym {sym}, cuts {cuts}: {:?} in \
+                 {:.2} s (build {:.4} s), {} nodes, root gap {:.3}, gap {:.2e}",
                 r.servers,
                 r.gpus,
                 r.jobs,
+                program,
                 r.status,
                 r.solve_s,
                 r.build_s,

@@ -194,14 +194,18 @@ pub fn plot_svg(rows: &[ScalingRow], path: &Path, title: &str) -> Result<()> {
             .y_desc("solve time (s)")
             .draw()
             .map_err(|e| err(e.to_string()))?;
-        for (sym, cuts, color, label) in [
-            (true, false, BLUE, "symmetry breaking on"),
-            (false, false, RED, "symmetry breaking off"),
-            (true, true, GREEN, "with co-location cuts"),
+        use coda::ilp::SolveProgram::{Compact, Config};
+        for (sym, cuts, program, color, label) in [
+            (true, false, Compact, BLUE, "symmetry breaking on"),
+            (false, false, Compact, RED, "symmetry breaking off"),
+            (true, true, Compact, GREEN, "with co-location cuts"),
+            (true, false, Config, MAGENTA, "configuration program"),
         ] {
             let pts: Vec<&ScalingRow> = rows
                 .iter()
-                .filter(|r| r.symmetry_breaking == sym && r.colocation_cuts == cuts)
+                .filter(|r| {
+                    r.symmetry_breaking == sym && r.colocation_cuts == cuts && r.program == program
+                })
                 .collect();
             if pts.is_empty() {
                 continue;
