@@ -7,7 +7,7 @@
 use super::budget::Budget;
 use super::column::{Classes, Column};
 use super::master::{Duals, solve_lp};
-use super::price::{price_greedy, price_servers};
+use super::price::{price_greedy_on, price_servers_on, problems};
 use crate::error::{Error, Result};
 use crate::ilp::settings::CheckedSettings;
 use crate::objective::RoundPricing;
@@ -161,10 +161,12 @@ fn generate_fixed(
         // The classes with servers left, and how many (all of them at the root).
         let room = free_servers(&classes, &pool, fixed);
         iterations += 1;
-        // Greedy pricing first, once per class.
+        // Greedy pricing first, once per class, on the problems the exact search then takes.
+        let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
+        let problems = problems(pricing, duals, &reps);
         let mut new = 0;
-        for &(s, _) in &room {
-            let p = price_greedy(pricing, duals, s);
+        for (&s, problem) in reps.iter().zip(&problems) {
+            let p = price_greedy_on(pricing, duals, s, problem);
             if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() && !pool.contains(&p.column)
             {
                 pool.push(p.column);
@@ -184,10 +186,10 @@ fn generate_fixed(
             1e-4 * lp.abs().max(1.0)
         };
         let (mut gain, mut exact, mut slack) = (0.0, new == 0, 0.0);
-        let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
-        for (p, &(_, n)) in price_servers(pricing, duals, &reps, limit, enough, budget)
-            .into_iter()
-            .zip(&room)
+        for (p, &(_, n)) in
+            price_servers_on(pricing, duals, &reps, &problems, limit, enough, budget)
+                .into_iter()
+                .zip(&room)
         {
             exact &= p.exact;
             // A class may take its best column once per server it has.

@@ -61,22 +61,74 @@ impl Column {
 /// The one place the configuration program prices contention: [`Column::value`] sums it over
 /// pairs, and pricing adds it fragment by fragment.
 pub(crate) fn pair_loss(pricing: &RoundPricing<'_>, s: usize, a: &Fragment, b: &Fragment) -> f64 {
-    let oa = &pricing.options(a.job)[a.option];
-    let ob = &pricing.options(b.job)[b.option];
-    let (ta, tb) = (&oa.terms, &ob.terms);
-    let mut v = 0.0;
-    if a.workers > 0 && b.workers > 0 {
-        v -= ta.coloc_coef * pricing.colocation_excess(a.job, b.job, s);
-        v -= tb.coloc_coef * pricing.colocation_excess(b.job, a.job, s);
+    let excess = |x: &Fragment, y: &Fragment| pricing.colocation_excess(x.job, y.job, s);
+    PairTerms::of(pricing, a).loss(&PairTerms::of(pricing, b), || (excess(a, b), excess(b, a)))
+}
+
+/// What of a fragment [`pair_loss`] reads, gathered once: the pricing search prices every
+/// candidate against every chosen fragment at every node, and looking the option up each time
+/// (and counting shared switches over vectors) was most of its time.
+#[derive(Debug, Clone)]
+pub(crate) struct PairTerms {
+    coloc: f64,
+    pcie: f64,
+    nic: f64,
+    multi: bool,
+    workers: bool,
+    /// Bit `b` set when the fragment has GPUs under switch `b` (servers of up to 64 switches;
+    /// `gpus` is read past that).
+    switches: u64,
+    gpus: Vec<u32>,
+}
+
+impl PairTerms {
+    /// The terms of `f`.
+    pub(crate) fn of(pricing: &RoundPricing<'_>, f: &Fragment) -> Self {
+        let o = &pricing.options(f.job)[f.option];
+        let t = &o.terms;
+        let switches = f
+            .gpus
+            .iter()
+            .take(64)
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .fold(0u64, |m, (b, _)| m | (1 << b));
+        PairTerms {
+            coloc: t.coloc_coef,
+            pcie: t.pcie_coef,
+            nic: t.nic_coef,
+            multi: o.mode == Mode::Multi,
+            workers: f.workers > 0,
+            switches,
+            gpus: if f.gpus.len() > 64 {
+                f.gpus.clone()
+            } else {
+                Vec::new()
+            },
+        }
     }
-    let shared = (0..a.gpus.len())
-        .filter(|&i| a.gpus[i] > 0 && b.gpus.get(i).is_some_and(|&n| n > 0))
-        .count() as f64;
-    v -= (ta.pcie_coef + tb.pcie_coef) * shared;
-    if oa.mode == Mode::Multi && ob.mode == Mode::Multi {
-        v -= ta.nic_coef + tb.nic_coef;
+
+    /// [`pair_loss`] of two fragments on one server, given (when both have workers) each
+    /// one's co-location excess from the other, `(a from b, b from a)`.
+    pub(crate) fn loss(&self, b: &PairTerms, excess: impl FnOnce() -> (f64, f64)) -> f64 {
+        let mut v = 0.0;
+        if self.workers && b.workers {
+            let (ab, ba) = excess();
+            v -= self.coloc * ab;
+            v -= b.coloc * ba;
+        }
+        let mut shared = (self.switches & b.switches).count_ones();
+        if self.gpus.len() > 64 {
+            shared += (64..self.gpus.len())
+                .filter(|&i| self.gpus[i] > 0 && b.gpus.get(i).is_some_and(|&n| n > 0))
+                .count() as u32;
+        }
+        v -= (self.pcie + b.pcie) * f64::from(shared);
+        if self.multi && b.multi {
+            v -= self.nic + b.nic;
+        }
+        v
     }
-    v
 }
 
 /// The servers in classes: servers in identical state (same GPU type, topology, cores,

@@ -186,14 +186,25 @@ fn candidates(
 /// that raises the column's reduced cost most given those already in, while any does. Not a
 /// certificate (`exact` is false); column generation searches exactly when this finds
 /// nothing (and briefly, for a bound, when it does).
+#[cfg(test)]
 pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) -> Priced {
+    price_greedy_on(pricing, duals, s, &problem(pricing, duals, s, 0.0))
+}
+
+/// [`price_greedy`] of server `s` on its pricing problem at `duals` ([`problems`]).
+pub(super) fn price_greedy_on(
+    pricing: &RoundPricing<'_>,
+    duals: &Duals,
+    s: usize,
+    problem: &Problem,
+) -> Priced {
     let Problem {
         jobs,
-        mut free,
-        mut cpu,
-        mut mem,
-        ..
-    } = problem(pricing, duals, s, 0.0);
+        free,
+        cpu,
+        mem,
+    } = problem;
+    let (mut free, mut cpu, mut mem) = (free.clone(), *cpu, *mem);
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut value = 0.0;
     loop {
@@ -290,10 +301,25 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
     }
 }
 
+/// The pricing problem of each server in `servers` at `duals` (in that order): built once per
+/// relaxation and shared by the greedy and the exact pricing (on the trace rounds, building a
+/// server's ~12,000 candidates cost more than a short search of them).
+pub(super) fn problems(
+    pricing: &RoundPricing<'_>,
+    duals: &Duals,
+    servers: &[usize],
+) -> Vec<Problem> {
+    servers
+        .iter()
+        .map(|&s| problem(pricing, duals, s, 0.0))
+        .collect()
+}
+
 /// The best column of each server in `servers` at `duals` (in that order), each search visiting
 /// at most `node_limit` nodes and stopping at a column of reduced cost `enough` (infinite: the
 /// best). Identical idle servers are one class ([`super::column::Classes`]), priced once by
 /// passing only its representative.
+#[cfg(test)]
 pub(crate) fn price_servers(
     pricing: &RoundPricing<'_>,
     duals: &Duals,
@@ -302,12 +328,27 @@ pub(crate) fn price_servers(
     enough: f64,
     budget: Budget<'_>,
 ) -> Vec<Priced> {
+    let problems = problems(pricing, duals, servers);
+    price_servers_on(
+        pricing, duals, servers, &problems, node_limit, enough, budget,
+    )
+}
+
+/// [`price_servers`] on the servers' problems at `duals` ([`problems`]).
+pub(super) fn price_servers_on(
+    pricing: &RoundPricing<'_>,
+    duals: &Duals,
+    servers: &[usize],
+    problems: &[Problem],
+    node_limit: u64,
+    enough: f64,
+    budget: Budget<'_>,
+) -> Vec<Priced> {
     let mut out = Vec::with_capacity(servers.len());
-    for &s in servers {
-        let problem = problem(pricing, duals, s, 0.0);
+    for (&s, problem) in servers.iter().zip(problems) {
         let pi = duals.server.get(&s).copied().unwrap_or(0.0);
         let (value, fragments, exact, open) =
-            search(pricing, s, &problem, node_limit, enough + pi, budget);
+            search(pricing, s, problem, node_limit, enough + pi, budget);
         out.push(Priced {
             column: Column {
                 server: s,

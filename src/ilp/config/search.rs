@@ -12,7 +12,7 @@
 //! server's best column: the best it found, or the bound of a subtree it left.
 
 use super::budget::Budget;
-use super::column::{Fragment, pair_loss};
+use super::column::{Fragment, PairTerms};
 use crate::objective::RoundPricing;
 
 /// The most candidates a problem may have for the bound given the chosen fragments to be
@@ -58,9 +58,7 @@ fn knapsack_bounds(jobs: &[Vec<Candidate>], gpus: usize) -> Vec<Vec<f64>> {
     ub
 }
 
-pub(super) struct Search<'p, 'a> {
-    pub(super) pricing: &'p RoundPricing<'a>,
-    pub(super) server: usize,
+pub(super) struct Search<'p> {
     pub(super) jobs: &'p [Vec<Candidate>],
     /// [`knapsack_bounds`] of `jobs`.
     pub(super) ub: Vec<Vec<f64>>,
@@ -93,14 +91,18 @@ pub(super) struct Search<'p, 'a> {
     pub(super) collect: Option<Vec<Vec<(usize, usize)>>>,
     pub(super) target: f64,
     pub(super) cap: usize,
+    /// `terms[i][c]`: what candidate `c` of job `i` prices its pairs with.
+    terms: Vec<Vec<PairTerms>>,
+    /// `excess[i * n + k]`: job `i`'s co-location excess from job `k` on this server (`n` jobs).
+    excess: Vec<f64>,
 }
 
-impl<'p, 'a> Search<'p, 'a> {
+impl<'p> Search<'p> {
     /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes (fewer if the
     /// budget has fewer left), for the best column (set `enough` or `collect` for the other
-    /// uses). [`Search::finish`] charges the budget.
+    /// uses). [`Search::complete`] charges the budget.
     pub(super) fn new(
-        pricing: &'p RoundPricing<'a>,
+        pricing: &RoundPricing<'_>,
         s: usize,
         problem: &'p Problem,
         node_limit: u64,
@@ -120,10 +122,27 @@ impl<'p, 'a> Search<'p, 'a> {
         });
         let free_total = problem.free.iter().sum::<u32>() as usize;
         let candidates: usize = jobs.iter().map(Vec::len).sum();
+        let terms = jobs
+            .iter()
+            .map(|cands| {
+                cands
+                    .iter()
+                    .map(|c| PairTerms::of(pricing, &c.fragment))
+                    .collect()
+            })
+            .collect();
+        let excess = jobs
+            .iter()
+            .flat_map(|a| {
+                jobs.iter().map(move |b| {
+                    pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s)
+                })
+            })
+            .collect();
         Search {
+            terms,
+            excess,
             strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
-            pricing,
-            server: s,
             jobs,
             ub: knapsack_bounds(jobs, free_total),
             first: symmetric(pricing, s, problem),
@@ -157,7 +176,7 @@ impl<'p, 'a> Search<'p, 'a> {
         let mut best = vec![f64::NEG_INFINITY; cap + 1];
         for j in (i..self.jobs.len()).rev() {
             best.fill(f64::NEG_INFINITY);
-            for cand in &self.jobs[j] {
+            for (c, cand) in self.jobs[j].iter().enumerate() {
                 let g = cand.fragment.gpus.iter().sum::<u32>() as usize;
                 if g > cap || cand.own <= best[g] {
                     continue; // losses only lower it
@@ -165,7 +184,7 @@ impl<'p, 'a> Search<'p, 'a> {
                 if !self.fits(cand) {
                     continue;
                 }
-                best[g] = best[g].max(self.gain(cand));
+                best[g] = best[g].max(self.gain(j, c));
             }
             for c in (0..=cap).rev() {
                 let mut v = row[c];
@@ -187,20 +206,19 @@ impl<'p, 'a> Search<'p, 'a> {
             && (0..self.free.len()).all(|b| cand.fragment.gpus[b] <= self.free[b])
     }
 
-    /// What `cand` adds to the column of the chosen fragments: its own reduced cost and its
-    /// losses to each of them.
-    fn gain(&self, cand: &Candidate) -> f64 {
-        cand.own
+    /// What candidate `c` of job `i` adds to the column of the chosen fragments: its own
+    /// reduced cost and its losses to each of them (`pair_loss`, from the gathered terms).
+    fn gain(&self, i: usize, c: usize) -> f64 {
+        let n = self.jobs.len();
+        let t = &self.terms[i][c];
+        self.jobs[i][c].own
             + self
                 .chosen
                 .iter()
-                .map(|&(ji, ci)| {
-                    pair_loss(
-                        self.pricing,
-                        self.server,
-                        &cand.fragment,
-                        &self.jobs[ji][ci].fragment,
-                    )
+                .map(|&(k, d)| {
+                    t.loss(&self.terms[k][d], || {
+                        (self.excess[i * n + k], self.excess[k * n + i])
+                    })
                 })
                 .sum::<f64>()
     }
@@ -281,7 +299,7 @@ impl<'p, 'a> Search<'p, 'a> {
             if !self.fits(cand) {
                 continue;
             }
-            let gain = self.gain(cand);
+            let gain = self.gain(i, c);
             let used = cand.fragment.gpus.iter().sum::<u32>() as usize;
             if self.pruned(self.value + gain + self.ub[i + 1][self.free_total - used]) {
                 continue;
