@@ -522,7 +522,9 @@ pub(super) fn policy_start_section(csv: &Path, stop: &Path) -> coda::Result<Stri
             n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
         }
     };
-    let both: Vec<(&(f64, f64), &(f64, f64))> = proven
+    // (default, policy) of each round both prove: (seconds, search nodes) each.
+    type Pair<'a> = (&'a (f64, f64), &'a (f64, f64));
+    let both: Vec<Pair> = proven
         .iter()
         .filter(|((_, s), _)| s == "default")
         .filter_map(|((i, _), d)| proven.get(&(i.clone(), "policy".into())).map(|p| (d, p)))
