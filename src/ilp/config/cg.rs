@@ -166,7 +166,7 @@ fn generate_fixed(
         let problems = problems(pricing, duals, &reps);
         let mut new = 0;
         for (&s, problem) in reps.iter().zip(&problems) {
-            let p = price_greedy_on(pricing, duals, s, problem);
+            let p = price_greedy_on(duals, s, problem);
             if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() && !pool.contains(&p.column)
             {
                 pool.push(p.column);

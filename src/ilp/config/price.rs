@@ -4,7 +4,7 @@
 //! column (losses only lower a column's value), so only the others are candidates.
 
 use super::budget::Budget;
-use super::column::{Column, Fragment, pair_loss};
+use super::column::{Column, Fragment, PairTerms};
 use super::master::Duals;
 use super::search::{Candidate, Problem, Search};
 use crate::model::JobPos;
@@ -126,15 +126,16 @@ fn candidates(
                     Mode::Multi => true,
                 };
                 if ok {
+                    let fragment = Fragment {
+                        job: jp,
+                        option: k,
+                        workers: m,
+                        gpus,
+                        ps: q,
+                        kept: false,
+                    };
                     out.push(Candidate {
-                        fragment: Fragment {
-                            job: jp,
-                            option: k,
-                            workers: m,
-                            gpus,
-                            ps: q,
-                            kept: false,
-                        },
+                        fragment,
                         own,
                         cpu,
                         mem,
@@ -163,18 +164,21 @@ fn candidates(
             + duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
         let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], extra);
         if own > min_own + 1e-9 {
+            let fragment = Fragment {
+                job: jp,
+                option: k,
+                workers: m,
+                gpus,
+                ps: q,
+                kept: true,
+            };
+            let cpu = f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps;
+            let mem = f64::from(m) * d.mem_per_worker_gib + f64::from(q) * d.mem_per_ps_gib;
             out.push(Candidate {
-                fragment: Fragment {
-                    job: jp,
-                    option: k,
-                    workers: m,
-                    gpus,
-                    ps: q,
-                    kept: true,
-                },
+                fragment,
                 own,
-                cpu: f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps,
-                mem: f64::from(m) * d.mem_per_worker_gib + f64::from(q) * d.mem_per_ps_gib,
+                cpu,
+                mem,
             });
         }
     }
@@ -188,23 +192,13 @@ fn candidates(
 /// nothing (and briefly, for a bound, when it does).
 #[cfg(test)]
 pub(crate) fn price_greedy(pricing: &RoundPricing<'_>, duals: &Duals, s: usize) -> Priced {
-    price_greedy_on(pricing, duals, s, &problem(pricing, duals, s, 0.0))
+    price_greedy_on(duals, s, &problem(pricing, duals, s, 0.0))
 }
 
 /// [`price_greedy`] of server `s` on its pricing problem at `duals` ([`problems`]).
-pub(super) fn price_greedy_on(
-    pricing: &RoundPricing<'_>,
-    duals: &Duals,
-    s: usize,
-    problem: &Problem,
-) -> Priced {
-    let Problem {
-        jobs,
-        free,
-        cpu,
-        mem,
-    } = problem;
-    let (mut free, mut cpu, mut mem) = (free.clone(), *cpu, *mem);
+pub(super) fn price_greedy_on(duals: &Duals, s: usize, problem: &Problem) -> Priced {
+    let jobs = &problem.jobs;
+    let (mut free, mut cpu, mut mem) = (problem.free.clone(), problem.cpu, problem.mem);
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut value = 0.0;
     loop {
@@ -223,13 +217,7 @@ pub(super) fn price_greedy_on(
                 {
                     continue;
                 }
-                let gain = cand.own
-                    + chosen
-                        .iter()
-                        .map(|&(ji, ci)| {
-                            pair_loss(pricing, s, &cand.fragment, &jobs[ji][ci].fragment)
-                        })
-                        .sum::<f64>();
+                let gain = problem.gain(i, c, &chosen);
                 if gain > 1e-9 && best.is_none_or(|b| gain > b.0) {
                     best = Some((gain, i, c));
                 }
@@ -293,11 +281,29 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
         free[sw.local as usize] = sw.gpus.len() as u32;
     }
     let server = &snap.cluster.servers[s];
+    let terms = jobs
+        .iter()
+        .map(|cands| {
+            cands
+                .iter()
+                .map(|c| PairTerms::of(pricing, &c.fragment))
+                .collect()
+        })
+        .collect();
+    let excess = jobs
+        .iter()
+        .flat_map(|a| {
+            jobs.iter()
+                .map(move |b| pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s))
+        })
+        .collect();
     Problem {
         cpu: server.cpu_cores,
         mem: server.memory_gib,
         free,
         jobs,
+        terms,
+        excess,
     }
 }
 

@@ -91,10 +91,7 @@ pub(super) struct Search<'p> {
     pub(super) collect: Option<Vec<Vec<(usize, usize)>>>,
     pub(super) target: f64,
     pub(super) cap: usize,
-    /// `terms[i][c]`: what candidate `c` of job `i` prices its pairs with.
-    terms: Vec<Vec<PairTerms>>,
-    /// `excess[i * n + k]`: job `i`'s co-location excess from job `k` on this server (`n` jobs).
-    excess: Vec<f64>,
+    problem: &'p Problem,
 }
 
 impl<'p> Search<'p> {
@@ -122,26 +119,8 @@ impl<'p> Search<'p> {
         });
         let free_total = problem.free.iter().sum::<u32>() as usize;
         let candidates: usize = jobs.iter().map(Vec::len).sum();
-        let terms = jobs
-            .iter()
-            .map(|cands| {
-                cands
-                    .iter()
-                    .map(|c| PairTerms::of(pricing, &c.fragment))
-                    .collect()
-            })
-            .collect();
-        let excess = jobs
-            .iter()
-            .flat_map(|a| {
-                jobs.iter().map(move |b| {
-                    pricing.colocation_excess(a[0].fragment.job, b[0].fragment.job, s)
-                })
-            })
-            .collect();
         Search {
-            terms,
-            excess,
+            problem,
             strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
             jobs,
             ub: knapsack_bounds(jobs, free_total),
@@ -206,21 +185,9 @@ impl<'p> Search<'p> {
             && (0..self.free.len()).all(|b| cand.fragment.gpus[b] <= self.free[b])
     }
 
-    /// What candidate `c` of job `i` adds to the column of the chosen fragments: its own
-    /// reduced cost and its losses to each of them (`pair_loss`, from the gathered terms).
+    /// What candidate `c` of job `i` adds to the column of the chosen fragments.
     fn gain(&self, i: usize, c: usize) -> f64 {
-        let n = self.jobs.len();
-        let t = &self.terms[i][c];
-        self.jobs[i][c].own
-            + self
-                .chosen
-                .iter()
-                .map(|&(k, d)| {
-                    t.loss(&self.terms[k][d], || {
-                        (self.excess[i * n + k], self.excess[k * n + i])
-                    })
-                })
-                .sum::<f64>()
+        self.problem.gain(i, c, &self.chosen)
     }
 
     /// Whether a subtree bounded by `bound` can hold nothing the search wants.
@@ -335,6 +302,31 @@ pub(super) struct Problem {
     pub(super) mem: f64,
     pub(super) free: Vec<u32>,
     pub(super) jobs: Vec<Vec<Candidate>>,
+    /// `terms[i][c]`: what candidate `c` of job `i` prices its pairs with, gathered once with
+    /// the problem (greedy and exact pricing price every candidate against every chosen
+    /// fragment; kept beside the candidates, which are sorted, so the sort moves less).
+    pub(super) terms: Vec<Vec<PairTerms>>,
+    /// `excess[i * n + k]`: job `i`'s co-location excess from job `k` on this server (`n` =
+    /// `jobs.len()`).
+    pub(super) excess: Vec<f64>,
+}
+
+impl Problem {
+    /// What candidate `c` of job `i` adds to a column of the `chosen` fragments: its own
+    /// reduced cost and its losses to each of them (`pair_loss`, from the gathered terms).
+    pub(super) fn gain(&self, i: usize, c: usize, chosen: &[(usize, usize)]) -> f64 {
+        let n = self.jobs.len();
+        let t = &self.terms[i][c];
+        self.jobs[i][c].own
+            + chosen
+                .iter()
+                .map(|&(k, d)| {
+                    t.loss(&self.terms[k][d], || {
+                        (self.excess[i * n + k], self.excess[k * n + i])
+                    })
+                })
+                .sum::<f64>()
+    }
 }
 
 /// Which candidates may be a column's first fragment (in job order): on a server with no

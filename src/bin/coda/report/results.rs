@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use coda::Error;
 
 use super::HEADLINE;
-use super::table::{Pivot, Table, hours, md_table, pct, provenance};
+use super::table::{Pivot, Table, hours, md_table, median, pct, provenance};
 use crate::gap::{Point, summarise};
 
 /// The headline: average JCT (h) of every policy on the four traces (rows in the order of the
@@ -514,14 +514,6 @@ pub(super) fn policy_start_section(csv: &Path, stop: &Path) -> coda::Result<Stri
         };
         pivot.add(instance, start, text);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        match v.len() {
-            0 => f64::NAN,
-            n if n % 2 == 1 => v[n / 2],
-            n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
-        }
-    };
     // (default, policy) of each round both prove: (seconds, search nodes) each.
     type Pair<'a> = (&'a (f64, f64), &'a (f64, f64));
     let both: Vec<Pair> = proven
