@@ -113,6 +113,15 @@ pub enum Violation {
         /// The GPU types used, sorted.
         gpu_types: Vec<String>,
     },
+    /// An assignment names a CPU/memory tier its job does not offer.
+    UnknownTier {
+        /// The job.
+        job: JobId,
+        /// The tier named.
+        tier: u8,
+        /// Tiers the job offers besides its demand (tier 0).
+        offered: usize,
+    },
     /// Tasks on a server ask for more CPU cores than it has.
     CpuOverCapacity {
         /// The server.
@@ -138,6 +147,10 @@ impl fmt::Display for Violation {
         use Violation::*;
         match self {
             UnknownJob { job } => write!(f, "job {job}: not in the snapshot"),
+            UnknownTier { job, tier, offered } => write!(
+                f,
+                "job {job}: CPU/memory tier {tier} does not exist (tier 0 is the demand; the job offers {offered} more)"
+            ),
             DuplicateJob { job } => write!(f, "job {job}: assigned twice"),
             UnknownServer { job, server } => write!(f, "job {job}: server {server} does not exist"),
             UnknownGpu { job, server, gpu } => {

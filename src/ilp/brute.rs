@@ -75,6 +75,7 @@ fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec
             for set in &sets {
                 for ps in &ps_sets {
                     out.push(Assignment {
+                        tier: 0,
                         job: job.id,
                         workers: set
                             .iter()

@@ -136,6 +136,7 @@ impl Columns<'_> {
                 }
             }
             out.push(Assignment {
+                tier: 0,
                 job: job.id,
                 workers,
                 ps,

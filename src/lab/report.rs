@@ -27,6 +27,9 @@ pub struct RunSummary {
     /// memory could not take one more worker of any waiting job
     /// ([`crate::sim::Simulator::stranded_gpus`]).
     pub stranded_gpus: f64,
+    /// Cores and memory held and stranded ([`crate::sim::CpuMemUse`]).
+    #[serde(flatten)]
+    pub cpu_mem: crate::sim::CpuMemUse,
     /// The contention allowance the run was priced with ([`crate::sim::SimConfig`]).
     pub contention_allowance: f64,
     /// Events processed.
@@ -59,13 +62,13 @@ impl Comparison {
     /// run and over the busy period, GPU-hours held and useful, stranded GPUs, restarts, wall time.
     pub fn markdown(&self) -> String {
         let mut s = String::from(
-            "| policy | avg JCT (h) | median JCT (h) | p99 JCT (h) | avg queueing (h) | avg wait (h) | makespan (h) | GPU util. | busy util. | GPU-h held | GPU-h useful | stranded GPUs | restarts | unfinished | wall (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| policy | avg JCT (h) | median JCT (h) | p99 JCT (h) | avg queueing (h) | avg wait (h) | makespan (h) | GPU util. | busy util. | GPU-h held | GPU-h useful | stranded GPUs | cores held | cores stranded | restarts | unfinished | wall (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for r in &self.runs {
             let m = &r.metrics;
             let _ = writeln!(
                 s,
-                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} % | {:.1} % | {:.0} | {:.0} | {:.1} | {} | {} | {:.2} |",
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} % | {:.1} % | {:.0} | {:.0} | {:.1} | {:.1} % | {:.1} % | {} | {} | {:.2} |",
                 r.policy,
                 m.avg_jct_s / 3600.0,
                 m.median_jct_s / 3600.0,
@@ -78,6 +81,8 @@ impl Comparison {
                 m.gpu_hours_held,
                 m.gpu_hours_useful,
                 r.stranded_gpus,
+                100.0 * r.cpu_mem.cores_held,
+                100.0 * r.cpu_mem.cores_stranded,
                 m.restarts,
                 m.jobs_unfinished_total,
                 r.wall_s
@@ -127,13 +132,14 @@ impl Comparison {
     /// The same table as CSV (seconds, fractions).
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,contention_allowance,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s\n",
+            "policy,trace,cluster,gpus,seed,jobs_tracked,jobs_finished,jobs_unfinished,avg_jct_s,median_jct_s,p95_jct_s,p99_jct_s,avg_queueing_s,avg_waiting_s,makespan_s,gpu_utilization,busy_utilization,gpu_hours_held,gpu_hours_useful,stranded_gpus,contention_allowance,restarts,jobs_total,jobs_unfinished_total,events,wall_s,events_per_s,cores_held,cores_stranded,mem_held,mem_stranded\n",
         );
         for r in &self.runs {
             let m = &r.metrics;
+            let c = &r.cpu_mem;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.0},{:.4},{:.4},{:.4},{:.4}",
                 r.policy,
                 r.trace,
                 r.cluster,
@@ -160,7 +166,11 @@ impl Comparison {
                 m.jobs_unfinished_total,
                 r.events,
                 r.wall_s,
-                r.events_per_s
+                r.events_per_s,
+                c.cores_held,
+                c.cores_stranded,
+                c.mem_held,
+                c.mem_stranded
             );
         }
         s

@@ -52,6 +52,17 @@ pub struct TaskDemand {
     pub mem_per_ps_gib: f64,
 }
 
+/// Cores and memory one worker may be given instead of its demand's (see
+/// [`crate::perf::cpumem`]); its speed follows [`crate::PerfModel::cpu_mem_speed`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerTier {
+    /// CPU cores per worker.
+    pub cpu_per_worker: f64,
+    /// Memory per worker, GiB.
+    pub mem_per_worker_gib: f64,
+}
+
 /// The allocation a job was submitted with (what FIFO-style schedulers give it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,6 +89,9 @@ pub struct Job {
     pub total_iterations: f64,
     /// Per-task demands.
     pub demand: TaskDemand,
+    /// Other cores and memory per worker a scheduler may grant (an assignment's `tier` ≥ 1
+    /// picks one); empty: the demand is fixed.
+    pub tiers: Vec<WorkerTier>,
     /// Allowed number of workers.
     pub workers: TaskRange,
     /// Allowed number of parameter servers (`{min: 0, max: 0}` for all-reduce jobs).
@@ -115,6 +129,18 @@ impl Job {
     /// Whether the job may use GPUs of this type.
     pub fn allows_gpu(&self, gpu_type: &str) -> bool {
         self.gpu_types.is_empty() || self.gpu_types.iter().any(|t| t == gpu_type)
+    }
+
+    /// Cores and memory per worker at `tier` (0: the demand), or `None` if the job has no such
+    /// tier.
+    pub fn worker_share(&self, tier: u8) -> Option<(f64, f64)> {
+        match tier {
+            0 => Some((self.demand.cpu_per_worker, self.demand.mem_per_worker_gib)),
+            k => self
+                .tiers
+                .get(usize::from(k) - 1)
+                .map(|t| (t.cpu_per_worker, t.mem_per_worker_gib)),
+        }
     }
 
     /// Work left.
@@ -176,6 +202,23 @@ impl Job {
                 return bad(field, v.to_string(), "must be finite and >= 0");
             }
         }
+        if self.tiers.len() > usize::from(u8::MAX) {
+            return bad("tiers", self.tiers.len().to_string(), "at most 255 tiers");
+        }
+        for (k, t) in self.tiers.iter().enumerate() {
+            for (field, v) in [
+                ("cpu_per_worker", t.cpu_per_worker),
+                ("mem_per_worker_gib", t.mem_per_worker_gib),
+            ] {
+                if !v.is_finite() || v < 0.0 {
+                    return bad(
+                        &format!("tiers[{k}].{field}"),
+                        v.to_string(),
+                        "must be finite and >= 0",
+                    );
+                }
+            }
+        }
         if self.workers.min == 0 || self.workers.min > self.workers.max {
             return bad(
                 "workers",
@@ -229,6 +272,8 @@ struct JobFields {
     #[serde(default)]
     done_iterations: f64,
     demand: TaskDemand,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tiers: Vec<WorkerTier>,
     workers: TaskRange,
     ps: TaskRange,
     #[serde(default)]
@@ -251,6 +296,7 @@ impl From<Job> for JobFields {
             total_iterations: j.total_iterations,
             done_iterations: j.run.done_iterations,
             demand: j.demand,
+            tiers: j.tiers,
             workers: j.workers,
             ps: j.ps,
             gpu_types: j.gpu_types,
@@ -271,6 +317,7 @@ impl TryFrom<JobFields> for Job {
             arch: f.arch,
             total_iterations: f.total_iterations,
             demand: f.demand,
+            tiers: f.tiers,
             workers: f.workers,
             ps: f.ps,
             gpu_types: f.gpu_types,

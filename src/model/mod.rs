@@ -12,7 +12,9 @@ mod validate;
 
 pub(crate) use capacity::{CoreMemLedger, fits_in};
 pub use cluster::{Cluster, GpuSlot, Server};
-pub use job::{Architecture, Job, JobId, JobPos, Request, RunState, TaskDemand, TaskRange};
+pub use job::{
+    Architecture, Job, JobId, JobPos, Request, RunState, TaskDemand, TaskRange, WorkerTier,
+};
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};
 pub use snapshot::{ClusterSnapshot, MAX_GPUS_PER_SERVER, MAX_SERVERS};
 pub use topology::{PcieSwitch, SwitchId, Topology};

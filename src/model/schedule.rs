@@ -35,6 +35,15 @@ pub struct Assignment {
     /// PS tasks; empty for all-reduce jobs.
     #[serde(default)]
     pub ps: Vec<PsTask>,
+    /// Cores and memory each worker gets: 0 is the job's demand, `k ≥ 1` its `tiers[k − 1]`
+    /// ([`super::Job::worker_share`]). ESTIMATE: changing it while the job runs is not a
+    /// restart (cores and memory limits of a running task change in place).
+    #[serde(default, skip_serializing_if = "is_default_tier")]
+    pub tier: u8,
+}
+
+fn is_default_tier(t: &u8) -> bool {
+    *t == 0
 }
 
 impl Assignment {

@@ -51,6 +51,14 @@ impl Schedule {
                     max: job.ps.max,
                 });
             }
+            let share = job.worker_share(a.tier).unwrap_or_else(|| {
+                out.push(Violation::UnknownTier {
+                    job: job.id,
+                    tier: a.tier,
+                    offered: job.tiers.len(),
+                });
+                (job.demand.cpu_per_worker, job.demand.mem_per_worker_gib)
+            });
             let mut bad_type_servers: Vec<usize> = Vec::new();
             let mut types: Vec<&str> = Vec::new();
             for (wi, w) in a.workers.iter().enumerate() {
@@ -96,11 +104,7 @@ impl Schedule {
                         }),
                     }
                 }
-                ledger.take(
-                    w.server,
-                    job.demand.cpu_per_worker,
-                    job.demand.mem_per_worker_gib,
-                );
+                ledger.take(w.server, share.0, share.1);
             }
             if types.len() > 1 {
                 let mut gpu_types: Vec<String> = types.iter().map(|t| t.to_string()).collect();

@@ -336,6 +336,7 @@ impl PlacementShape {
 pub fn probe_job(query: &JobQuery<'_>, workers: u32, ps: u32) -> crate::model::Job {
     use crate::model::{Job, TaskDemand, TaskRange};
     Job {
+        tiers: Vec::new(),
         id: JobId(0),
         arrival_s: 0.0,
         model: query.model.to_string(),
@@ -419,10 +420,29 @@ fn slowest(
             slowest = Some(s);
         }
     }
-    slowest.ok_or_else(|| Error::UnsupportedConfiguration {
+    let s = slowest.ok_or_else(|| Error::UnsupportedConfiguration {
         model: job.model.clone(),
         reason: format!("job {} has no worker on a known server", job.id),
-    })
+    })?;
+    Ok(s.scaled(tier_speed(perf, job, a.tier)))
+}
+
+/// Throughput of `job`'s workers at CPU/memory `tier` relative to its demand (1 at tier 0 or
+/// for a tier the job lacks, which validation reports).
+pub fn tier_speed(perf: &dyn PerfModel, job: &crate::model::Job, tier: u8) -> f64 {
+    if tier == 0 {
+        return 1.0;
+    }
+    let Some((c, m)) = job.worker_share(tier) else {
+        return 1.0;
+    };
+    let g = f64::from(job.demand.gpus_per_worker.max(1));
+    let d = &job.demand;
+    perf.cpu_mem_speed(
+        &job.model,
+        (d.cpu_per_worker / g, d.mem_per_worker_gib / g),
+        (c / g, m / g),
+    )
 }
 
 /// Speed of every running job of a schedule, in context; a job on servers of several GPU types

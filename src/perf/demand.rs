@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::cpumem::{ALL_MODELS, CpuMemSurface, GIB_PER_GB, tiers};
 use crate::error::{Error, Result};
 use crate::util::csvio::CsvFile;
 
@@ -32,6 +33,14 @@ pub struct TaskDemandFit {
     pub cpu_per_ps: Option<f64>,
     /// Where the numbers come from (file and rule, or the Synergy proxy used).
     pub source: String,
+    /// Key of the model's CPU/memory throughput surface in
+    /// [`super::PerfParams::cpu_mem_surfaces`] (all-reduce models only; see [`super::cpumem`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
+    /// Alternatives to the default per-GPU cores and memory a scheduler may give (cheapest
+    /// first; empty: the demand is fixed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<super::cpumem::CpuMemTier>,
 }
 
 /// Synergy profile standing in for a coda model (same network family). Gavel job types map by
@@ -49,9 +58,6 @@ pub const SYNERGY_PROXY: [(&str, &str); 9] = [
     ("gavel-transformer", "transformer"),
     ("gavel-lm", "lstm"),
 ];
-
-/// Memory per GiB of a GB as Synergy prints it (it writes decimal GB).
-const GIB_PER_GB: f64 = 1e9 / (1u64 << 30) as f64;
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
@@ -107,6 +113,9 @@ fn dl2(dir: &Path) -> Result<BTreeMap<String, TaskDemandFit>> {
                     mem_per_worker_gib: None,
                     cpu_per_ps: Some(median(p).ok_or_else(|| missing("ps_cpu_usages"))?),
                     source: "dl2_ps_worker_speed.csv: median worker / PS CPU usage".into(),
+                    // DL2 records the cores a task used, not how its speed answers to them.
+                    surface: None,
+                    tiers: Vec::new(),
                 },
             ))
         })
@@ -149,10 +158,12 @@ fn synergy(dir: &Path) -> Result<BTreeMap<String, (f64, f64)>> {
         .collect()
 }
 
-/// The demand of every model: PS models from DL2, all-reduce models (`ar_models`) from Synergy.
+/// The demand of every model: PS models from DL2, all-reduce models (`ar_models`) from Synergy,
+/// with their tiers on `surfaces` (see [`super::cpumem`]).
 pub(crate) fn fit_demands(
     dir: &Path,
     ar_models: &[String],
+    surfaces: &BTreeMap<String, CpuMemSurface>,
 ) -> Result<BTreeMap<String, TaskDemandFit>> {
     let mut out = dl2(dir)?;
     let syn = synergy(dir)?;
@@ -163,19 +174,22 @@ pub(crate) fn fit_demands(
             .iter()
             .find(|(k, _)| m == k || m.starts_with(&format!("{k}-b")))
             .and_then(|(_, p)| syn.get(*p).map(|v| (*p, *v)));
-        let (cpu, mem, source) = match proxy {
+        let (cpu, mem, source, key) = match proxy {
             Some((p, (c, g))) => (
                 c,
                 g,
                 format!("synergy_cpu_mem_sensitivity.csv: `{p}` profile"),
+                p.to_string(),
             ),
             None => (
                 med_cpu,
                 med_mem,
                 "synergy_cpu_mem_sensitivity.csv: median over models (no profile of this family)"
                     .into(),
+                ALL_MODELS.to_string(),
             ),
         };
+        let surface = surfaces.get(&key);
         out.insert(
             m.clone(),
             TaskDemandFit {
@@ -183,6 +197,8 @@ pub(crate) fn fit_demands(
                 mem_per_worker_gib: Some(mem * GIB_PER_GB),
                 cpu_per_ps: None,
                 source,
+                tiers: surface.map_or_else(Vec::new, |s| tiers(s, cpu, mem)),
+                surface: surface.map(|_| key),
             },
         );
     }

@@ -26,6 +26,7 @@
 
 pub(crate) mod calibrate;
 mod context;
+pub mod cpumem;
 mod demand;
 mod nnls;
 mod params;
@@ -34,7 +35,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 pub use context::{
-    Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone, speeds,
+    Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone,
+    speeds, tier_speed,
 };
 pub use demand::{SYNERGY_PROXY, TaskDemandFit};
 pub use params::{
@@ -85,6 +87,23 @@ pub struct Speed {
     pub inter_comm_s: f64,
 }
 
+impl Speed {
+    /// The same step run `f` times as fast (a CPU/memory grant other than the demand stretches or
+    /// shortens the whole step: Synergy measured throughput, not where the time goes).
+    pub fn scaled(self, f: f64) -> Speed {
+        if f == 1.0 || !(f > 0.0) {
+            return self;
+        }
+        Speed {
+            iterations_per_s: self.iterations_per_s * f,
+            step_time_s: self.step_time_s / f,
+            compute_s: self.compute_s / f,
+            intra_comm_s: self.intra_comm_s / f,
+            inter_comm_s: self.inter_comm_s / f,
+        }
+    }
+}
+
 /// A performance model: the speed of a job for a placement shape on one GPU type.
 ///
 /// ```
@@ -130,6 +149,14 @@ pub trait PerfModel: Send + Sync {
     /// [`TaskDemandFit`]); `None` leaves the caller's default.
     fn task_demand(&self, _model: &str) -> Option<TaskDemandFit> {
         None
+    }
+
+    /// Throughput of a GPU of `model` given `cores` cores and `mem_gib` GiB, relative to the
+    /// same GPU given `base` (cores, GiB): 1 where the model states no sensitivity (see
+    /// [`cpumem`]). A job runs at its measured or traced speed at its default demand; this
+    /// factor scales it for any other grant.
+    fn cpu_mem_speed(&self, _model: &str, _base: (f64, f64), _given: (f64, f64)) -> f64 {
+        1.0
     }
 
     /// How often a sharer that spends `comm_share` of its step in inter-server communication
@@ -312,6 +339,9 @@ impl CalibratedPerf {
         }
         if !(0.0..=1.0).contains(&e.nic_phase_alignment) {
             return Err(bad("nic_phase_alignment", e.nic_phase_alignment, "[0, 1]"));
+        }
+        if !(e.cpu_mem_transfer.is_finite() && e.cpu_mem_transfer >= 0.0) {
+            return Err(bad("cpu_mem_transfer", e.cpu_mem_transfer, "[0, inf)"));
         }
         if !(0.0..=1.0).contains(&e.nic_bandwidth_fraction) {
             return Err(bad(
@@ -510,6 +540,27 @@ impl PerfModel for CalibratedPerf {
 
     fn task_demand(&self, model: &str) -> Option<TaskDemandFit> {
         self.params.task_demands.get(model).cloned()
+    }
+
+    fn cpu_mem_speed(&self, model: &str, base: (f64, f64), given: (f64, f64)) -> f64 {
+        let Some(s) = self
+            .params
+            .task_demands
+            .get(model)
+            .and_then(|d| d.surface.as_ref())
+            .and_then(|k| self.params.cpu_mem_surfaces.get(k))
+        else {
+            return 1.0;
+        };
+        let gb = |gib: f64| gib / cpumem::GIB_PER_GB;
+        let at = |(c, m): (f64, f64)| s.throughput(c, gb(m));
+        let b = at(base);
+        if b > 0.0 {
+            let t = self.params.estimates.cpu_mem_transfer;
+            (1.0 + t * (at(given) / b - 1.0)).max(1e-3)
+        } else {
+            1.0
+        }
     }
 
     /// Co-location, PCIe sharing and NIC sharing are the only effects of neighbours; the

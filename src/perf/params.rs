@@ -205,6 +205,14 @@ pub struct Estimates {
     /// measured and removes by shifting phases apart. Shipped 0; studied 0–1.
     #[serde(default)]
     pub nic_phase_alignment: f64,
+    /// ESTIMATE. Share of the throughput change Synergy measured for other cores and memory per
+    /// GPU (`synergy_cpu_mem_sensitivity.csv`, V100s in a 24-core server) that carries over to
+    /// coda's GPUs and servers: a tier's speed is `1 + t·(measured ratio − 1)`. A faster GPU
+    /// needs its input pipeline faster still (the ratio could grow), a faster CPU core less so
+    /// (it could shrink); no measurement pairs the two. Shipped 1 (as measured); studied 0
+    /// (cores and memory never matter) and 0.5.
+    #[serde(default = "one")]
+    pub cpu_mem_transfer: f64,
     /// ESTIMATE. Peak memory bandwidth (GB/s, vendor data sheets) used only to extrapolate
     /// compute time to GPU types with no step-time measurement; the exponent is fitted. Memory
     /// bandwidth predicted held-out GPU types better than FP32 TFLOP/s in leave-one-GPU-type-out
@@ -259,6 +267,7 @@ impl Default for Estimates {
             pcie_share_comm_penalty: 0.25,
             nic_bandwidth_fraction: 1.0,
             nic_phase_alignment: 0.0,
+            cpu_mem_transfer: 1.0,
             gpu_mem_bandwidth: GpuMemBandwidth {
                 k80: 240.0,
                 p100: 732.0,
@@ -310,6 +319,10 @@ pub struct PerfParams {
     /// measurements; see [`super::TaskDemandFit`].
     #[serde(default)]
     pub task_demands: BTreeMap<String, super::demand::TaskDemandFit>,
+    /// Throughput per GPU as a function of its cores and memory, per Synergy model, family
+    /// (`family-…`) and over all models (see [`super::cpumem`]).
+    #[serde(default)]
+    pub cpu_mem_surfaces: BTreeMap<String, super::cpumem::CpuMemSurface>,
     /// Named estimates.
     pub estimates: Estimates,
     /// Held-out fit quality of every fitted model.
@@ -402,6 +415,51 @@ impl PerfParams {
             }
             if let Some(v) = d.cpu_per_ps {
                 nn(format!("task_demands.{m}.cpu_per_ps"), v)?;
+            }
+            for (k, t) in d.tiers.iter().enumerate() {
+                pos(
+                    format!("task_demands.{m}.tiers[{k}].cpu_per_gpu"),
+                    t.cpu_per_gpu,
+                )?;
+                pos(
+                    format!("task_demands.{m}.tiers[{k}].mem_gib_per_gpu"),
+                    t.mem_gib_per_gpu,
+                )?;
+                pos(format!("task_demands.{m}.tiers[{k}].speed"), t.speed)?;
+            }
+            if let Some(k) = d
+                .surface
+                .as_ref()
+                .filter(|k| !self.cpu_mem_surfaces.contains_key(*k))
+            {
+                return Err((
+                    format!("task_demands.{m}.surface (`{k}`: no such surface)"),
+                    f64::NAN,
+                    "a key of cpu_mem_surfaces",
+                ));
+            }
+        }
+        for (k, s) in &self.cpu_mem_surfaces {
+            let levels =
+                |xs: &[f64]| !xs.is_empty() && xs.windows(2).all(|w| w[0] < w[1]) && xs[0] > 0.0;
+            if !levels(&s.cores) || s.by_cores.len() != s.cores.len() {
+                return Err((
+                    format!("cpu_mem_surfaces.{k}.cores"),
+                    f64::NAN,
+                    "ascending, > 0, one throughput each",
+                ));
+            }
+            if !levels(&s.mem_gb) || s.by_mem.len() != s.mem_gb.len() {
+                return Err((
+                    format!("cpu_mem_surfaces.{k}.mem_gb"),
+                    f64::NAN,
+                    "ascending, > 0, one throughput each",
+                ));
+            }
+            for (name, v) in [("by_cores", &s.by_cores), ("by_mem", &s.by_mem)] {
+                for (i, &x) in v.iter().enumerate() {
+                    pos(format!("cpu_mem_surfaces.{k}.{name}[{i}]"), x)?;
+                }
             }
         }
         let b = &self.estimates.gpu_mem_bandwidth;

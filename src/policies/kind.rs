@@ -27,6 +27,9 @@ pub enum PolicyKind {
     Pollux,
     /// The submitted size in arrival order on random servers and GPUs (seeded).
     Random,
+    /// SRTF with Synergy's TUNE: each job's best-case cores and memory when they fit, else its
+    /// GPU-proportional demand (Mohan et al., OSDI'22).
+    SynergyTune,
     /// The integer program each round, on a window of jobs, back-filled.
     Ilp,
     /// The learned hierarchical policy (imitation weights), back-filled.
@@ -39,7 +42,7 @@ pub enum PolicyKind {
 
 impl PolicyKind {
     /// Every policy, in the order reports list them.
-    pub const ALL: [PolicyKind; 12] = [
+    pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Fifo,
         PolicyKind::Srtf,
         PolicyKind::Drf,
@@ -48,15 +51,16 @@ impl PolicyKind {
         PolicyKind::SjfBco,
         PolicyKind::Pollux,
         PolicyKind::Random,
+        PolicyKind::SynergyTune,
         PolicyKind::Ilp,
         PolicyKind::Learned,
         PolicyKind::LearnedRl,
         PolicyKind::LearnedPacker,
     ];
 
-    /// The eight heuristic baselines: the first eight of [`PolicyKind::ALL`].
+    /// The nine heuristic baselines: the first nine of [`PolicyKind::ALL`].
     pub fn baselines() -> &'static [PolicyKind] {
-        &PolicyKind::ALL[..8]
+        &PolicyKind::ALL[..9]
     }
 
     /// The name reports and the command line use (`sjf-bco`, `learned-rl`...).
@@ -70,6 +74,7 @@ impl PolicyKind {
             PolicyKind::SjfBco => "sjf-bco",
             PolicyKind::Pollux => "pollux",
             PolicyKind::Random => "random",
+            PolicyKind::SynergyTune => "synergy-tune",
             PolicyKind::Ilp => "ilp",
             PolicyKind::Learned => "learned",
             PolicyKind::LearnedRl => "learned-rl",

@@ -13,8 +13,15 @@
 //! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested size, smallest GPU-time first | balanced: k least-loaded servers, k chosen by the in-context price | no |
 //! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
+//! | `synergy-tune` | Mohan et al., OSDI'22 (TUNE) | as `srtf`; then each job, shortest remaining time first, gets its best-case cores and memory if they fit, else its GPU-proportional demand ([`cpumem`]) | consolidated | yes |
 //! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
 //! | `ilp` | coda's program | exact, re-solved every round on a window of `--ilp-max-jobs` jobs (the waiting ones the objective values most, half the window kept for them, and the running ones it values least; other running jobs held where they are), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
+//!
+//! **Cores and memory.** Every baseline but `synergy-tune` gives each task its demand (the
+//! GPU-proportional share, as Synergy calls it); `ilp` and the `learned` policies hand the cores
+//! and memory their placement leaves free to the jobs that gain most from them
+//! ([`cpumem::TierRule::Greedy`]). Jobs without tiers (`--cpu-mem fixed`) run at their demand
+//! under every policy.
 //!
 //! Differences from the papers, said once here:
 //! * Sizes are decided against cluster-wide totals (GPUs, cores, memory), and a size the packer
@@ -43,6 +50,7 @@
 //!   measured configuration.
 
 mod baselines;
+pub mod cpumem;
 mod expert;
 mod kind;
 pub mod learned;
@@ -225,6 +233,11 @@ impl PolicyKind {
                 base,
                 rng: ChaCha8Rng::seed_from_u64(opts.seed),
             }),
+            PolicyKind::SynergyTune => Box::new(cpumem::WithTiers {
+                inner: Box::new(Srtf(base)),
+                perf,
+                rule: cpumem::TierRule::Tune,
+            }),
             PolicyKind::Ilp => {
                 if opts.ilp.max_jobs == 0 {
                     return Err(Error::setting(
@@ -259,10 +272,14 @@ impl PolicyKind {
                     opts.objective,
                 )
                 .with_log(log.clone());
-                Box::new(
-                    Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds)
-                        .with_log(log.clone()),
-                )
+                Box::new(cpumem::WithTiers {
+                    inner: Box::new(
+                        Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds)
+                            .with_log(log.clone()),
+                    ),
+                    perf,
+                    rule: cpumem::TierRule::Greedy,
+                })
             }
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
                 // `learned-rl`: the shipped weights refined by RL (unless weights are given);
@@ -283,18 +300,22 @@ impl PolicyKind {
                 };
                 // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
                 // are filled under the same pricing.
-                Box::new(
-                    Backfill::new(
-                        Box::new(
-                            learned::LearnedScheduler::new(perf, opts.objective, net)
-                                .with_placer(placer)
-                                .with_samples(opts.learned.samples, opts.seed),
-                        ),
-                        perf,
-                        opts.objective,
-                    )
-                    .with_log(log.clone()),
-                )
+                Box::new(cpumem::WithTiers {
+                    inner: Box::new(
+                        Backfill::new(
+                            Box::new(
+                                learned::LearnedScheduler::new(perf, opts.objective, net)
+                                    .with_placer(placer)
+                                    .with_samples(opts.learned.samples, opts.seed),
+                            ),
+                            perf,
+                            opts.objective,
+                        )
+                        .with_log(log.clone()),
+                    ),
+                    perf,
+                    rule: cpumem::TierRule::Greedy,
+                })
             }
         };
         Ok(Box::new(Checked(policy)))

@@ -61,6 +61,7 @@ impl Simulator<'_> {
     pub(super) fn advance(&mut self, t: f64) {
         let dt = t - self.last_advance;
         if dt > 0.0 {
+            self.account_cpu_mem(dt);
             let busy = (self.last_arrival.min(t) - self.last_advance).max(0.0);
             for (i, s) in self.state.iter_mut().enumerate() {
                 let r = &mut self.records[i];
@@ -77,6 +78,63 @@ impl Simulator<'_> {
         }
         self.last_advance = t;
         self.now = t;
+    }
+
+    /// Adds `dt` seconds of the cores and memory held and stranded now.
+    fn account_cpu_mem(&mut self, dt: f64) {
+        let servers = &self.priced.cluster.servers;
+        let n = servers.len();
+        let mut used: Vec<(f64, f64, u32)> = vec![(0.0, 0.0, 0); n];
+        for (i, st) in self.state.iter().enumerate() {
+            let Some(a) = &st.assignment else { continue };
+            let job = &self.jobs[i];
+            let d = &job.demand;
+            let (wc, wm) = job
+                .worker_share(a.tier)
+                .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
+            for w in a.workers.iter().filter(|w| w.server < n) {
+                let u = &mut used[w.server];
+                u.0 += wc;
+                u.1 += wm;
+                u.2 += w.gpus.len() as u32;
+            }
+            for p in a.ps.iter().filter(|p| p.server < n) {
+                used[p.server].0 += d.cpu_per_ps;
+                used[p.server].1 += d.mem_per_ps_gib;
+            }
+        }
+        let (mut cap_c, mut cap_m) = (0.0, 0.0);
+        let (mut held_c, mut held_m, mut str_c, mut str_m) = (0.0, 0.0, 0.0, 0.0);
+        for (s, u) in servers.iter().zip(&used) {
+            cap_c += s.cpu_cores;
+            cap_m += s.memory_gib;
+            held_c += u.0.min(s.cpu_cores);
+            held_m += u.1.min(s.memory_gib);
+            if u.2 >= s.num_gpus() {
+                str_c += (s.cpu_cores - u.0).max(0.0);
+                str_m += (s.memory_gib - u.1).max(0.0);
+            }
+        }
+        let share = |x: f64, cap: f64| if cap > 0.0 { x / cap * dt } else { 0.0 };
+        let c = &mut self.cpu_mem;
+        c.cores_held += share(held_c, cap_c);
+        c.mem_held += share(held_m, cap_m);
+        c.cores_stranded += share(str_c, cap_c);
+        c.mem_stranded += share(str_m, cap_m);
+        c.span_s += dt;
+    }
+
+    /// Cores and memory held and stranded so far, as time-averaged shares of capacity.
+    pub fn cpu_mem_use(&self) -> CpuMemUse {
+        let c = &self.cpu_mem;
+        let f = |x: f64| if c.span_s > 0.0 { x / c.span_s } else { 0.0 };
+        CpuMemUse {
+            cores_held: f(c.cores_held),
+            cores_stranded: f(c.cores_stranded),
+            mem_held: f(c.mem_held),
+            mem_stranded: f(c.mem_stranded),
+            span_s: c.span_s,
+        }
     }
 
     /// The speed of job `i` alone in assignment `a` (0 if the model refuses it).
@@ -103,6 +161,7 @@ impl Simulator<'_> {
         if waiting.is_empty() {
             return;
         }
+        // Counted against the demand a waiting job would be placed at (its tier 0).
         let min_cpu = waiting
             .iter()
             .map(|&i| self.jobs[i].demand.cpu_per_worker)

@@ -134,6 +134,7 @@ impl<'a> Simulator<'a> {
             last_arrival,
             slots,
             stranded: (0, 0.0),
+            cpu_mem: CpuMemUse::default(),
             perf,
             config,
             priced: ClusterSnapshot::from_parts(0.0, cluster, Vec::new()),
@@ -303,7 +304,13 @@ impl<'a> Simulator<'a> {
             let new = schedule.assignment(id).cloned();
             let old = self.state[i].assignment.clone();
             match (&old, &new) {
-                (Some(o), Some(n)) if same_assignment(o, n) => {}
+                // Same tasks in the same places: no restart, though the cores and memory may
+                // change (a new tier takes effect in place).
+                (Some(o), Some(n)) if same_assignment(o, n) => {
+                    if o.tier != n.tier {
+                        self.state[i].assignment = new;
+                    }
+                }
                 (Some(_), Some(_)) => {
                     self.records[i].restarts += 1;
                     restarted.push(id);
@@ -328,7 +335,9 @@ impl<'a> Simulator<'a> {
                 (None, None) => {}
             }
             if let Some(a) = self.state[i].assignment.clone()
-                && old.as_ref().is_none_or(|o| !same_assignment(o, &a))
+                && old
+                    .as_ref()
+                    .is_none_or(|o| !same_assignment(o, &a) || o.tier != a.tier)
             {
                 self.state[i].alone_speed = self.alone_speed(i, &a);
                 let r = &mut self.records[i];

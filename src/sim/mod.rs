@@ -263,4 +263,24 @@ pub struct Simulator<'a> {
     /// Rounds with a waiting job, and the sum over them of GPUs left idle on servers whose free
     /// cores or memory cannot host one more worker of any waiting job.
     stranded: (u64, f64),
+    /// Core- and memory-time held and stranded (see [`CpuMemUse`]).
+    cpu_mem: CpuMemUse,
+}
+
+/// Cores and memory over a run, as time-averaged shares of the cluster's capacity from time 0
+/// to the last event: **held** by tasks (at their tier), and **stranded** — free on servers
+/// whose every GPU is held, so no worker can use them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CpuMemUse {
+    /// Share of core-time held by tasks.
+    pub cores_held: f64,
+    /// Share of core-time free on servers with no free GPU.
+    pub cores_stranded: f64,
+    /// Share of memory-time held by tasks.
+    pub mem_held: f64,
+    /// Share of memory-time free on servers with no free GPU.
+    pub mem_stranded: f64,
+    /// Seconds accounted.
+    #[serde(skip)]
+    pub(crate) span_s: f64,
 }

@@ -135,7 +135,20 @@ pub fn load(
     let (path, format, group, default_cluster) =
         (src.path, src.format, src.group, src.default_cluster);
     let spec = cluster.unwrap_or(default_cluster);
-    let cluster = cluster_from_spec(spec, datasets, perf)?;
+    let mut cluster = cluster_from_spec(spec, datasets, perf)?;
+    if let Some(c) = opts.server_cpu_per_gpu {
+        if !c.is_finite() || c <= 0.0 {
+            return Err(Error::setting(
+                "trace options",
+                "server_cpu_per_gpu",
+                c,
+                "must be finite and > 0",
+            ));
+        }
+        for s in &mut cluster.servers {
+            s.cpu_cores = c * f64::from(s.num_gpus());
+        }
+    }
     let tr = trace::load(&path, format, &TraceFilter { group })?;
     let mut rows = tr.jobs;
     if let Some(n) = take {
@@ -151,7 +164,10 @@ pub fn load(
     let jobs = trace::to_jobs(&rows, &opts, perf)?;
     Ok(Workload {
         trace: name.to_string(),
-        cluster_spec: spec.to_string(),
+        cluster_spec: match opts.server_cpu_per_gpu {
+            Some(c) => format!("{spec}@{c}cores/gpu"),
+            None => spec.to_string(),
+        },
         cluster,
         jobs,
         skipped: tr.skipped,

@@ -184,6 +184,7 @@ pub fn generate_with(
         let total = duration * speed.iterations_per_s;
         let running = rng.random::<f64>() < opts.running_fraction;
         jobs.push(Job {
+            tiers: Vec::new(),
             id: JobId(id),
             arrival_s: (rng.random::<f64>() * 3600.0).floor(),
             model,
@@ -281,6 +282,7 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
         let d = job.demand;
         let g = f64::from(d.gpus_per_worker);
         let mut a = Assignment {
+            tier: 0,
             job: job.id,
             workers: Vec::new(),
             ps: Vec::new(),

@@ -46,7 +46,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Cluster, Job, JobId, Request, Server, TaskDemand, TaskRange};
+use crate::model::{
+    Architecture, Cluster, Job, JobId, Request, Server, TaskDemand, TaskRange, WorkerTier,
+};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 use crate::util::csvio::CsvFile;
 
@@ -396,6 +398,46 @@ pub struct TraceOptions {
     pub cpu_per_ps: f64,
     /// Memory per PS task, GiB. ESTIMATE: the largest DL2 model (vgg-16, 553 MB) fits many times.
     pub mem_per_ps_gib: f64,
+    /// Whether jobs offer the CPU/memory tiers their model's measured surface gives
+    /// ([`CpuMemMode::Fungible`]) or only their demand ([`CpuMemMode::Fixed`]).
+    #[serde(default)]
+    pub cpu_mem: CpuMemMode,
+    /// Cores per GPU every server of the cluster is given instead of its own (a CPU-poor
+    /// cluster: Synergy's testbed has 3); `None` keeps the servers' cores.
+    #[serde(default)]
+    pub server_cpu_per_gpu: Option<f64>,
+}
+
+/// Whether a job's cores and memory are a scheduling decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuMemMode {
+    /// Every task gets its demand (GPU-proportional, as Synergy calls it).
+    Fixed,
+    /// A job also offers its model's tiers ([`crate::perf::cpumem`]); schedulers that decide
+    /// cores and memory pick one per round.
+    #[default]
+    Fungible,
+}
+
+impl std::str::FromStr for CpuMemMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "fixed" => Ok(CpuMemMode::Fixed),
+            "fungible" => Ok(CpuMemMode::Fungible),
+            _ => Err(format!("`{s}`: expected `fixed` or `fungible`")),
+        }
+    }
+}
+
+impl std::fmt::Display for CpuMemMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CpuMemMode::Fixed => "fixed",
+            CpuMemMode::Fungible => "fungible",
+        })
+    }
 }
 
 impl Default for TraceOptions {
@@ -410,6 +452,8 @@ impl Default for TraceOptions {
             mem_per_gpu_gib: 62.5,
             cpu_per_ps: 2.0,
             mem_per_ps_gib: 8.0,
+            cpu_mem: CpuMemMode::default(),
+            server_cpu_per_gpu: None,
         }
     }
 }
@@ -420,6 +464,27 @@ pub const AR_CLASSES: [(f64, [&str; 2]); 3] = [
     (10.0, ["deepspeech2", "yolov3"]),
     (f64::INFINITY, ["imagenet", "bert"]),
 ];
+
+/// The tiers a model's measured surface offers a worker of one GPU, without the demand itself.
+fn worker_tiers(
+    measured: Option<&crate::perf::TaskDemandFit>,
+    demand: &TaskDemand,
+) -> Vec<WorkerTier> {
+    let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    measured
+        .map(|d| d.tiers.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| WorkerTier {
+            cpu_per_worker: t.cpu_per_gpu * f64::from(demand.gpus_per_worker),
+            mem_per_worker_gib: t.mem_gib_per_gpu * f64::from(demand.gpus_per_worker),
+        })
+        .filter(|t| {
+            !(same(t.cpu_per_worker, demand.cpu_per_worker)
+                && same(t.mem_per_worker_gib, demand.mem_per_worker_gib))
+        })
+        .collect()
+}
 
 /// Turns trace rows into jobs with the seeded rule of the module docs.
 pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> Result<Vec<Job>> {
@@ -492,7 +557,12 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
             Architecture::AllReduce => (TaskRange::new(1, wmax), TaskRange::new(0, 0)),
             Architecture::ParameterServer => (TaskRange::new(1, wmax), TaskRange::new(1, max_p)),
         };
+        let tiers = match opts.cpu_mem {
+            CpuMemMode::Fixed => Vec::new(),
+            CpuMemMode::Fungible => worker_tiers(measured.as_ref(), &demand),
+        };
         let mut job = Job {
+            tiers,
             id: JobId(id),
             arrival_s: row.arrival_s,
             model,

@@ -72,6 +72,7 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
         for w in (job.workers.min..=want_w).rev() {
             let (mut f2, mut c2, mut m2) = (free.clone(), cpu.clone(), mem.clone());
             let mut a = Assignment {
+                tier: 0,
                 job: job.id,
                 workers: vec![],
                 ps: vec![],

@@ -108,6 +108,7 @@ fn waiting_includes_waits_after_preemption() {
 /// Job `id` on GPUs `0..n` of `server`, one worker per GPU.
 fn one_gpu_workers(id: u64, server: usize, n: u32) -> Assignment {
     Assignment {
+        tier: 0,
         job: coda::JobId(id),
         workers: (0..n)
             .map(|g| WorkerTask {
@@ -121,6 +122,7 @@ fn one_gpu_workers(id: u64, server: usize, n: u32) -> Assignment {
 
 fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
     Job {
+        tiers: Vec::new(),
         id: coda::JobId(id),
         arrival_s: id as f64,
         model: model.into(),
@@ -223,11 +225,13 @@ fn nic_competition_follows_the_phase_alignment() {
     let sched = coda::Schedule {
         assignments: vec![
             Assignment {
+                tier: 0,
                 job: coda::JobId(0),
                 workers: vec![w(0, 0), w(1, 0)],
                 ps: vec![],
             },
             Assignment {
+                tier: 0,
                 job: coda::JobId(1),
                 workers: vec![w(0, 4), w(1, 4)],
                 ps: vec![],

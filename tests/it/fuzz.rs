@@ -544,6 +544,7 @@ fn workload(perf: &'static CalibratedPerf) -> impl Strategy<Value = Vec<Job>> {
                         Architecture::ParameterServer => TaskRange::new(1, 1 + ps),
                     };
                     Job {
+                        tiers: Vec::new(),
                         id: JobId(i as u64),
                         arrival_s: arrival.floor(),
                         model,

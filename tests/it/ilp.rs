@@ -45,6 +45,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             TaskRange::new(0, 0)
         };
         js.push(Job {
+            tiers: Vec::new(),
             id: coda::JobId(id),
             arrival_s: 0.0,
             model: model.into(),
@@ -72,6 +73,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
             .map(|_| coda::model::PsTask { server: 0 })
             .collect();
         j.run.current = Some(Assignment {
+            tier: 0,
             job: j.id,
             workers: vec![WorkerTask {
                 server: 0,
@@ -231,6 +233,7 @@ fn invalid_warm_start_is_a_typed_error() {
     .unwrap();
     let bad = Schedule {
         assignments: vec![Assignment {
+            tier: 0,
             job: coda::JobId(999),
             workers: vec![],
             ps: vec![],

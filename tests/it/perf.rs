@@ -242,6 +242,7 @@ fn co_location_and_contention_read_from_a_schedule() {
     let server = Server::uniform("n", "v100", 2, 2, 2, 64.0, 512.0, 100.0);
     let cluster = Cluster::homogeneous(2, &server);
     let mk = |id: u64, model: &str| Job {
+        tiers: Vec::new(),
         id: coda::JobId(id),
         arrival_s: 0.0,
         model: model.into(),
@@ -276,16 +277,19 @@ fn co_location_and_contention_read_from_a_schedule() {
     let sched = Schedule {
         assignments: vec![
             Assignment {
+                tier: 0,
                 job: coda::JobId(0),
                 workers: vec![w(0, 0), w(0, 4), w(1, 0)],
                 ps: vec![],
             },
             Assignment {
+                tier: 0,
                 job: coda::JobId(1),
                 workers: vec![w(0, 1)],
                 ps: vec![],
             },
             Assignment {
+                tier: 0,
                 job: coda::JobId(2),
                 workers: vec![w(1, 2), w(0, 6)],
                 ps: vec![],
@@ -401,6 +405,7 @@ fn every_placement_is_priced_within_the_measured_envelope() {
         let slots = cluster.slot_table();
         let per = server.num_gpus();
         let lay = |split: &[u32]| Assignment {
+            tier: 0,
             job: JobId(0),
             workers: split
                 .iter()

@@ -246,6 +246,7 @@ fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
     let j = &snap.jobs[0];
     let bad = Schedule {
         assignments: vec![Assignment {
+            tier: 0,
             job: j.id,
             workers: vec![coda::model::WorkerTask {
                 server: 7,

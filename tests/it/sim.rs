@@ -43,6 +43,7 @@ impl Scheduler for FirstFit {
             };
             let gpus: Vec<u32> = free[srv].drain(..need).collect();
             out.assignments.push(Assignment {
+                tier: 0,
                 job: j.id,
                 workers: gpus
                     .into_iter()
@@ -200,6 +201,7 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
                     .jobs
                     .iter()
                     .map(|j| Assignment {
+                        tier: 0,
                         job: j.id,
                         workers: vec![WorkerTask {
                             server: 0,

@@ -155,6 +155,7 @@ fn all_violations_are_reported_not_just_the_first() {
     let n = s.cluster.servers.len();
     let ghost = 1_000;
     sched.assignments.push(coda::Assignment {
+        tier: 0,
         job: coda::JobId(ghost),
         workers: vec![],
         ps: vec![],

@@ -131,8 +131,11 @@ fn print_quality(p: &PerfParams) {
         p.compute_bandwidth_exponent
     );
     // Row-weighted summary per family and split.
-    let family = |m: &str| {
-        if p.ps_models.contains_key(m) {
+    let family = |r: &FitQuality| {
+        let m = r.model.as_str();
+        if r.gpu == coda::perf::cpumem::CPU_MEM_PROFILE {
+            "cpu/memory (synergy)"
+        } else if p.ps_models.contains_key(m) {
             "PS (dl2)"
         } else if m.starts_with("gavel-") {
             "all-reduce (gavel)"
@@ -143,7 +146,7 @@ fn print_quality(p: &PerfParams) {
     let mut acc: std::collections::BTreeMap<(&str, &str), (f64, usize)> = Default::default();
     for r in &p.fit_quality {
         let Some(mape) = r.mape else { continue };
-        let e = acc.entry((family(&r.model), r.split.as_str())).or_default();
+        let e = acc.entry((family(r), r.split.as_str())).or_default();
         e.0 += mape * r.rows as f64;
         e.1 += r.rows;
     }

@@ -172,6 +172,8 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             Some(args.take),
             &coda::workload::trace::TraceOptions {
                 seed: args.seed,
+                // Labels are GPU decisions at the demand until the policy learns tiers.
+                cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
                 ..Default::default()
             },
             &perf,

@@ -149,7 +149,7 @@ enum Cmd {
     /// Which estimate drives which result: replay every policy with each named estimate at its
     /// low, shipped and high value, and with all contention off (`sensitivity.{csv,md}`).
     ///
-    /// Writes `sensitivity.{csv,md}` under `--out`: 13 settings × the policies. The eight
+    /// Writes `sensitivity.{csv,md}` under `--out`: 15 settings × the policies. The eight
     /// baselines on the Philly window: a few minutes on 2 cores.
     Sensitivity {
         #[command(flatten)]

@@ -201,6 +201,7 @@ fn on_cluster(
             })
             .collect();
         Ok(Assignment {
+            tier: 0,
             job: JobId(0),
             workers,
             ps,

@@ -59,6 +59,8 @@ fn settings(shipped: &Estimates, restart_s: f64) -> Vec<Setting> {
         e.nic_bandwidth_fraction = 0.5
     });
     vary("nic_phase_alignment=1", &|e| e.nic_phase_alignment = 1.0);
+    vary("cpu_mem_transfer=0", &|e| e.cpu_mem_transfer = 0.0);
+    vary("cpu_mem_transfer=0.5", &|e| e.cpu_mem_transfer = 0.5);
     vary("all contention off", &|e| {
         e.colocation_coupling = 0.0;
         e.pcie_share_comm_penalty = 0.0;

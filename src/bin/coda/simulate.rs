@@ -31,6 +31,13 @@ pub struct SimArgs {
     /// Seed of the trace's model assignment and of every random choice of the policy.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// `fungible`: jobs offer their model's CPU/memory tiers, which `ilp`, `learned*` and
+    /// `synergy-tune` hand out; `fixed`: every task gets its demand under every policy
+    #[arg(long, default_value = "fungible")]
+    pub cpu_mem: coda::workload::trace::CpuMemMode,
+    /// Give every server this many cores per GPU instead of its own (Synergy's testbed: 3)
+    #[arg(long, value_parser = range::positive)]
+    pub cpu_per_gpu: Option<f64>,
     /// Only the first N jobs of the trace (after `--skip`).
     #[arg(long, value_parser = range::at_least_one)]
     pub take: Option<usize>,
@@ -233,6 +240,8 @@ impl SimArgs {
     pub fn workload(&self, perf: &dyn PerfModel) -> coda::Result<Workload> {
         let opts = TraceOptions {
             seed: self.seed,
+            cpu_mem: self.cpu_mem,
+            server_cpu_per_gpu: self.cpu_per_gpu,
             ..TraceOptions::default()
         };
         let mut wl = workload::load(
@@ -308,6 +317,7 @@ pub fn run_one(
             seed: args.seed,
             metrics,
             stranded_gpus: simulator.stranded_gpus(),
+            cpu_mem: simulator.cpu_mem_use(),
             contention_allowance: allowance,
             events,
             wall_s: wall,

@@ -134,6 +134,8 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .unwrap_or("4x8");
     let opts = TraceOptions {
         seed: args.seed,
+        // The policy is trained on GPU decisions at the demand (tiers are handed out after it).
+        cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
         ..TraceOptions::default()
     };
     let wl = workload::load(

@@ -434,6 +434,7 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
         for f in order {
             let job = &snap.jobs[f.job.0];
             let a = by_job.entry(f.job.0).or_insert_with(|| Assignment {
+                tier: 0,
                 job: job.id,
                 workers: Vec::new(),
                 ps: Vec::new(),

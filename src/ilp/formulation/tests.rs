@@ -31,6 +31,7 @@ fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
         Architecture::AllReduce
     };
     Job {
+        tiers: Vec::new(),
         id: crate::model::JobId(id),
         arrival_s: 0.0,
         model: model.into(),
@@ -61,6 +62,7 @@ fn w(server: usize, gpu: u32) -> WorkerTask {
 
 fn assign(job: u64, workers: Vec<WorkerTask>, ps: Vec<usize>) -> Assignment {
     Assignment {
+        tier: 0,
         job: crate::model::JobId(job),
         workers,
         ps: ps.into_iter().map(|server| PsTask { server }).collect(),

@@ -412,6 +412,7 @@ pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedu
                 .flat_map(|&(server, n)| (0..n).map(move |_| PsTask { server }))
                 .collect();
         out.push(Assignment {
+            tier: 0,
             job: l.job,
             workers,
             ps,

@@ -174,13 +174,15 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     quality.extend(q2);
     let interference = fit_interference(dir, &single)?;
     let ar_names: Vec<String> = ar_models.keys().cloned().collect();
-    let task_demands = super::demand::fit_demands(dir, &ar_names)?;
+    let (cpu_mem_surfaces, q3) = super::cpumem::fit_surfaces(dir)?;
+    quality.extend(q3);
+    let task_demands = super::demand::fit_demands(dir, &ar_names, &cpu_mem_surfaces)?;
     Ok(PerfParams {
         provenance: format!(
             "coda calibrate {}: dl2_ps_worker_speed.csv + dl2_model_constants.json (PS), \
              pollux_sia_placement_step_times.csv + gavel_isolated_throughputs.csv (all-reduce), \
              gavel_colocated_throughputs.csv (interference), dl2_ps_worker_speed.csv + \
-             synergy_cpu_mem_sensitivity.csv (task demands); folds seeded {seed}",
+             synergy_cpu_mem_sensitivity.csv (task demands, CPU/memory surfaces); folds seeded {seed}",
             env!("CARGO_PKG_VERSION")
         ),
         ps_models,
@@ -188,6 +190,7 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
         compute_bandwidth_exponent: exponent,
         interference,
         task_demands,
+        cpu_mem_surfaces,
         estimates,
         fit_quality: quality,
     })

@@ -137,6 +137,10 @@ impl<'a> Packer<'a> {
     /// taken) otherwise.
     pub fn keep(&mut self, job: &Job, a: &Assignment) -> bool {
         let d = &job.demand;
+        // A worker holds what its tier grants (the demand at tier 0).
+        let (wc, wm) = job
+            .worker_share(a.tier)
+            .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
         for w in &a.workers {
             let Some(s) = self.servers.get(w.server) else {
                 return false;
@@ -155,8 +159,8 @@ impl<'a> Packer<'a> {
             }
             let w = a.workers.iter().filter(|w| w.server == srv).count() as f64;
             let p = a.ps.iter().filter(|p| p.server == srv).count() as f64;
-            let cpu = w * d.cpu_per_worker + p * d.cpu_per_ps;
-            let mem = w * d.mem_per_worker_gib + p * d.mem_per_ps_gib;
+            let cpu = w * wc + p * d.cpu_per_ps;
+            let mem = w * wm + p * d.mem_per_ps_gib;
             if !self.ledger.fits(srv, cpu, mem) {
                 return false;
             }
@@ -173,6 +177,9 @@ impl<'a> Packer<'a> {
 
     fn commit(&mut self, job: &Job, a: Assignment) {
         let d = &job.demand;
+        let (wc, wm) = job
+            .worker_share(a.tier)
+            .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
         let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
         worker_servers.sort_unstable();
         worker_servers.dedup();
@@ -188,8 +195,7 @@ impl<'a> Packer<'a> {
                 s.free_count -= 1;
                 self.free_total -= 1;
             }
-            self.ledger
-                .take(w.server, d.cpu_per_worker, d.mem_per_worker_gib);
+            self.ledger.take(w.server, wc, wm);
         }
         for p in &a.ps {
             self.ledger.take(p.server, d.cpu_per_ps, d.mem_per_ps_gib);
@@ -570,6 +576,7 @@ impl<'a> Packer<'a> {
             .map(|server| PsTask { server })
             .collect();
         Assignment {
+            tier: 0,
             job: job.id,
             workers,
             ps,

@@ -62,6 +62,7 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
     };
     let err = |x: f64| format!("{:.1} %", 100.0 * x);
     let mut ps = Vec::new();
+    let mut cpu_mem = Vec::new();
     // family → model → (gpu, split) → MAPE
     type ByModel = BTreeMap<String, BTreeMap<(String, String), f64>>;
     let mut ar: BTreeMap<&str, ByModel> = BTreeMap::new();
@@ -77,6 +78,16 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
             continue; // a fit with no held-out rows
         }
         let mape = t.num(r, "mape")?;
+        if gpu == coda::perf::cpumem::CPU_MEM_PROFILE {
+            cpu_mem.push(vec![
+                model,
+                split,
+                format!("{rows:.0}"),
+                err(mape),
+                err(t.num(r, "median_ape")?),
+            ]);
+            continue;
+        }
         let w = weighted.entry((fam, split.clone())).or_default();
         w.0 += mape * rows;
         w.1 += rows;
@@ -131,6 +142,13 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
         s += "\n";
         s += &md_table(&head, &rows);
     }
+    s += "\nCPU/memory throughput surfaces (Synergy profiles, `src/perf/cpumem.rs`): `core-out` \
+          and `mem-out` predict a dropped core or memory level of one model from its other \
+          levels, `model-out` a model from the rest of its family.\n\n";
+    s += &md_table(
+        &["surface", "held out", "points", "mean APE", "median APE"],
+        &cpu_mem,
+    );
     s += "\nRow-weighted held-out MAPE: ";
     let parts: Vec<String> = weighted
         .iter()

@@ -1,0 +1,218 @@
+//! Cores and memory as a decision: which CPU/memory tier each placed job's workers get
+//! ([`crate::model::Job::tiers`], priced by [`crate::PerfModel::cpu_mem_speed`]).
+//!
+//! A policy places jobs at their demand (tier 0), which its own feasibility checks guarantee
+//! fit; what is left of each server's cores and memory is then handed out, never taking
+//! anything a placed task was promised, so a tier can only speed a job up and the schedule stays
+//! valid:
+//!
+//! * [`TierRule::Greedy`] (coda's policies): the upgrade with the most gain per resource
+//!   first, again and again while one fits. A job's gain is the share of its remaining work the
+//!   upgrade adds per second (its speed-up × speed ÷ remaining work: what the objective pays
+//!   for), its cost the cores and memory it takes, each as a share of its servers' capacity.
+//! * [`TierRule::Tune`] (the `synergy-tune` baseline): Synergy's TUNE (Mohan et al., OSDI'22,
+//!   §4.2) after the baseline's placement: in the policy's order (shortest remaining time
+//!   first), each job gets its best-case demand (its fastest tier) if that fits on its servers,
+//!   else keeps its GPU-proportional demand. TUNE proper also picks servers where the best case
+//!   fits; here the baseline's packer has placed the job already.
+//!
+//! Tiers are decided afresh every round from tier 0 (changing them is not a restart, see
+//! [`crate::model::Assignment::tier`]); the scheduler inside sees every running job at its
+//! demand, so its own ledger of cores and memory stays exact.
+
+use crate::error::Result;
+use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, Schedule};
+use crate::perf::{self, PerfModel};
+use crate::scheduler::Scheduler;
+
+/// How a placed schedule's spare cores and memory are handed out (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TierRule {
+    /// Most gain per resource first, while any upgrade fits.
+    Greedy,
+    /// Synergy's TUNE: shortest remaining time first, best case or nothing.
+    Tune,
+}
+
+/// Sets every assignment's tier by `rule`, starting from the demand (tier 0); what the
+/// schedule's tasks hold at tier 0 must fit (a valid schedule).
+pub fn assign_tiers(
+    perf: &dyn PerfModel,
+    snapshot: &ClusterSnapshot,
+    schedule: &mut Schedule,
+    rule: TierRule,
+) -> Result<()> {
+    for a in &mut schedule.assignments {
+        a.tier = 0;
+    }
+    let jobs: Vec<usize> = schedule
+        .assignments
+        .iter()
+        .map(|a| {
+            snapshot
+                .jobs
+                .iter()
+                .position(|j| j.id == a.job)
+                .filter(|&k| !snapshot.jobs[k].tiers.is_empty())
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
+    if jobs.iter().all(|&k| k == usize::MAX) {
+        return Ok(());
+    }
+    // Share of its remaining work each job does per second at its demand.
+    let speeds = perf::speeds(perf, snapshot, schedule)?;
+    let weight: Vec<f64> = speeds
+        .iter()
+        .zip(&jobs)
+        .map(|((_, s), &k)| match snapshot.jobs.get(k) {
+            Some(j) => s.iterations_per_s / j.remaining_iterations().max(1e-9),
+            None => 0.0,
+        })
+        .collect();
+    let cluster = &snapshot.cluster;
+    let mut ledger = CoreMemLedger::new(cluster);
+    for a in &schedule.assignments {
+        let Some(job) = snapshot.job(a.job) else {
+            continue;
+        };
+        for w in &a.workers {
+            ledger.take(
+                w.server,
+                job.demand.cpu_per_worker,
+                job.demand.mem_per_worker_gib,
+            );
+        }
+        for p in &a.ps {
+            ledger.take(p.server, job.demand.cpu_per_ps, job.demand.mem_per_ps_gib);
+        }
+    }
+    // Extra (cores, GiB) per server an assignment takes going from tier `from` to `to`.
+    let extra = |a: &Assignment, k: usize, from: u8, to: u8| -> Vec<(usize, f64, f64)> {
+        let job = &snapshot.jobs[k];
+        let (Some(f), Some(t)) = (job.worker_share(from), job.worker_share(to)) else {
+            return Vec::new();
+        };
+        let mut per: Vec<(usize, f64, f64)> = Vec::new();
+        for w in &a.workers {
+            match per.iter_mut().find(|(s, _, _)| *s == w.server) {
+                Some(e) => {
+                    e.1 += t.0 - f.0;
+                    e.2 += t.1 - f.1;
+                }
+                None => per.push((w.server, t.0 - f.0, t.1 - f.1)),
+            }
+        }
+        per
+    };
+    let fits = |ledger: &CoreMemLedger, per: &[(usize, f64, f64)]| {
+        per.iter()
+            .all(|&(s, c, m)| s < cluster.servers.len() && ledger.fits(s, c.max(0.0), m.max(0.0)))
+    };
+    let speed_at = |k: usize, t: u8| perf::tier_speed(perf, &snapshot.jobs[k], t);
+    match rule {
+        TierRule::Tune => {
+            let mut order: Vec<usize> =
+                (0..jobs.len()).filter(|&i| jobs[i] != usize::MAX).collect();
+            // Shortest remaining time first = largest share of remaining work per second.
+            order.sort_by(|&a, &b| weight[b].total_cmp(&weight[a]).then(a.cmp(&b)));
+            for i in order {
+                let k = jobs[i];
+                let n = snapshot.jobs[k].tiers.len() as u8;
+                let best = (1..=n)
+                    .max_by(|&x, &y| speed_at(k, x).total_cmp(&speed_at(k, y)).then(y.cmp(&x)))
+                    .filter(|&t| speed_at(k, t) > 1.0);
+                let Some(t) = best else { continue };
+                let per = extra(&schedule.assignments[i], k, 0, t);
+                if fits(&ledger, &per) {
+                    for &(s, c, m) in &per {
+                        ledger.take(s, c, m);
+                    }
+                    schedule.assignments[i].tier = t;
+                }
+            }
+        }
+        TierRule::Greedy => loop {
+            let mut best: Option<(f64, usize, u8)> = None;
+            for (i, &k) in jobs.iter().enumerate() {
+                if k == usize::MAX {
+                    continue;
+                }
+                let a = &schedule.assignments[i];
+                let now = speed_at(k, a.tier);
+                for t in 1..=snapshot.jobs[k].tiers.len() as u8 {
+                    let gain = weight[i] * (speed_at(k, t) - now);
+                    if gain <= 0.0 {
+                        continue;
+                    }
+                    let per = extra(a, k, a.tier, t);
+                    if !fits(&ledger, &per) {
+                        continue;
+                    }
+                    let cost: f64 = per
+                        .iter()
+                        .map(|&(s, c, m)| {
+                            let srv = &cluster.servers[s];
+                            c.max(0.0) / srv.cpu_cores.max(1e-9)
+                                + m.max(0.0) / srv.memory_gib.max(1e-9)
+                        })
+                        .sum();
+                    let ratio = gain / cost.max(1e-12);
+                    if best.is_none_or(|(r, _, _)| ratio > r) {
+                        best = Some((ratio, i, t));
+                    }
+                }
+            }
+            let Some((_, i, t)) = best else { break };
+            let per = extra(
+                &schedule.assignments[i],
+                jobs[i],
+                schedule.assignments[i].tier,
+                t,
+            );
+            for &(s, c, m) in &per {
+                ledger.take(s, c, m);
+            }
+            schedule.assignments[i].tier = t;
+        },
+    }
+    Ok(())
+}
+
+/// A scheduler whose placements get their tiers by a rule: the scheduler inside sees every
+/// running job at its demand.
+pub(crate) struct WithTiers<'a> {
+    pub(crate) inner: Box<dyn Scheduler + 'a>,
+    pub(crate) perf: &'a dyn PerfModel,
+    pub(crate) rule: TierRule,
+}
+
+impl Scheduler for WithTiers<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
+        let tiered = snapshot
+            .jobs
+            .iter()
+            .any(|j| j.run.current.as_ref().is_some_and(|a| a.tier != 0));
+        let mut out = if tiered {
+            let mut at_demand = snapshot.clone();
+            for j in &mut at_demand.jobs {
+                if let Some(a) = &mut j.run.current {
+                    a.tier = 0;
+                }
+            }
+            self.inner.schedule(&at_demand)?
+        } else {
+            self.inner.schedule(snapshot)?
+        };
+        assign_tiers(self.perf, snapshot, &mut out, self.rule)?;
+        Ok(out)
+    }
+
+    fn keeps_when_none_wait(&self) -> bool {
+        self.inner.keeps_when_none_wait()
+    }
+}
