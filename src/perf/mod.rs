@@ -91,7 +91,7 @@ impl Speed {
     /// The same step run `f` times as fast (a CPU/memory grant other than the demand stretches or
     /// shortens the whole step: Synergy measured throughput, not where the time goes).
     pub fn scaled(self, f: f64) -> Speed {
-        if f == 1.0 || !(f > 0.0) {
+        if f == 1.0 || f.is_nan() || f <= 0.0 {
             return self;
         }
         Speed {
@@ -543,24 +543,10 @@ impl PerfModel for CalibratedPerf {
     }
 
     fn cpu_mem_speed(&self, model: &str, base: (f64, f64), given: (f64, f64)) -> f64 {
-        let Some(s) = self
-            .params
-            .task_demands
-            .get(model)
-            .and_then(|d| d.surface.as_ref())
-            .and_then(|k| self.params.cpu_mem_surfaces.get(k))
-        else {
-            return 1.0;
-        };
-        let gb = |gib: f64| gib / cpumem::GIB_PER_GB;
-        let at = |(c, m): (f64, f64)| s.throughput(c, gb(m));
-        let b = at(base);
-        if b > 0.0 {
-            let t = self.params.estimates.cpu_mem_transfer;
-            (1.0 + t * (at(given) / b - 1.0)).max(1e-3)
-        } else {
-            1.0
-        }
+        let p = &self.params;
+        p.cpu_mem_surface(model).map_or(1.0, |s| {
+            s.relative_speed(p.estimates.cpu_mem_transfer, base, given)
+        })
     }
 
     /// Co-location, PCIe sharing and NIC sharing are the only effects of neighbours; the

@@ -333,6 +333,12 @@ pub struct PerfParams {
 pub(crate) type BadParam = (String, f64, &'static str);
 
 impl PerfParams {
+    /// The CPU/memory surface `model`'s speed follows, if it has one.
+    pub(crate) fn cpu_mem_surface(&self, model: &str) -> Option<&super::cpumem::CpuMemSurface> {
+        let key = self.task_demands.get(model)?.surface.as_ref()?;
+        self.cpu_mem_surfaces.get(key)
+    }
+
     /// Checks every fitted number a speed is computed from, so that a hand-edited or corrupted
     /// file fails at load, naming the field, instead of pricing jobs at infinite or negative
     /// speed later: all finite and >= 0; batches, bandwidths and a PS model's step time > 0;

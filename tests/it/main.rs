@@ -3,6 +3,7 @@
 mod baselines;
 mod cli;
 mod common;
+mod cpumem;
 mod errors;
 mod fidelity;
 mod fuzz;

@@ -22,6 +22,10 @@ pub struct Args {
     /// source) as CSV here, and print its summary.
     #[arg(long)]
     pub placement_csv: Option<PathBuf>,
+    /// Also plot the CPU/memory throughput surfaces (throughput against cores per GPU, memory
+    /// ample; family medians last) as SVG here.
+    #[arg(long)]
+    pub surface_plot: Option<PathBuf>,
     /// Print the fit-quality table as JSON.
     #[arg(long)]
     pub json: bool,
@@ -34,6 +38,7 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         out,
         quality_csv,
         placement_csv,
+        surface_plot,
         json,
     } = args;
     let t = Instant::now();
@@ -42,6 +47,9 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     coda::io::write_atomic(&out, text.as_bytes())?;
     if let Some(q) = quality_csv {
         coda::io::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
+    }
+    if let Some(p) = surface_plot {
+        crate::plots::plot_surfaces(&params.cpu_mem_surfaces, &p)?;
     }
     if let Some(p) = placement_csv {
         let rows = coda::lab::calibrate::placement_check(&datasets, &params)?;

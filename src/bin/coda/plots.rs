@@ -10,7 +10,7 @@ use coda::sim::JobRecord;
 use coda::{Error, Result};
 use plotters::prelude::*;
 
-const COLORS: [RGBColor; 10] = [
+const COLORS: [RGBColor; 16] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -21,6 +21,12 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(174, 199, 232),
+    RGBColor(255, 187, 120),
+    RGBColor(152, 223, 138),
+    RGBColor(255, 152, 150),
+    RGBColor(197, 176, 213),
 ];
 
 /// CDF of job completion time (hours, log scale) for each `(label, records)` series.
@@ -97,6 +103,37 @@ pub fn plot_utilization(
         stroke: 1,
     };
     line_chart(path, &axes, 0.0..end * 1.02, 0.0..1.05, &curves)
+}
+
+/// Throughput per GPU against cores per GPU (memory ample: 250 GB) of every CPU/memory surface
+/// (`coda calibrate --surface-plot`): Synergy's models, then the family medians.
+pub fn plot_surfaces(
+    surfaces: &std::collections::BTreeMap<String, coda::perf::cpumem::CpuMemSurface>,
+    path: &Path,
+) -> Result<()> {
+    let cores: Vec<f64> = (2..=48).map(|c| f64::from(c) / 2.0).collect();
+    let mut names: Vec<&String> = surfaces.keys().filter(|k| !k.contains('-')).collect();
+    names.extend(surfaces.keys().filter(|k| k.contains('-')));
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = names
+        .iter()
+        .map(|k| {
+            let s = &surfaces[*k];
+            let pts = cores.iter().map(|&c| (c, s.throughput(c, 250.0))).collect();
+            (k.as_str(), pts)
+        })
+        .collect();
+    let top = curves
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .fold(1.0, f64::max);
+    let axes = Axes {
+        title: "Throughput per GPU against its cores (Synergy's profiles; 1 = 3 cores, 62.5 GB)",
+        x_desc: "cores per GPU",
+        y_desc: "throughput (fair share = 1)",
+        legend: SeriesLabelPosition::LowerRight,
+        stroke: 2,
+    };
+    line_chart(path, &axes, 0.0..24.5, 0.0..top * 1.05, &curves)
 }
 
 /// Titles and styling of a [`line_chart`].

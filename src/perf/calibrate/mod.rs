@@ -13,6 +13,7 @@ mod dl2;
 mod gavel;
 mod pollux;
 mod spread;
+mod synergy;
 
 use std::path::Path;
 
@@ -174,7 +175,7 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     quality.extend(q2);
     let interference = fit_interference(dir, &single)?;
     let ar_names: Vec<String> = ar_models.keys().cloned().collect();
-    let (cpu_mem_surfaces, q3) = super::cpumem::fit_surfaces(dir)?;
+    let (cpu_mem_surfaces, q3) = synergy::fit_surfaces(dir)?;
     quality.extend(q3);
     let task_demands = super::demand::fit_demands(dir, &ar_names, &cpu_mem_surfaces)?;
     Ok(PerfParams {

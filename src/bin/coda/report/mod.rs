@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod cpumem;
 mod models;
 mod results;
 mod table;

@@ -605,7 +605,9 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&comparison_section(c, &results)?);
         s.push('\n');
     }
-    s.push_str("## Sensitivity to the named estimates\n\n");
+    s.push_str("## Fungible CPU and memory\n\n");
+    s.push_str(&super::cpumem::cpu_mem_section(&results)?);
+    s.push_str("\n## Sensitivity to the named estimates\n\n");
     for t in ["philly", "itp-cluster06"] {
         let f = results.join(format!("sim/sensitivity-{t}/sensitivity.csv"));
         s.push_str(&sensitivity_section(&f, &results)?);
