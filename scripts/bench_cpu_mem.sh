@@ -35,11 +35,15 @@ p["estimates"]["cpu_mem_transfer"] = float(sys.argv[1])
 json.dump(p, open(sys.argv[2], "w"))
 PY
   for trace in philly itp-cluster06; do
-    "$coda" compare --trace "$trace" --cpu-per-gpu 3 --cpu-mem fungible --params "$params" \
-      --policies pollux,synergy-tune,learned,learned-rl \
-      --out "$out/$trace-cpu3-fungible-transfer$t" > /dev/null
-    rm -rf "${out:?}/$trace-cpu3-fungible-transfer$t"/*/ "$out/$trace-cpu3-fungible-transfer$t"/*.svg
-    echo "$trace transfer $t done" >&2
+    for servers in cpu3 own; do
+      extra=()
+      [ "$servers" = cpu3 ] && extra=(--cpu-per-gpu 3)
+      run="$out/$trace-$servers-fungible-transfer$t"
+      "$coda" compare --trace "$trace" "${extra[@]}" --cpu-mem fungible --params "$params" \
+        --policies pollux,synergy-tune,learned,learned-rl --out "$run" > /dev/null
+      rm -rf "${run:?}"/*/ "$run"/*.svg
+      echo "$trace $servers transfer $t done" >&2
+    done
   done
   rm -f "$params"
 done

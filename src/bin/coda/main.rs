@@ -138,8 +138,8 @@ enum Cmd {
     /// files in a subfolder.
     ///
     /// Writes `comparison.{csv,md}`, `jct_cdf.svg`, `utilization.svg` and one folder per policy
-    /// (as `simulate`) under `--out`. The eight baselines on the Philly window: about 30 s on 2
-    /// cores.
+    /// (as `simulate`) under `--out`. The eight classic baselines on the Philly window: about 30 s on
+    /// 2 cores; `synergy-tune` adds what `srtf` takes (about 6 s of one core).
     Compare {
         #[command(flatten)]
         sim: simulate::SimArgs,

@@ -126,40 +126,43 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
     // Sensitivity to the share of Synergy's speed-ups that carries over.
     let mut sens = Vec::new();
     for (tname, t) in TRACES {
-        let fixed = runs(&dir.join(format!("{t}-cpu3-fixed/comparison.csv")))?;
-        let Some((_, bj)) = best_baseline(&fixed) else {
-            continue;
-        };
-        for (label, sub) in [
-            ("1 (shipped)", format!("{t}-cpu3-fungible")),
-            ("0.5", format!("{t}-cpu3-fungible-transfer0.5")),
-            ("0", format!("{t}-cpu3-fungible-transfer0")),
-        ] {
-            let f = dir.join(&sub).join("comparison.csv");
-            if !f.is_file() {
+        for (sname, srv) in SERVERS {
+            let fixed = runs(&dir.join(format!("{t}-{srv}-fixed/comparison.csv")))?;
+            let Some((_, bj)) = best_baseline(&fixed) else {
                 continue;
-            }
-            let r = runs(&f)?;
-            let cell = |p: &str| {
-                jct(&r, p).map_or("–".into(), |x| format!("{} ({:.3})", hours(x), x / bj))
             };
-            sens.push(vec![
-                tname.to_string(),
-                label.to_string(),
-                cell("pollux"),
-                cell("synergy-tune"),
-                cell("learned"),
-                cell("learned-rl"),
-            ]);
+            for (label, sub) in [
+                ("1 (shipped)", format!("{t}-{srv}-fungible")),
+                ("0.5", format!("{t}-{srv}-fungible-transfer0.5")),
+                ("0", format!("{t}-{srv}-fungible-transfer0")),
+            ] {
+                let f = dir.join(&sub).join("comparison.csv");
+                if !f.is_file() {
+                    continue;
+                }
+                let r = runs(&f)?;
+                let cell = |p: &str| {
+                    jct(&r, p).map_or("–".into(), |x| format!("{} ({:.3})", hours(x), x / bj))
+                };
+                sens.push(vec![
+                    format!("{tname}, {sname}"),
+                    label.to_string(),
+                    cell("pollux"),
+                    cell("synergy-tune"),
+                    cell("learned"),
+                    cell("learned-rl"),
+                ]);
+            }
         }
     }
     let _ = write!(
         s,
-        "\n### Sensitivity to `cpu_mem_transfer` (3 cores per GPU, fungible)\n\nAverage JCT in \
-         hours (÷ the best baseline with fixed demands, which no transfer changes).\n\n{}",
+        "\n### Sensitivity to `cpu_mem_transfer` (fungible)\n\nAverage JCT in hours (÷ the best \
+         baseline with fixed demands on the same servers, which no transfer changes; 0 is the \
+         fixed replay of the same policies).\n\n{}",
         md_table(
             &[
-                "trace",
+                "replay",
                 "cpu_mem_transfer",
                 "pollux",
                 "synergy-tune",
