@@ -10,8 +10,8 @@
 //!   first, again and again while one fits. A job's gain is the share of its remaining work the
 //!   upgrade adds per second (its speed-up × speed ÷ remaining work: what the objective pays
 //!   for), its cost the cores and memory it takes, each as a share of its servers' capacity.
-//! * [`TierRule::Tune`] (the `synergy-tune` baseline): Synergy's TUNE (Mohan et al., OSDI'22,
-//!   §4.2) after the baseline's placement: in the policy's order (shortest remaining time
+//! * [`TierRule::Tune`] (the `synergy-tune` baseline): Synergy's TUNE (Mohan et al., OSDI'22)
+//!   after the baseline's placement: in the policy's order (shortest remaining time
 //!   first), each job gets its best-case demand (its fastest tier) if that fits on its servers,
 //!   else keeps its GPU-proportional demand. TUNE proper also picks servers where the best case
 //!   fits; here the baseline's packer has placed the job already.
