@@ -52,6 +52,16 @@ pub struct TaskDemand {
     pub mem_per_ps_gib: f64,
 }
 
+impl TaskDemand {
+    /// Cores and GiB that `workers` workers and `ps` parameter servers ask for.
+    pub fn cores_mem(&self, workers: f64, ps: f64) -> (f64, f64) {
+        (
+            workers * self.cpu_per_worker + ps * self.cpu_per_ps,
+            workers * self.mem_per_worker_gib + ps * self.mem_per_ps_gib,
+        )
+    }
+}
+
 /// Cores and memory one worker may be given instead of its demand's (see
 /// [`crate::perf::cpumem`]); its speed follows [`crate::PerfModel::cpu_mem_speed`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -141,6 +151,13 @@ impl Job {
                 .get(usize::from(k) - 1)
                 .map(|t| (t.cpu_per_worker, t.mem_per_worker_gib)),
         }
+    }
+
+    /// Cores and memory a worker at `tier` holds: [`Job::worker_share`], or the demand for a
+    /// tier the job lacks (which validation reports).
+    pub fn worker_hold(&self, tier: u8) -> (f64, f64) {
+        self.worker_share(tier)
+            .unwrap_or((self.demand.cpu_per_worker, self.demand.mem_per_worker_gib))
     }
 
     /// Work left.

@@ -362,10 +362,7 @@ impl ClusterSnapshot {
                 servers.iter().map(|s| s.memory_gib).sum(),
             )
         });
-        let (need_cores, need_mem) = (
-            w * d.cpu_per_worker + p * d.cpu_per_ps,
-            w * d.mem_per_worker_gib + p * d.mem_per_ps_gib,
-        );
+        let (need_cores, need_mem) = d.cores_mem(w, p);
         if need_cores > cores + super::capacity::TOLERANCE
             || need_mem > mem + super::capacity::TOLERANCE
         {

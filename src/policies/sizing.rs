@@ -240,11 +240,8 @@ impl Totals {
     pub(super) fn of_tasks(job: &Job, w: u32, p: u32) -> [f64; 3] {
         let d = &job.demand;
         let (w, p) = (f64::from(w), f64::from(p));
-        [
-            w * f64::from(d.gpus_per_worker),
-            w * d.cpu_per_worker + p * d.cpu_per_ps,
-            w * d.mem_per_worker_gib + p * d.mem_per_ps_gib,
-        ]
+        let (cores, mem) = d.cores_mem(w, p);
+        [w * f64::from(d.gpus_per_worker), cores, mem]
     }
 
     pub(super) fn dominant_share(&self, r: [f64; 3]) -> f64 {

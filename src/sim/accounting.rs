@@ -82,6 +82,26 @@ impl Simulator<'_> {
 
     /// Adds `dt` seconds of the cores and memory held and stranded now.
     fn account_cpu_mem(&mut self, dt: f64) {
+        let now = match self.cpu_mem_now {
+            Some(v) => v,
+            None => {
+                let v = self.cpu_mem_shares();
+                self.cpu_mem_now = Some(v);
+                v
+            }
+        };
+        let c = &mut self.cpu_mem;
+        c.cores_held += now[0] * dt;
+        c.mem_held += now[1] * dt;
+        c.cores_stranded += now[2] * dt;
+        c.mem_stranded += now[3] * dt;
+        c.span_s += dt;
+    }
+
+    /// Shares of the cluster's cores and memory held by tasks (at their tier), and free on
+    /// servers whose every GPU is held: `[cores held, memory held, cores stranded, memory
+    /// stranded]`.
+    fn cpu_mem_shares(&self) -> [f64; 4] {
         let servers = &self.priced.cluster.servers;
         let n = servers.len();
         let mut used: Vec<(f64, f64, u32)> = vec![(0.0, 0.0, 0); n];
@@ -89,9 +109,7 @@ impl Simulator<'_> {
             let Some(a) = &st.assignment else { continue };
             let job = &self.jobs[i];
             let d = &job.demand;
-            let (wc, wm) = job
-                .worker_share(a.tier)
-                .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
+            let (wc, wm) = job.worker_hold(a.tier);
             for w in a.workers.iter().filter(|w| w.server < n) {
                 let u = &mut used[w.server];
                 u.0 += wc;
@@ -115,13 +133,13 @@ impl Simulator<'_> {
                 str_m += (s.memory_gib - u.1).max(0.0);
             }
         }
-        let share = |x: f64, cap: f64| if cap > 0.0 { x / cap * dt } else { 0.0 };
-        let c = &mut self.cpu_mem;
-        c.cores_held += share(held_c, cap_c);
-        c.mem_held += share(held_m, cap_m);
-        c.cores_stranded += share(str_c, cap_c);
-        c.mem_stranded += share(str_m, cap_m);
-        c.span_s += dt;
+        let share = |x: f64, cap: f64| if cap > 0.0 { x / cap } else { 0.0 };
+        [
+            share(held_c, cap_c),
+            share(held_m, cap_m),
+            share(str_c, cap_c),
+            share(str_m, cap_m),
+        ]
     }
 
     /// Cores and memory held and stranded so far, as time-averaged shares of capacity.

@@ -135,6 +135,7 @@ impl<'a> Simulator<'a> {
             slots,
             stranded: (0, 0.0),
             cpu_mem: CpuMemUse::default(),
+            cpu_mem_now: None,
             perf,
             config,
             priced: ClusterSnapshot::from_parts(0.0, cluster, Vec::new()),
@@ -296,6 +297,7 @@ impl<'a> Simulator<'a> {
             });
         }
         let mut restarted = Vec::new();
+        self.cpu_mem_now = None;
         for i in 0..self.state.len() {
             if !self.state[i].arrived || self.state[i].finished {
                 continue;
@@ -392,6 +394,7 @@ impl<'a> Simulator<'a> {
 
     pub(super) fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
         self.state[i].assignment = new;
+        self.cpu_mem_now = None;
         self.state[i].restarting = self.config.objective.restart_s > 0.0;
         self.state[i].restart_version += 1;
         if self.state[i].restarting {
@@ -452,6 +455,7 @@ impl<'a> Simulator<'a> {
                 self.state[job].done = self.jobs[job].total_iterations;
                 self.state[job].finished = true;
                 self.state[job].assignment = None;
+                self.cpu_mem_now = None;
                 self.records[job].finish_s = Some(t);
                 if self.deferred.is_some()
                     && self.emptied.is_none()

@@ -265,6 +265,10 @@ pub struct Simulator<'a> {
     stranded: (u64, f64),
     /// Core- and memory-time held and stranded (see [`CpuMemUse`]).
     cpu_mem: CpuMemUse,
+    /// Shares of cores and memory held and stranded right now (`cores_held, mem_held,
+    /// cores_stranded, mem_stranded`); `None` once an assignment changed (recomputed then, not
+    /// at every event).
+    cpu_mem_now: Option<[f64; 4]>,
 }
 
 /// Cores and memory over a run, as time-averaged shares of the cluster's capacity from time 0

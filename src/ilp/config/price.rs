@@ -105,9 +105,8 @@ fn candidates(
             if own <= min_own + 1e-9 {
                 continue;
             }
-            let cpu = f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps;
-            let mem = f64::from(m) * d.mem_per_worker_gib + f64::from(q) * d.mem_per_ps_gib;
-            if cpu > server.cpu_cores + 1e-9 || mem > server.memory_gib + 1e-9 {
+            let (cpu, mem) = d.cores_mem(f64::from(m), f64::from(q));
+            if !crate::model::fits_in((server.cpu_cores, server.memory_gib), cpu, mem) {
                 continue;
             }
             let mut splits = Vec::new();
@@ -172,8 +171,7 @@ fn candidates(
                 ps: q,
                 kept: true,
             };
-            let cpu = f64::from(m) * d.cpu_per_worker + f64::from(q) * d.cpu_per_ps;
-            let mem = f64::from(m) * d.mem_per_worker_gib + f64::from(q) * d.mem_per_ps_gib;
+            let (cpu, mem) = d.cores_mem(f64::from(m), f64::from(q));
             out.push(Candidate {
                 fragment,
                 own,

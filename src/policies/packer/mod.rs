@@ -138,9 +138,7 @@ impl<'a> Packer<'a> {
     pub fn keep(&mut self, job: &Job, a: &Assignment) -> bool {
         let d = &job.demand;
         // A worker holds what its tier grants (the demand at tier 0).
-        let (wc, wm) = job
-            .worker_share(a.tier)
-            .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
+        let (wc, wm) = job.worker_hold(a.tier);
         for w in &a.workers {
             let Some(s) = self.servers.get(w.server) else {
                 return false;
@@ -177,9 +175,7 @@ impl<'a> Packer<'a> {
 
     fn commit(&mut self, job: &Job, a: Assignment) {
         let d = &job.demand;
-        let (wc, wm) = job
-            .worker_share(a.tier)
-            .unwrap_or((d.cpu_per_worker, d.mem_per_worker_gib));
+        let (wc, wm) = job.worker_hold(a.tier);
         let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
         worker_servers.sort_unstable();
         worker_servers.dedup();
