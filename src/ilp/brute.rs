@@ -47,8 +47,8 @@ fn tuples(n: usize, k: usize, repeat: bool) -> Vec<Vec<usize>> {
     out
 }
 
-/// Every assignment of one job (one-GPU workers; PS as server multisets), before capacity checks
-/// against other jobs.
+/// Every assignment of one job (one-GPU workers; PS as server multisets; each at every CPU/memory
+/// tier), before capacity checks against other jobs.
 fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec<Assignment>> {
     if job.demand.gpus_per_worker != 1 {
         return Err(Error::UnsupportedConfiguration {
@@ -74,18 +74,20 @@ fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec
             let ps_sets = tuples(nsrv, p as usize, true);
             for set in &sets {
                 for ps in &ps_sets {
-                    out.push(Assignment {
-                        tier: 0,
-                        job: job.id,
-                        workers: set
-                            .iter()
-                            .map(|&i| WorkerTask {
-                                server: gpus[i].0,
-                                gpus: vec![gpus[i].1],
-                            })
-                            .collect(),
-                        ps: ps.iter().map(|&s| PsTask { server: s }).collect(),
-                    });
+                    for tier in 0..=job.tiers.len() as u8 {
+                        out.push(Assignment {
+                            tier,
+                            job: job.id,
+                            workers: set
+                                .iter()
+                                .map(|&i| WorkerTask {
+                                    server: gpus[i].0,
+                                    gpus: vec![gpus[i].1],
+                                })
+                                .collect(),
+                            ps: ps.iter().map(|&s| PsTask { server: s }).collect(),
+                        });
+                    }
                 }
             }
         }

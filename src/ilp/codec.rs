@@ -39,6 +39,7 @@ impl Decoder {
         };
         let mut out: Vec<Variable> = jv.y.clone();
         out.extend(jv.m.iter().chain(&jv.v).chain(&jv.q).chain(&jv.a).flatten());
+        out.extend(jv.m_tier.iter().flatten().flatten());
         out.extend(jv.g.values().flat_map(|&(g, u)| [g, u]));
         out.extend(jv.t.values().chain(jv.zeta.values()));
         out.extend(jv.keep);
@@ -77,15 +78,18 @@ impl Columns<'_> {
         for i in order {
             let jv = &self.jobs[i];
             let job = &snapshot.jobs[jv.job];
-            if !jv.y.iter().any(|&y| r(y) > 0.5) {
+            let Some(k) = jv.y.iter().position(|&y| r(y) > 0.5) else {
                 continue;
-            }
+            };
+            let tier = jv.options[k].tier;
             if jv.keep.is_some_and(|k| r(k) > 0.5) {
-                let cur = job
+                let mut cur = job
                     .run
                     .current
                     .clone()
                     .expect("keep exists only for running jobs");
+                // Kept where it runs, at the tier the option says (not a restart).
+                cur.tier = tier;
                 for w in &cur.workers {
                     for &g in &w.gpus {
                         if let Some((b, pos)) = self.topology.switch_of(w.server, g) {
@@ -136,7 +140,7 @@ impl Columns<'_> {
                 }
             }
             out.push(Assignment {
-                tier: 0,
+                tier,
                 job: job.id,
                 workers,
                 ps,
@@ -172,7 +176,7 @@ impl Columns<'_> {
                         reason: format!(
                             "job {}: {:?} is not an option of the model",
                             job.id,
-                            (f.workers, f.ps, f.mode, &f.gpu_type)
+                            (f.workers, f.ps, f.mode, &f.gpu_type, f.tier)
                         ),
                     })?;
             chosen[i] = Some(k);
@@ -196,6 +200,9 @@ impl Columns<'_> {
             for (s, &n) in &per_server {
                 x[idx(jv.m[*s].expect("option's type"))] = n;
                 x[idx(jv.v[*s].expect("option's type"))] = 1.0;
+                if let Some(Some(mt)) = jv.m_tier.get(usize::from(a.tier)).map(|row| row[*s]) {
+                    x[idx(mt)] = n;
+                }
             }
             for (b, &n) in &per_switch {
                 let (gv, uv) = jv.g[b];

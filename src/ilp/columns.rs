@@ -29,6 +29,9 @@ pub(crate) struct JobVars {
     pub(crate) m: Vec<Option<Variable>>,
     /// Workers on the server at all.
     pub(crate) v: Vec<Option<Variable>>,
+    /// Workers per server at each CPU/memory tier, `[tier][server]` (where `m` exists): the
+    /// split of `m` that prices cores and memory. Empty when every option is at the demand.
+    pub(crate) m_tier: Vec<Vec<Option<Variable>>>,
     /// GPUs per switch and switch used.
     pub(crate) g: BTreeMap<SwitchId, (Variable, Variable)>,
     /// PS per server and "any task on server" (PS jobs only).

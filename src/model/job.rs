@@ -160,6 +160,14 @@ impl Job {
             .unwrap_or((self.demand.cpu_per_worker, self.demand.mem_per_worker_gib))
     }
 
+    /// Cores and GiB that `workers` workers at `tier` ([`Job::worker_hold`]) and `ps`
+    /// parameter servers hold.
+    pub fn cores_mem_at(&self, tier: u8, workers: f64, ps: f64) -> (f64, f64) {
+        let (c, m) = self.worker_hold(tier);
+        let (pc, pm) = self.demand.cores_mem(0.0, ps);
+        (workers * c + pc, workers * m + pm)
+    }
+
     /// Work left.
     pub fn remaining_iterations(&self) -> f64 {
         (self.total_iterations - self.run.done_iterations).max(0.0)

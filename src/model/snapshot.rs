@@ -375,6 +375,19 @@ impl ClusterSnapshot {
         Ok(())
     }
 
+    /// The same round with every CPU/memory tier removed ([`crate::Job::tiers`] empty, running
+    /// jobs at their demand): what a scheduler that places at the demand sees.
+    pub(crate) fn at_demand(&self) -> ClusterSnapshot {
+        let mut out = self.clone();
+        for j in &mut out.jobs {
+            j.tiers.clear();
+            if let Some(a) = &mut j.run.current {
+                a.tier = 0;
+            }
+        }
+        out
+    }
+
     /// The schedule that keeps every running job where it is (valid for a checked snapshot).
     pub fn current_schedule(&self) -> crate::Schedule {
         crate::Schedule {

@@ -103,7 +103,7 @@ impl OptionTerms {
     }
 }
 
-/// One allocation a job may get: `(workers, ps, mode, GPU type)` with its coefficients.
+/// One allocation a job may get: `(workers, ps, mode, GPU type, tier)` with its coefficients.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobOption {
     /// Workers.
@@ -114,6 +114,9 @@ pub struct JobOption {
     pub mode: Mode,
     /// GPU type of every worker.
     pub gpu_type: String,
+    /// Cores and memory of every worker ([`crate::model::Job::tiers`]; 0: the demand). The
+    /// option's terms are priced at this tier's speed ([`crate::PerfModel::cpu_mem_speed`]).
+    pub tier: u8,
     /// Coefficients.
     pub terms: OptionTerms,
 }
@@ -284,8 +287,9 @@ impl Objective {
     }
 
     /// Coefficients of one option on servers of `server`'s size (the largest of its GPU type;
-    /// `None`: one large enough for all its GPUs), or `None` if the option is impossible or
-    /// outside what the performance model prices.
+    /// `None`: one large enough for all its GPUs), its workers at CPU/memory tier `tier`, or
+    /// `None` if the option is impossible or outside what the performance model prices (a tier
+    /// the job lacks included).
     #[allow(clippy::too_many_arguments)] // one per field of the option, plus the model and job
     pub fn option_terms(
         &self,
@@ -296,20 +300,22 @@ impl Objective {
         mode: Mode,
         gpu_type: &str,
         server: Option<ServerSize>,
+        tier: u8,
     ) -> Option<OptionTerms> {
+        job.worker_share(tier)?;
         let q = JobQuery::of(job);
+        // The whole step scales with the tier's speed (as the simulator runs it), so every
+        // term below is priced at the cores and memory the option grants.
+        let f = crate::perf::tier_speed(perf, job, tier);
+        let speed = |sh: &PlacementShape| perf.speed(&q, gpu_type, sh).map(|x| x.scaled(f));
         // PS jobs on one server have every PS next to every worker.
         let all_local = job.arch == Architecture::ParameterServer && mode == Mode::Single;
         let f_mode = if all_local { 1.0 } else { 0.0 };
         let shape = Self::shape(job, workers, ps, mode, f_mode, server)?;
-        let s = perf.speed(&q, gpu_type, &shape).ok()?;
+        let s = speed(&shape).ok()?;
         // Every term of the option is a difference of values measured against the same
         // uncontended pace (the shape priced here), so contention costs credit too.
-        let at = |sh: &PlacementShape| {
-            perf.speed(&q, gpu_type, sh)
-                .ok()
-                .map(|x| self.value(job, &x, &s))
-        };
+        let at = |sh: &PlacementShape| speed(sh).ok().map(|x| self.value(job, &x, &s));
         let here = self.value(job, &s, &s);
         let (base, slope) = if job.arch == Architecture::ParameterServer {
             // One end of the interpolation is the shape priced above.
@@ -354,7 +360,9 @@ impl Objective {
     }
 
     /// Every option of a job on this cluster: workers and PS in range, each mode, each allowed
-    /// GPU type present, priced by the performance model.
+    /// GPU type present, each CPU/memory tier the job offers (the demand's options first, then
+    /// tier 1's, …: a job without tiers has exactly the options it always had), priced by the
+    /// performance model.
     pub fn job_options(
         &self,
         perf: &dyn PerfModel,
@@ -393,32 +401,35 @@ impl Objective {
             .min(measured_p)
             .max(job.ps.min);
         let mut out = Vec::new();
-        for (t, sizes) in types {
-            let slots: u64 = sizes
-                .iter()
-                .map(|&(n, c)| c * u64::from(n / g.max(1)))
-                .sum();
-            let w_hi = job
-                .workers
-                .max
-                .min(u32::try_from(slots).unwrap_or(u32::MAX))
-                .min(measured_w);
-            for w in job.workers.min..=w_hi {
-                for p in job.ps.min..=p_hi {
-                    for &mode in modes {
-                        if mode == Mode::Multi && !shape.multi_server {
-                            continue;
-                        }
-                        if let Some(terms) =
-                            self.option_terms(perf, job, w, p, mode, t, shape.largest(t))
-                        {
-                            out.push(JobOption {
-                                workers: w,
-                                ps: p,
-                                mode,
-                                gpu_type: t.clone(),
-                                terms,
-                            });
+        for tier in 0..=u8::try_from(job.tiers.len()).unwrap_or(u8::MAX) {
+            for (t, sizes) in &types {
+                let slots: u64 = sizes
+                    .iter()
+                    .map(|&(n, c)| c * u64::from(n / g.max(1)))
+                    .sum();
+                let w_hi = job
+                    .workers
+                    .max
+                    .min(u32::try_from(slots).unwrap_or(u32::MAX))
+                    .min(measured_w);
+                for w in job.workers.min..=w_hi {
+                    for p in job.ps.min..=p_hi {
+                        for &mode in modes {
+                            if mode == Mode::Multi && !shape.multi_server {
+                                continue;
+                            }
+                            if let Some(terms) =
+                                self.option_terms(perf, job, w, p, mode, t, shape.largest(t), tier)
+                            {
+                                out.push(JobOption {
+                                    workers: w,
+                                    ps: p,
+                                    mode,
+                                    gpu_type: t.clone(),
+                                    tier,
+                                    terms,
+                                });
+                            }
                         }
                     }
                 }

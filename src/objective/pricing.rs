@@ -30,6 +30,8 @@ pub struct OptionFacts {
     pub mode: Mode,
     /// GPU type of its (first) worker.
     pub gpu_type: String,
+    /// CPU/memory tier of its workers.
+    pub tier: u8,
     /// Worker–PS pairs on the same server.
     pub local_pairs: f64,
     /// Where its tasks sit.
@@ -211,6 +213,7 @@ impl<'a> RoundPricing<'a> {
             gpu_type: self.snapshot.cluster.servers[a.workers[0].server]
                 .gpu_type
                 .clone(),
+            tier: a.tier,
             local_pairs: fp.local_pairs as f64,
             footprint: fp,
         }
@@ -220,7 +223,11 @@ impl<'a> RoundPricing<'a> {
     /// `y_jk` order), if the list holds it.
     pub fn option_index(&self, j: JobPos, f: &OptionFacts) -> Option<usize> {
         self.options(j).iter().position(|o| {
-            o.workers == f.workers && o.ps == f.ps && o.mode == f.mode && o.gpu_type == f.gpu_type
+            o.workers == f.workers
+                && o.ps == f.ps
+                && o.mode == f.mode
+                && o.gpu_type == f.gpu_type
+                && o.tier == f.tier
         })
     }
 
@@ -240,6 +247,7 @@ impl<'a> RoundPricing<'a> {
                     f.mode,
                     &f.gpu_type,
                     self.shape.largest(&f.gpu_type),
+                    f.tier,
                 )
                 .ok_or_else(|| unpriceable(job, f)),
         }
@@ -374,8 +382,8 @@ fn unpriceable(job: &Job, f: &OptionFacts) -> Error {
     Error::UnsupportedConfiguration {
         model: job.model.clone(),
         reason: format!(
-            "job {}: {} workers, {} PS, {:?} on {} cannot be priced",
-            job.id, f.workers, f.ps, f.mode, f.gpu_type
+            "job {}: {} workers, {} PS, {:?} on {} at tier {} cannot be priced",
+            job.id, f.workers, f.ps, f.mode, f.gpu_type, f.tier
         ),
     }
 }

@@ -17,8 +17,11 @@
 //!   fits; here the baseline's packer has placed the job already.
 //!
 //! Tiers are decided afresh every round from tier 0 (changing them is not a restart, see
-//! [`crate::model::Assignment::tier`]); the scheduler inside sees every running job at its
-//! demand, so its own ledger of cores and memory stays exact.
+//! [`crate::model::Assignment::tier`]); the scheduler inside sees every job without tiers and
+//! every running job at its demand, so its own ledger of cores and memory stays exact. The
+//! `ilp` policy is the exception: the exact program chooses tiers with the placement (its
+//! options carry one, `formulations/README.md`), and the greedy rule then only upgrades from
+//! the tiers it chose, with what is still free.
 
 use crate::error::Result;
 use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, Schedule};
@@ -34,16 +37,20 @@ pub enum TierRule {
     Tune,
 }
 
-/// Sets every assignment's tier by `rule`, starting from the demand (tier 0); what the
-/// schedule's tasks hold at tier 0 must fit (a valid schedule).
+/// Sets every assignment's tier by `rule`, starting from the demand (tier 0; with `keep`, from
+/// the tier each assignment has, upgrading only); what the schedule's tasks hold at their
+/// starting tiers must fit (a valid schedule).
 pub fn assign_tiers(
     perf: &dyn PerfModel,
     snapshot: &ClusterSnapshot,
     schedule: &mut Schedule,
     rule: TierRule,
+    keep: bool,
 ) -> Result<()> {
-    for a in &mut schedule.assignments {
-        a.tier = 0;
+    if !keep {
+        for a in &mut schedule.assignments {
+            a.tier = 0;
+        }
     }
     let jobs: Vec<usize> = schedule
         .assignments
@@ -60,8 +67,9 @@ pub fn assign_tiers(
     if jobs.iter().all(|&k| k == usize::MAX) {
         return Ok(());
     }
-    // Share of its remaining work each job does per second at its demand.
+    // Share of its remaining work each job does per second at its starting tier.
     let speeds = perf::speeds(perf, snapshot, schedule)?;
+    let start: Vec<u8> = schedule.assignments.iter().map(|a| a.tier).collect();
     let weight: Vec<f64> = speeds
         .iter()
         .zip(&jobs)
@@ -76,12 +84,9 @@ pub fn assign_tiers(
         let Some(job) = snapshot.job(a.job) else {
             continue;
         };
+        let (c, m) = job.worker_hold(a.tier);
         for w in &a.workers {
-            ledger.take(
-                w.server,
-                job.demand.cpu_per_worker,
-                job.demand.mem_per_worker_gib,
-            );
+            ledger.take(w.server, c, m);
         }
         for p in &a.ps {
             ledger.take(p.server, job.demand.cpu_per_ps, job.demand.mem_per_ps_gib);
@@ -139,9 +144,11 @@ pub fn assign_tiers(
                     continue;
                 }
                 let a = &schedule.assignments[i];
-                let now = speed_at(k, a.tier);
-                for t in 1..=snapshot.jobs[k].tiers.len() as u8 {
-                    let gain = weight[i] * (speed_at(k, t) - now);
+                // Speeds relative to the starting tier's, at which `weight` was measured.
+                let now = speed_at(k, a.tier) / speed_at(k, start[i]);
+                // Tier 0 too: a job the exact program gave fewer cores may get its demand back.
+                for t in 0..=snapshot.jobs[k].tiers.len() as u8 {
+                    let gain = weight[i] * (speed_at(k, t) / speed_at(k, start[i]) - now);
                     if gain <= 0.0 {
                         continue;
                     }
@@ -179,12 +186,15 @@ pub fn assign_tiers(
     Ok(())
 }
 
-/// A scheduler whose placements get their tiers by a rule: the scheduler inside sees every
-/// running job at its demand.
+/// A scheduler whose placements get their tiers by a rule. Unless `joint`, the scheduler inside
+/// sees every job without tiers and every running job at its demand (it places at tier 0, and
+/// the rule hands out tiers from there); with `joint`, it sees the tiers and chooses them with
+/// the placement (the exact program), and the rule only upgrades what is still free.
 pub(crate) struct WithTiers<'a> {
     pub(crate) inner: Box<dyn Scheduler + 'a>,
     pub(crate) perf: &'a dyn PerfModel,
     pub(crate) rule: TierRule,
+    pub(crate) joint: bool,
 }
 
 impl Scheduler for WithTiers<'_> {
@@ -193,22 +203,13 @@ impl Scheduler for WithTiers<'_> {
     }
 
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
-        let tiered = snapshot
-            .jobs
-            .iter()
-            .any(|j| j.run.current.as_ref().is_some_and(|a| a.tier != 0));
-        let mut out = if tiered {
-            let mut at_demand = snapshot.clone();
-            for j in &mut at_demand.jobs {
-                if let Some(a) = &mut j.run.current {
-                    a.tier = 0;
-                }
-            }
-            self.inner.schedule(&at_demand)?
+        let tiered = snapshot.jobs.iter().any(|j| !j.tiers.is_empty());
+        let mut out = if tiered && !self.joint {
+            self.inner.schedule(&snapshot.at_demand())?
         } else {
             self.inner.schedule(snapshot)?
         };
-        assign_tiers(self.perf, snapshot, &mut out, self.rule)?;
+        assign_tiers(self.perf, snapshot, &mut out, self.rule, self.joint)?;
         Ok(out)
     }
 

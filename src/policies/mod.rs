@@ -237,6 +237,7 @@ impl PolicyKind {
                 inner: Box::new(Srtf(base)),
                 perf,
                 rule: cpumem::TierRule::Tune,
+                joint: false,
             }),
             PolicyKind::Ilp => {
                 if opts.ilp.max_jobs == 0 {
@@ -279,6 +280,7 @@ impl PolicyKind {
                     ),
                     perf,
                     rule: cpumem::TierRule::Greedy,
+                    joint: true,
                 })
             }
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
@@ -315,6 +317,7 @@ impl PolicyKind {
                     ),
                     perf,
                     rule: cpumem::TierRule::Greedy,
+                    joint: false,
                 })
             }
         };

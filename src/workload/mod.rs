@@ -4,6 +4,7 @@
 
 mod clusters;
 pub mod generate;
+mod tiers;
 pub mod trace;
 
 pub use clusters::{
@@ -11,3 +12,4 @@ pub use clusters::{
     source,
 };
 pub use generate::{GenerateOptions, current_schedule, generate, scaling_instance};
+pub use tiers::offer_tiers;

@@ -46,9 +46,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{
-    Architecture, Cluster, Job, JobId, Request, Server, TaskDemand, TaskRange, WorkerTier,
-};
+use crate::model::{Architecture, Cluster, Job, JobId, Request, Server, TaskDemand, TaskRange};
 use crate::perf::{JobQuery, PerfModel, PlacementShape};
 use crate::util::csvio::CsvFile;
 
@@ -465,27 +463,6 @@ pub const AR_CLASSES: [(f64, [&str; 2]); 3] = [
     (f64::INFINITY, ["imagenet", "bert"]),
 ];
 
-/// The tiers a model's measured surface offers a worker of one GPU, without the demand itself.
-fn worker_tiers(
-    measured: Option<&crate::perf::TaskDemandFit>,
-    demand: &TaskDemand,
-) -> Vec<WorkerTier> {
-    let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
-    measured
-        .map(|d| d.tiers.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|t| WorkerTier {
-            cpu_per_worker: t.cpu_per_gpu * f64::from(demand.gpus_per_worker),
-            mem_per_worker_gib: t.mem_gib_per_gpu * f64::from(demand.gpus_per_worker),
-        })
-        .filter(|t| {
-            !(same(t.cpu_per_worker, demand.cpu_per_worker)
-                && same(t.mem_per_worker_gib, demand.mem_per_worker_gib))
-        })
-        .collect()
-}
-
 /// Turns trace rows into jobs with the seeded rule of the module docs.
 pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> Result<Vec<Job>> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
@@ -559,7 +536,7 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         };
         let tiers = match opts.cpu_mem {
             CpuMemMode::Fixed => Vec::new(),
-            CpuMemMode::Fungible => worker_tiers(measured.as_ref(), &demand),
+            CpuMemMode::Fungible => super::tiers::worker_tiers(measured.as_ref(), &demand),
         };
         let mut job = Job {
             tiers,

@@ -1,12 +1,13 @@
 //! Cores and memory as a decision: the surface's promises, tiers on jobs, and the rules that
 //! hand them out (valid schedules, no job slowed, nothing left that still fits).
 
+use coda::ilp::{self, BruteForceLimits, SolveProgram, SolveStatus, brute_force};
 use coda::model::WorkerTier;
 use coda::perf::{self, PerfModel};
 use coda::policies::cpumem::{TierRule, assign_tiers};
 use coda::workload::trace::{CpuMemMode, TraceOptions};
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, ClusterSnapshot, Schedule, Violation};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Violation};
 use proptest::prelude::*;
 
 use crate::common::{datasets, random_valid_schedule};
@@ -14,14 +15,18 @@ use crate::common::{datasets, random_valid_schedule};
 /// A generated round on CPU-poor servers (3 cores per GPU), every all-reduce job at its
 /// model's measured demand and offering its model's tiers.
 fn cpu_poor_round(servers: usize, jobs: usize, seed: u64) -> ClusterSnapshot {
-    let perf = CalibratedPerf::shipped();
-    let opts = GenerateOptions {
+    cpu_poor(&GenerateOptions {
         servers,
         jobs,
         seed,
         ..Default::default()
-    };
-    let mut s = generate(&opts, perf).expect("generated round");
+    })
+}
+
+/// [`cpu_poor_round`] of any generated round.
+fn cpu_poor(opts: &GenerateOptions) -> ClusterSnapshot {
+    let perf = CalibratedPerf::shipped();
+    let mut s = generate(opts, perf).expect("generated round");
     for srv in &mut s.cluster.servers {
         srv.cpu_cores = 3.0 * f64::from(srv.num_gpus());
     }
@@ -168,7 +173,7 @@ fn a_new_tier_takes_effect_in_place_without_a_restart() {
         };
         let placed = snap.current_schedule();
         let mut sched = placed.clone();
-        assign_tiers(perf, &snap, &mut sched, TierRule::Greedy).unwrap();
+        assign_tiers(perf, &snap, &mut sched, TierRule::Greedy, false).unwrap();
         let (before, after) = (speeds(&snap, &placed), speeds(&snap, &sched));
         if before == after {
             sim.apply(&srtf.schedule(&snap).unwrap()).unwrap();
@@ -219,10 +224,11 @@ proptest! {
         let perf = CalibratedPerf::shipped();
         for rule in [TierRule::Greedy, TierRule::Tune] {
             let mut sched = placed.clone();
-            assign_tiers(perf, &s, &mut sched, rule).unwrap();
+            assign_tiers(perf, &s, &mut sched, rule, false).unwrap();
             prop_assert!(sched.validate(&s).is_empty(), "{:?}: {:?}", rule, sched.validate(&s));
-            for (i, (a, b)) in base.iter().zip(speeds(&s, &sched)).enumerate() {
-                prop_assert!(b >= a * (1.0 - 1e-12), "{rule:?}: job {i} slowed {a} → {b}");
+            let after = speeds(&s, &sched);
+            for (i, (a, b)) in base.iter().zip(&after).enumerate() {
+                prop_assert!(*b >= a * (1.0 - 1e-12), "{rule:?}: job {i} slowed {a} → {b}");
             }
             for i in 0..sched.assignments.len() {
                 let job = s.job(sched.assignments[i].job).unwrap();
@@ -248,4 +254,116 @@ proptest! {
             }
         }
     }
+}
+
+/// A tiny CPU-poor round (1–2 servers of 2 one-GPU switches, jobs of 1–2 workers) that brute
+/// force can enumerate at every tier.
+fn tiny_tiered(servers: usize, jobs: usize, seed: u64) -> ClusterSnapshot {
+    let mut s = cpu_poor(&GenerateOptions {
+        servers,
+        jobs,
+        seed,
+        topology: (1, 2, 1),
+        max_workers: 2,
+        ..Default::default()
+    });
+    // Tasks without tiers keep the generator's demand, made to fit these small servers.
+    let srv = s.cluster.servers[0].clone();
+    for j in &mut s.jobs {
+        let d = &mut j.demand;
+        d.cpu_per_ps = d.cpu_per_ps.min(srv.cpu_cores / 2.0);
+        d.mem_per_ps_gib = d.mem_per_ps_gib.min(srv.memory_gib / 4.0);
+        if j.tiers.is_empty() {
+            d.cpu_per_worker = d.cpu_per_worker.min(srv.cpu_cores / 2.0);
+            d.mem_per_worker_gib = d.mem_per_worker_gib.min(srv.memory_gib / 4.0);
+        }
+    }
+    if s.check("test round").is_err() {
+        for j in &mut s.jobs {
+            j.run.current = None;
+        }
+    }
+    s.reindex();
+    s
+}
+
+/// Both exact programs on a round, with the objective `obj`: (compact, configuration).
+fn exact_both(s: &ClusterSnapshot, obj: Objective) -> (ilp::Solved, ilp::Solved) {
+    let perf = CalibratedPerf::shipped();
+    let solve = |p| {
+        ilp::SolveRequest::new(s, perf, obj)
+            .unwrap()
+            .program(p)
+            .solve()
+            .unwrap()
+    };
+    (solve(SolveProgram::Compact), solve(SolveProgram::Config))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// With CPU/memory tiers on CPU-poor servers, the compact program's and the configuration
+    /// program's optimum equal the best of every valid schedule at every tier, enumerated; each
+    /// decoded schedule is valid and scores what its program reports.
+    #[test]
+    fn tiered_optimum_equals_brute_force(servers in 1usize..3, jobs in 1usize..4, seed in 0u64..1000, credit in prop::sample::select(vec![0.0, 0.5])) {
+        let s = tiny_tiered(servers, jobs, seed);
+        let perf = CalibratedPerf::shipped();
+        let obj = Objective::default().with_in_service_credit(credit).unwrap();
+        let brute = brute_force(&s, perf, &obj, BruteForceLimits::default());
+        prop_assume!(brute.is_ok());
+        let (best, _, _) = brute.unwrap();
+        let (compact, config) = exact_both(&s, obj);
+        for (name, got) in [("compact", &compact), ("configuration", &config)] {
+            prop_assert_eq!(got.report.status, SolveStatus::Optimal, "{}", name);
+            prop_assert!((got.report.objective - best).abs() <= 1e-6 + 1e-9, "{} program {} vs brute force {}", name, got.report.objective, best);
+            prop_assert!(got.schedule.validate(&s).is_empty(), "{}: {:?}", name, got.schedule.validate(&s));
+            let score = obj.score(perf, &s, &got.schedule).unwrap().total;
+            prop_assert!((score - got.report.objective).abs() <= 1e-6 + 1e-9, "{} decoded {} vs reported {}", name, score, got.report.objective);
+        }
+    }
+}
+
+/// The programs do choose tiers: on some tiny CPU-poor rounds the optimum gives a job other
+/// cores than its demand, and it beats the best schedule at the demand alone (brute force over
+/// the same round without tiers).
+#[test]
+fn the_exact_optimum_uses_tiers_where_they_pay() {
+    let perf = CalibratedPerf::shipped();
+    let obj = Objective::default();
+    let mut tiered_rounds = 0;
+    let mut gains = 0;
+    for seed in 0..40 {
+        let s = tiny_tiered(2, 3, seed);
+        let Ok((best, sched, _)) = brute_force(&s, perf, &obj, BruteForceLimits::default()) else {
+            continue;
+        };
+        if sched.assignments.iter().all(|a| a.tier == 0) {
+            continue;
+        }
+        tiered_rounds += 1;
+        let (compact, _) = exact_both(&s, obj);
+        assert!(
+            (compact.report.objective - best).abs() <= 1e-6 + 1e-9,
+            "seed {seed}"
+        );
+        let mut fixed = s.clone();
+        for j in &mut fixed.jobs {
+            j.tiers.clear();
+        }
+        let (at_demand, _, _) =
+            brute_force(&fixed, perf, &obj, BruteForceLimits::default()).unwrap();
+        assert!(
+            best >= at_demand - 1e-12,
+            "seed {seed}: tiers lowered the optimum"
+        );
+        if best > at_demand + 1e-9 {
+            gains += 1;
+        }
+    }
+    assert!(
+        tiered_rounds > 0 && gains > 0,
+        "{tiered_rounds} rounds with tiers chosen, {gains} gaining"
+    );
 }

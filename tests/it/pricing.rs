@@ -55,7 +55,7 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             .map(coda::perf::ServerSize::of)
             .max_by_key(|s| (s.gpus, s.socket_gpus));
         let (w, ps) = (a.workers.len() as u32, a.ps.len() as u32);
-        let t = obj.option_terms(p, j, w, ps, mode, gpu, server)?;
+        let t = obj.option_terms(p, j, w, ps, mode, gpu, server, a.tier)?;
         let local: usize = a
             .workers
             .iter()

@@ -37,6 +37,10 @@ pub struct Args {
     /// time, columns side by side with the compact program's).
     #[arg(long)]
     pub compare_programs: bool,
+    /// Every job offers its model's measured CPU/memory tiers besides its demand
+    /// (`coda::workload::offer_tiers`): the exact program then decides cores and memory too.
+    #[arg(long)]
+    pub tiers: bool,
     /// Save the generated instances here.
     #[arg(long)]
     pub save_instances: Option<PathBuf>,
@@ -55,6 +59,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         compare_symmetry,
         compare_cuts,
         compare_programs,
+        tiers,
         save_instances,
         out,
     } = args;
@@ -108,6 +113,11 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 }
                 cases.push((name, snap));
             }
+        }
+    }
+    if tiers {
+        for (_, snap) in &mut cases {
+            coda::workload::offer_tiers(snap, &perf);
         }
     }
     use coda::ilp::SolveProgram::{Compact, Config};

@@ -74,6 +74,10 @@ pub struct Args {
     /// Only write the MPS file; do not solve.
     #[arg(long, requires = "export_mps")]
     pub export_only: bool,
+    /// Every job offers its model's measured CPU/memory tiers besides its demand
+    /// (`coda::workload::offer_tiers`), so the program decides cores and memory too.
+    #[arg(long)]
+    pub tiers: bool,
     /// Write the schedule here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -107,12 +111,17 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         in_service_credit,
         export_mps,
         export_only,
+        tiers,
         out,
         verbose,
         json,
     } = args;
     let perf = perf_model(params)?;
-    let snap = ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
+    let mut snap =
+        ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
+    if tiers {
+        coda::workload::offer_tiers(&mut snap, &perf);
+    }
     let objective = range::objective(round_s, restart_s, in_service_credit)?;
     // A bad --out fails now, not after a long solve.
     if let Some(p) = &out {

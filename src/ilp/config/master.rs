@@ -434,7 +434,8 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
         for f in order {
             let job = &snap.jobs[f.job.0];
             let a = by_job.entry(f.job.0).or_insert_with(|| Assignment {
-                tier: 0,
+                // Every fragment of a job takes the same option, so the same tier.
+                tier: pricing.options(f.job)[f.option].tier,
                 job: job.id,
                 workers: Vec::new(),
                 ps: Vec::new(),

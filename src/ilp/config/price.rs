@@ -105,7 +105,7 @@ fn candidates(
             if own <= min_own + 1e-9 {
                 continue;
             }
-            let (cpu, mem) = d.cores_mem(f64::from(m), f64::from(q));
+            let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
             if !crate::model::fits_in((server.cpu_cores, server.memory_gib), cpu, mem) {
                 continue;
             }
@@ -143,11 +143,28 @@ fn candidates(
             }
         }
     }
-    // Its current tasks here, exactly, as part of keeping it.
-    if let Some(cur) = &job.run.current
-        && cur.servers().contains(&s)
-        && let Some(k) = pricing.option_index(jp, &pricing.option_of(jp, cur))
-    {
+    // Its current tasks here, exactly, as part of keeping it — at any tier of its current
+    // option (a tier change is not a restart).
+    let current = job
+        .run
+        .current
+        .as_ref()
+        .filter(|cur| cur.servers().contains(&s))
+        .map(|cur| (cur, pricing.option_of(jp, cur)));
+    let kept_options = current.iter().flat_map(|(_, f)| {
+        (0..=job.tiers.len()).filter_map(move |t| {
+            let f = crate::objective::OptionFacts {
+                tier: t as u8,
+                ..f.clone()
+            };
+            pricing.option_index(jp, &f)
+        })
+    });
+    for k in kept_options {
+        let cur = current
+            .as_ref()
+            .expect("kept options of a current assignment")
+            .0;
         let o = &pricing.options(jp)[k];
         let slots = &topology.slots()[s];
         let m = cur.workers.iter().filter(|w| w.server == s).count() as u32;
@@ -171,7 +188,7 @@ fn candidates(
                 ps: q,
                 kept: true,
             };
-            let (cpu, mem) = d.cores_mem(f64::from(m), f64::from(q));
+            let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
             out.push(Candidate {
                 fragment,
                 own,

@@ -4,7 +4,7 @@
 //! Why it can stop early: a fragment's reduced cost alone (its worker–PS credit less what its
 //! rows cost at the duals) only falls when other fragments join it — co-location, PCIe and NIC
 //! sharing are losses — so a partial column plus the most the jobs still to decide can add on
-//! their own within the GPUs left (a knapsack over GPU counts, [`knapsack_bounds`]; where that
+//! their own within the GPUs and cores left (a knapsack, [`Bounds`]; where that
 //! does not prune, the same knapsack at each candidate's exact gain given the fragments chosen)
 //! bounds everything below it. That rests on losses being non-negative, which is checked per
 //! server; where a model prices one below zero the search drops the bound and visits every
@@ -30,38 +30,83 @@ pub(super) struct Candidate {
     pub(super) mem: f64,
 }
 
-/// `ub[i][c]`: the most the fragments of jobs `i..` can add within `c` free GPUs, taking each
-/// fragment at its own reduced cost (a bound where losses are non-negative): a
-/// multiple-choice knapsack over the server's GPU count, by dynamic programming. Far tighter
-/// than the sum of every job's best fragment once jobs compete for the GPUs.
-fn knapsack_bounds(jobs: &[Vec<Candidate>], gpus: usize) -> Vec<Vec<f64>> {
-    let mut ub = vec![vec![0.0_f64; gpus + 1]; jobs.len() + 1];
-    for i in (0..jobs.len()).rev() {
-        // The best own reduced cost of job i at each GPU count.
-        let mut best = vec![f64::NEG_INFINITY; gpus + 1];
-        for c in &jobs[i] {
-            let g = c.fragment.gpus.iter().sum::<u32>() as usize;
-            if g <= gpus && c.own > best[g] {
-                best[g] = c.own;
-            }
-        }
-        for cap in 0..=gpus {
-            let mut v = ub[i + 1][cap];
-            for (g, &b) in best.iter().enumerate().take(cap + 1) {
-                if b > f64::NEG_INFINITY {
-                    v = v.max(b + ub[i + 1][cap - g]);
+/// Most units the cores dimension of [`Bounds`] has (a server's cores are counted in units
+/// of `cores / CORE_UNITS` past that).
+const CORE_UNITS: f64 = 64.0;
+
+/// `ub(i, g, c)`: the most the fragments of jobs `i..` can add within `g` free GPUs and `c`
+/// free cores, taking each fragment at its own reduced cost (a bound where losses are
+/// non-negative): a multiple-choice knapsack over the server's GPUs and cores, by dynamic
+/// programming. Far tighter than the sum of every job's best fragment once jobs compete for
+/// the GPUs — or, when jobs offer CPU/memory tiers, for the cores. Cores are counted in whole
+/// units, each fragment's rounded down and the capacity too: every set of fragments that fits
+/// fits in units, so the bound stays one.
+pub(super) struct Bounds {
+    ub: Vec<f64>,
+    gpus: usize,
+    units: usize,
+    /// Cores per unit.
+    unit: f64,
+}
+
+impl Bounds {
+    fn new(jobs: &[Vec<Candidate>], gpus: usize, cores: f64) -> Self {
+        let unit = (cores / CORE_UNITS).ceil().max(1.0);
+        let units = Self::count(cores, unit);
+        let (gn, kn) = (gpus + 1, units + 1);
+        let at = |i: usize, g: usize, k: usize| (i * gn + g) * kn + k;
+        let mut ub = vec![0.0_f64; (jobs.len() + 1) * gn * kn];
+        let mut best: Vec<(usize, usize, f64)> = Vec::new();
+        for i in (0..jobs.len()).rev() {
+            // The best own reduced cost of job i at each (GPUs, core units) it takes.
+            best.clear();
+            for c in &jobs[i] {
+                let g = c.fragment.gpus.iter().sum::<u32>() as usize;
+                let k = ((c.cpu / unit) + 1e-9).floor().max(0.0) as usize;
+                if g > gpus || k > units {
+                    continue;
+                }
+                match best.iter_mut().find(|b| b.0 == g && b.1 == k) {
+                    Some(b) => b.2 = b.2.max(c.own),
+                    None => best.push((g, k, c.own)),
                 }
             }
-            ub[i][cap] = v;
+            for g in 0..gn {
+                for k in 0..kn {
+                    let mut v = ub[at(i + 1, g, k)];
+                    for &(bg, bk, b) in &best {
+                        if bg <= g && bk <= k {
+                            v = v.max(b + ub[at(i + 1, g - bg, k - bk)]);
+                        }
+                    }
+                    ub[at(i, g, k)] = v;
+                }
+            }
+        }
+        Bounds {
+            ub,
+            gpus,
+            units,
+            unit,
         }
     }
-    ub
+
+    /// Whole units in `cores` (a hair of tolerance, as the fits checks allow).
+    fn count(cores: f64, unit: f64) -> usize {
+        ((cores / unit) + 1e-6).floor().max(0.0) as usize
+    }
+
+    /// The bound of jobs `i..` with `gpus` GPUs and `cores` cores free.
+    fn at(&self, i: usize, gpus: usize, cores: f64) -> f64 {
+        let k = Self::count(cores, self.unit).min(self.units);
+        self.ub[(i * (self.gpus + 1) + gpus.min(self.gpus)) * (self.units + 1) + k]
+    }
 }
 
 pub(super) struct Search<'p> {
     pub(super) jobs: &'p [Vec<Candidate>],
-    /// [`knapsack_bounds`] of `jobs`.
-    pub(super) ub: Vec<Vec<f64>>,
+    /// [`Bounds`] of `jobs`.
+    pub(super) ub: Bounds,
     /// `first[i][c]`: whether candidate `c` of job `i` may open a column (see [`symmetric`]).
     pub(super) first: Vec<Vec<bool>>,
     pub(super) prune: bool,
@@ -123,7 +168,7 @@ impl<'p> Search<'p> {
             problem,
             strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
             jobs,
-            ub: knapsack_bounds(jobs, free_total),
+            ub: Bounds::new(jobs, free_total, problem.cpu),
             first: symmetric(pricing, s, problem),
             prune,
             free: problem.free.clone(),
@@ -144,8 +189,8 @@ impl<'p> Search<'p> {
         }
     }
 
-    /// The most jobs `i..` can add given the fragments chosen: the knapsack of
-    /// [`knapsack_bounds`] over the GPUs left, each candidate at its own reduced cost plus what
+    /// The most jobs `i..` can add given the fragments chosen: the knapsack of [`Bounds`] over
+    /// the GPUs left (not the cores), each candidate at its own reduced cost plus what
     /// it loses to the chosen fragments (its exact gain if it were added next). Tighter than
     /// the static bound, which ignores every loss, and dearer (every candidate against every
     /// chosen fragment): computed only where the static bound does not prune.
@@ -224,7 +269,7 @@ impl<'p> Search<'p> {
         if self.nodes > self.limit {
             // The subtree left here is bounded by its knapsack bound (by nothing without one).
             let b = if self.prune {
-                self.value + self.ub[i][self.free_total]
+                self.value + self.ub.at(i, self.free_total, self.cpu)
             } else {
                 f64::INFINITY
             };
@@ -248,7 +293,9 @@ impl<'p> Search<'p> {
                 self.limit = 0;
             }
         }
-        if i == self.jobs.len() || self.pruned(self.value + self.ub[i][self.free_total]) {
+        if i == self.jobs.len()
+            || self.pruned(self.value + self.ub.at(i, self.free_total, self.cpu))
+        {
             return;
         }
         if self.strong
@@ -268,7 +315,10 @@ impl<'p> Search<'p> {
             }
             let gain = self.gain(i, c);
             let used = cand.fragment.gpus.iter().sum::<u32>() as usize;
-            if self.pruned(self.value + gain + self.ub[i + 1][self.free_total - used]) {
+            let rest = self
+                .ub
+                .at(i + 1, self.free_total - used, self.cpu - cand.cpu);
+            if self.pruned(self.value + gain + rest) {
                 continue;
             }
             for b in 0..self.free.len() {
@@ -393,4 +443,86 @@ fn heap_permutations(k: usize, perm: &mut Vec<usize>, f: &mut impl FnMut(&[usize
         perm.swap(j, k - 1);
     }
     heap_permutations(k - 1, perm, f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::JobPos;
+
+    fn cand(job: usize, gpus: u32, cpu: f64, own: f64) -> Candidate {
+        Candidate {
+            fragment: Fragment {
+                job: JobPos(job),
+                option: 0,
+                workers: gpus,
+                gpus: vec![gpus],
+                ps: 0,
+                kept: false,
+            },
+            own,
+            cpu,
+            mem: 0.0,
+        }
+    }
+
+    /// The best of every choice of at most one candidate per job within `gpus` and `cpu`.
+    fn exhaustive(jobs: &[Vec<Candidate>], i: usize, gpus: u32, cpu: f64) -> f64 {
+        if i == jobs.len() {
+            return 0.0;
+        }
+        let mut best = exhaustive(jobs, i + 1, gpus, cpu);
+        for c in &jobs[i] {
+            let g = c.fragment.gpus[0];
+            if g <= gpus && c.cpu <= cpu + 1e-9 {
+                best = best.max(c.own + exhaustive(jobs, i + 1, gpus - g, cpu - c.cpu));
+            }
+        }
+        best
+    }
+
+    /// With whole cores the knapsack is exact (the best choice within the GPUs and cores, from
+    /// any job on and at any capacity); with fractional cores, or cores counted in units of
+    /// several, it still bounds that choice.
+    #[test]
+    fn the_knapsack_is_exact_on_whole_cores_and_a_bound_otherwise() {
+        let mut rng = 7u64;
+        let mut next = |m: u64| {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 33) % m
+        };
+        for case in 0..200 {
+            let whole = case % 2 == 0;
+            let jobs: Vec<Vec<Candidate>> = (0..1 + next(5) as usize)
+                .map(|j| {
+                    (0..1 + next(4))
+                        .map(|_| {
+                            let cpu = if whole {
+                                next(10) as f64
+                            } else {
+                                next(100) as f64 / 7.0
+                            };
+                            cand(j, 1 + next(4) as u32, cpu, next(100) as f64 / 10.0 - 2.0)
+                        })
+                        .collect()
+                })
+                .collect();
+            let (gpus, cores) = (next(9) as usize, if case % 5 == 0 { 300.0 } else { 24.0 });
+            let b = Bounds::new(&jobs, gpus, cores);
+            for i in 0..=jobs.len() {
+                for g in 0..=gpus {
+                    for c in [0.0, 3.0, 7.5, 12.0, cores] {
+                        let want = exhaustive(&jobs, i, g as u32, c);
+                        let got = b.at(i, g, c);
+                        assert!(got >= want - 1e-9, "case {case}: bound {got} < best {want}");
+                        if whole && b.unit == 1.0 && c.fract() == 0.0 {
+                            assert!((got - want).abs() < 1e-9, "case {case}: {got} vs {want}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -11,8 +11,9 @@ use crate::model::JobPos;
 use crate::objective::{Mode, RoundPricing};
 
 /// Creates job `j`'s columns: option choice `y`, workers and presence per server (`m`, `v`),
-/// GPUs and use per PCIe switch (`g`, `u`), PS and any task per server (`q`, `a`), sockets
-/// (`t`, `ζ`) when a cross-socket option exists, its three losses and its `keep`.
+/// workers per CPU/memory tier and server (`mt`, when its options differ in tier), GPUs and use
+/// per PCIe switch (`g`, `u`), PS and any task per server (`q`, `a`), sockets (`t`, `ζ`) when a
+/// cross-socket option exists, its three losses and its `keep`.
 pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) -> Result<JobVars> {
     let snapshot = pricing.snapshot();
     let topology = pricing.topology();
@@ -33,6 +34,7 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
     let mut v = vec![None; nsrv];
     let mut q = vec![None; nsrv];
     let mut a = vec![None; nsrv];
+    let mut m_tier = Vec::new();
     let mut g = BTreeMap::new();
     let mut t = BTreeMap::new();
     let mut zeta = BTreeMap::new();
@@ -55,6 +57,21 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
                 let gv = model.add_var(format!("g_j{id}_b{b}"), 0.0, cap, true);
                 let uv = model.bin(format!("u_j{id}_b{b}"));
                 g.insert(crate::model::SwitchId(b), (gv, uv));
+            }
+        }
+        // Workers per tier and server, when the job's options differ in tier.
+        let tiers = opts.iter().map(|o| usize::from(o.tier)).max().unwrap_or(0);
+        if tiers > 0 {
+            for tier in 0..=tiers {
+                let row = (0..nsrv)
+                    .map(|s| {
+                        m[s].map(|ms| {
+                            let ub = model.info_ub(ms);
+                            model.add_var(format!("mt_j{id}_t{tier}_s{s}"), 0.0, ub, true)
+                        })
+                    })
+                    .collect();
+                m_tier.push(row);
             }
         }
         if opts.iter().any(|o| o.mode == Mode::CrossSocket) {
@@ -83,6 +100,7 @@ pub(super) fn job_vars(model: &mut Model, pricing: &RoundPricing<'_>, j: usize) 
         y,
         m,
         v,
+        m_tier,
         g,
         q,
         a,

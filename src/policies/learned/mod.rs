@@ -201,6 +201,11 @@ impl<'a> LearnedScheduler<'a> {
     /// distribution (and level 2's, every other one; Gumbel-perturbed scores, seeded); the one
     /// the objective scores highest (the first on ties).
     pub fn decide(&self, snapshot: &ClusterSnapshot) -> Schedule {
+        // Level 1 chooses among the demand's options only: it places at tier 0, and a wrapper
+        // hands out tiers from what the placement leaves (`policies::cpumem::WithTiers`).
+        if snapshot.jobs.iter().any(|j| !j.tiers.is_empty()) {
+            return self.decide(&snapshot.at_demand());
+        }
         let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
         let logits = self.logits(&pricing);
         let mut best = self.place(&pricing, &allocation(&logits));

@@ -52,8 +52,9 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
     }
     let mut s = format!(
         "`--cpu-mem fixed` gives every task its demand under every policy; `fungible` lets \
-         `synergy-tune`, `ilp` and the `learned` policies hand out what their placements leave \
-         free (the other baselines keep the demand either way). Average JCT in hours; cores \
+         `synergy-tune` and the `learned` policies hand out what their placements leave free, \
+         `ilp` chooses tiers with the placement (the other baselines keep the demand either \
+         way). Average JCT in hours; cores \
          held and stranded as time-averaged shares of the cluster's cores. {}\n",
         provenance(&dir, results)?
     );
@@ -62,34 +63,10 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
         for (sname, srv) in SERVERS {
             let fixed = runs(&dir.join(format!("{t}-{srv}-fixed/comparison.csv")))?;
             let fung = runs(&dir.join(format!("{t}-{srv}-fungible/comparison.csv")))?;
-            let rows: Vec<Vec<String>> = fixed
-                .iter()
-                .map(|f| {
-                    let g = fung.iter().find(|g| g.0 == f.0);
-                    vec![
-                        f.0.clone(),
-                        hours(f.1),
-                        g.map_or("–".into(), |g| hours(g.1)),
-                        g.map_or("–".into(), |g| format!("{:.3}", g.1 / f.1)),
-                        format!("{} → {}", pct(f.2), g.map_or("–".into(), |g| pct(g.2))),
-                        format!("{} → {}", pct(f.3), g.map_or("–".into(), |g| pct(g.3))),
-                    ]
-                })
-                .collect();
             let _ = write!(
                 s,
                 "\n### {tname}, {sname}\n\n{}",
-                md_table(
-                    &[
-                        "policy",
-                        "fixed",
-                        "fungible",
-                        "fungible ÷ fixed",
-                        "cores held",
-                        "cores stranded",
-                    ],
-                    &rows
-                )
+                fixed_vs_fungible(&fixed, &fung)
             );
             if let Some((b, bj)) = best_baseline(&fixed) {
                 let ratio =
@@ -106,6 +83,23 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
         }
     }
     head.remove(0);
+    // The exact program in the loop: a slice small enough for the `ilp` policy.
+    let slice = dir.join("ilp/philly150-4x8-cpu3");
+    let (f, g) = (
+        slice.with_file_name("philly150-4x8-cpu3-fixed/comparison.csv"),
+        slice.with_file_name("philly150-4x8-cpu3-fungible/comparison.csv"),
+    );
+    if f.is_file() && g.is_file() {
+        let _ = write!(
+            s,
+            "\n### Philly, 150 jobs on 4 × 8 GPUs, 3 cores per GPU, with `ilp`\n\n`ilp` as in \
+             the replays of `benches/results/sim/philly150-4x8-ilp` (10-job windows, 30 s and \
+             100 nodes a round); with `--cpu-mem fungible` the program chooses every job's tier \
+             with its placement. {}\n\n{}",
+            provenance(&dir.join("ilp"), results)?,
+            fixed_vs_fungible(&runs(&f)?, &runs(&g)?)
+        );
+    }
     let _ = write!(
         s,
         "\n### Against the best baseline with fixed demands\n\nAverage JCT ÷ the best baseline's \
@@ -175,6 +169,38 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
     Ok(s)
 }
 
+/// Per policy: average JCT fixed and fungible, their ratio, and cores held and stranded.
+fn fixed_vs_fungible(
+    fixed: &[(String, f64, f64, f64)],
+    fung: &[(String, f64, f64, f64)],
+) -> String {
+    let rows: Vec<Vec<String>> = fixed
+        .iter()
+        .map(|f| {
+            let g = fung.iter().find(|g| g.0 == f.0);
+            vec![
+                f.0.clone(),
+                hours(f.1),
+                g.map_or("–".into(), |g| hours(g.1)),
+                g.map_or("–".into(), |g| format!("{:.3}", g.1 / f.1)),
+                format!("{} → {}", pct(f.2), g.map_or("–".into(), |g| pct(g.2))),
+                format!("{} → {}", pct(f.3), g.map_or("–".into(), |g| pct(g.3))),
+            ]
+        })
+        .collect();
+    md_table(
+        &[
+            "policy",
+            "fixed",
+            "fungible",
+            "fungible ÷ fixed",
+            "cores held",
+            "cores stranded",
+        ],
+        &rows,
+    )
+}
+
 /// Fungible ÷ fixed average JCT of `synergy-tune` and `learned` for seeds 0 (the tables above)
 /// and those of `seeds/` (`scripts/bench_cpu_mem_seeds.sh`), when run.
 fn seeds_table(dir: &Path, results: &Path) -> coda::Result<String> {
@@ -230,4 +256,100 @@ fn seeds_table(dir: &Path, results: &Path) -> coda::Result<String> {
             &rows
         )
     ))
+}
+
+/// One solve of `solve_programs.csv`: instance, program, status, objective, seconds.
+type SolveRow = (String, String, String, f64, f64);
+
+/// `formulations/results/programs_tiers/{without,with}/solve_programs.csv`: the two exact
+/// programs on every shipped round without and with CPU/memory tiers (`--tiers`), run side by
+/// side; per round the status and time each way, and what the tiers add to the optimum.
+pub(super) fn tiered_programs_section(formulations: &Path) -> coda::Result<String> {
+    let dir = formulations.join("programs_tiers");
+    let (before, after) = (
+        dir.join("without/solve_programs.csv"),
+        dir.join("with/solve_programs.csv"),
+    );
+    if !after.is_file() {
+        return Ok(String::new());
+    }
+    let (b, a) = (Table::read(&before)?, Table::read(&after)?);
+    let rows = |t: &Table| -> coda::Result<Vec<SolveRow>> {
+        (0..t.len())
+            .map(|r| {
+                Ok((
+                    t.str(r, "instance")?.to_string(),
+                    t.str(r, "program")?.to_string(),
+                    t.str(r, "status")?.to_string(),
+                    t.num(r, "objective")?,
+                    t.num(r, "wall_s")?,
+                ))
+            })
+            .collect()
+    };
+    let (rb, ra) = (rows(&b)?, rows(&a)?);
+    let head = [
+        "round",
+        "program",
+        "without tiers",
+        "with tiers",
+        "time ×",
+        "objective ×",
+    ];
+    let mut table: Vec<Vec<String>> = Vec::new();
+    // Per program: (proved before, of those proved with tiers, time ratios of those).
+    let mut kept: std::collections::BTreeMap<&str, (usize, usize, Vec<f64>)> = Default::default();
+    let shown = |st: &str, s: f64| {
+        if st == "optimal" {
+            format!("proven, {s:.2} s")
+        } else {
+            format!("{st}, {s:.0} s")
+        }
+    };
+    for (inst, prog, st_a, obj_a, s_a) in &ra {
+        let Some((_, _, st_b, obj_b, s_b)) = rb.iter().find(|r| &r.0 == inst && &r.1 == prog)
+        else {
+            continue;
+        };
+        if st_b == "optimal" {
+            let e = kept.entry(prog.as_str()).or_default();
+            e.0 += 1;
+            if st_a == "optimal" {
+                e.1 += 1;
+                e.2.push(s_a / s_b.max(1e-9));
+            }
+        }
+        table.push(vec![
+            inst.clone(),
+            prog.clone(),
+            shown(st_b, *s_b),
+            shown(st_a, *s_a),
+            format!("{:.1}", s_a / s_b.max(1e-9)),
+            format!("{:.3}", obj_a / obj_b),
+        ]);
+    }
+    let mut s = format!(
+        "### formulations/results/programs_tiers\n\nThe shipped rounds but the 64-server one, \
+         without and with every job offering its model's CPU/memory tiers (`coda solve \
+         --tiers`; the rounds' servers have 3 cores per GPU): `bash scripts/bench_programs.sh` \
+         with `SKIP_64=1` and `TIERS=0` (`without/`) or `TIERS=1` (`with/`), the two run side \
+         by side. Status and wall time each way, the time ratio, and the optimum (or \
+         incumbent) with tiers over without. {}\n\n",
+        provenance(&dir.join("with"), formulations)?
+    );
+    for (prog, (n, proved, ratios)) in &kept {
+        let mut r = ratios.clone();
+        r.sort_by(f64::total_cmp);
+        let within = r.iter().filter(|&&x| x <= 2.0).count();
+        let _ = writeln!(
+            s,
+            "- `{prog}`: proves {proved} of the {n} rounds it proved without tiers; time × \
+             median {:.1}, largest {:.1}; {within} of them within 2× the time.",
+            r.get(r.len() / 2).copied().unwrap_or(f64::NAN),
+            r.last().copied().unwrap_or(f64::NAN),
+        );
+    }
+    s.push('\n');
+    s.push_str(&md_table(&head, &table));
+    Ok(s)
 }

@@ -639,6 +639,8 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         &f,
     )?);
     s.push('\n');
+    s.push_str(&super::cpumem::tiered_programs_section(&f)?);
+    s.push('\n');
     s.push_str(&policy_start_section(
         &f.join("policy_start/policy_start.csv"),
         &f,
