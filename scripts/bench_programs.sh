@@ -8,6 +8,7 @@
 # SKIP_64=1: without the 64-server round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
 coda=${CODA:-target/release/coda}
 out=${1:-formulations/results/programs}
 limit=${LIMIT:-60}
@@ -15,7 +16,6 @@ limit64=${LIMIT_64:-300}
 tiers=()
 [ "${TIERS:-0}" = 1 ] && tiers=(--tiers)
 mkdir -p "$out"
-commit=$(git rev-parse --short HEAD)
 tmp=$(mktemp)
 echo "instance,program,status,objective,best_bound,gap,wall_s,nodes,columns,iterations,converged,generation_s" > "$tmp"
 for f in formulations/instances/*.json formulations/instances/large/*seed1.json; do
@@ -31,8 +31,5 @@ print(','.join(str(x) for x in ['$name','$p',d['status'],d['objective'],d['best_
   done
 done
 mv "$tmp" "$out/solve_programs.csv"
-{ echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-  echo "date: $(date -u +%Y-%m-%d)"
-  echo "commit: $commit"
-  echo "command: bash scripts/bench_programs.sh (LIMIT=$limit, LIMIT_64=$limit64, TIERS=${TIERS:-0}, SKIP_64=${SKIP_64:-0})"
-} > "$out/machine.txt"
+machine_txt "$out" \
+  "bash scripts/bench_programs.sh (LIMIT=$limit, LIMIT_64=$limit64, TIERS=${TIERS:-0}, SKIP_64=${SKIP_64:-0})"

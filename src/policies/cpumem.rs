@@ -57,9 +57,7 @@ pub fn assign_tiers(
         .iter()
         .map(|a| {
             snapshot
-                .jobs
-                .iter()
-                .position(|j| j.id == a.job)
+                .job_index(a.job)
                 .filter(|&k| !snapshot.jobs[k].tiers.is_empty())
                 .unwrap_or(usize::MAX)
         })
@@ -114,7 +112,18 @@ pub fn assign_tiers(
         per.iter()
             .all(|&(s, c, m)| s < cluster.servers.len() && ledger.fits(s, c.max(0.0), m.max(0.0)))
     };
-    let speed_at = |k: usize, t: u8| perf::tier_speed(perf, &snapshot.jobs[k], t);
+    // Each job's speed at each of its tiers, priced once (the greedy loop reads them often).
+    let by_tier: Vec<Vec<f64>> = jobs
+        .iter()
+        .map(|&k| match snapshot.jobs.get(k) {
+            Some(j) => (0..=j.tiers.len() as u8)
+                .map(|t| perf::tier_speed(perf, j, t))
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
+    // Speed of assignment `i`'s job at tier `t`, relative to its demand.
+    let speed_at = |i: usize, t: u8| by_tier[i][usize::from(t)];
     match rule {
         TierRule::Tune => {
             let mut order: Vec<usize> =
@@ -125,8 +134,8 @@ pub fn assign_tiers(
                 let k = jobs[i];
                 let n = snapshot.jobs[k].tiers.len() as u8;
                 let best = (1..=n)
-                    .max_by(|&x, &y| speed_at(k, x).total_cmp(&speed_at(k, y)).then(y.cmp(&x)))
-                    .filter(|&t| speed_at(k, t) > 1.0);
+                    .max_by(|&x, &y| speed_at(i, x).total_cmp(&speed_at(i, y)).then(y.cmp(&x)))
+                    .filter(|&t| speed_at(i, t) > 1.0);
                 let Some(t) = best else { continue };
                 let per = extra(&schedule.assignments[i], k, 0, t);
                 if fits(&ledger, &per) {
@@ -145,10 +154,10 @@ pub fn assign_tiers(
                 }
                 let a = &schedule.assignments[i];
                 // Speeds relative to the starting tier's, at which `weight` was measured.
-                let now = speed_at(k, a.tier) / speed_at(k, start[i]);
+                let now = speed_at(i, a.tier) / speed_at(i, start[i]);
                 // Tier 0 too: a job the exact program gave fewer cores may get its demand back.
                 for t in 0..=snapshot.jobs[k].tiers.len() as u8 {
-                    let gain = weight[i] * (speed_at(k, t) / speed_at(k, start[i]) - now);
+                    let gain = weight[i] * (speed_at(i, t) / speed_at(i, start[i]) - now);
                     if gain <= 0.0 {
                         continue;
                     }

@@ -2,7 +2,6 @@
 //! hand them out (valid schedules, no job slowed, nothing left that still fits).
 
 use coda::ilp::{self, BruteForceLimits, SolveProgram, SolveStatus, brute_force};
-use coda::model::WorkerTier;
 use coda::perf::{self, PerfModel};
 use coda::policies::cpumem::{TierRule, assign_tiers};
 use coda::workload::trace::{CpuMemMode, TraceOptions};
@@ -41,15 +40,8 @@ fn cpu_poor(opts: &GenerateOptions) -> ClusterSnapshot {
             j.demand.cpu_per_worker = d.cpu_per_worker * g;
             j.demand.mem_per_worker_gib = m * g;
         }
-        j.tiers = d
-            .tiers
-            .iter()
-            .map(|t| WorkerTier {
-                cpu_per_worker: t.cpu_per_gpu * g,
-                mem_per_worker_gib: t.mem_gib_per_gpu * g,
-            })
-            .collect();
     }
+    coda::workload::offer_tiers(&mut s, perf);
     // Running jobs hold their demand: a round whose current placements no longer fit on the
     // poorer servers drops them.
     if s.check("test round").is_err() {

@@ -84,12 +84,10 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
     }
     head.remove(0);
     // The exact program in the loop: a slice small enough for the `ilp` policy.
-    let slice = dir.join("ilp/philly150-4x8-cpu3");
-    let (f, g) = (
-        slice.with_file_name("philly150-4x8-cpu3-fixed/comparison.csv"),
-        slice.with_file_name("philly150-4x8-cpu3-fungible/comparison.csv"),
-    );
+    let slice = |run: &str| dir.join(format!("ilp/philly150-4x8-cpu3-{run}/comparison.csv"));
+    let (f, g) = (slice("fixed"), slice("fungible"));
     if f.is_file() && g.is_file() {
+        let fixed = runs(&f)?;
         let _ = write!(
             s,
             "\n### Philly, 150 jobs on 4 × 8 GPUs, 3 cores per GPU, with `ilp`\n\n`ilp` as in \
@@ -97,7 +95,27 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
              100 nodes a round); with `--cpu-mem fungible` the program chooses every job's tier \
              with its placement. {}\n\n{}",
             provenance(&dir.join("ilp"), results)?,
-            fixed_vs_fungible(&runs(&f)?, &runs(&g)?)
+            fixed_vs_fungible(&fixed, &runs(&g)?)
+        );
+        // The same fungible runs with `cpu_mem_transfer` at 0.5 and 0 (0: tiers change nothing).
+        let mut rows = Vec::new();
+        for (p, fj, ..) in &fixed {
+            let mut row = vec![p.clone()];
+            for run in ["fungible", "fungible-transfer0.5", "fungible-transfer0"] {
+                let file = slice(run);
+                let cell = if file.is_file() {
+                    jct(&runs(&file)?, p).map_or("–".into(), |x| format!("{:.3}", x / fj))
+                } else {
+                    "–".into()
+                };
+                row.push(cell);
+            }
+            rows.push(row);
+        }
+        let _ = write!(
+            s,
+            "\nFungible ÷ fixed average JCT at `cpu_mem_transfer` 1 (shipped), 0.5 and 0.\n\n{}",
+            md_table(&["policy", "1", "0.5", "0"], &rows)
         );
     }
     let _ = write!(

@@ -1,0 +1,32 @@
+# Shared by the bench scripts (sourced, not run): where a result came from, and the server
+# options of the CPU/memory runs.
+
+# Writes OUT/machine.txt: machine, date, commit (marked when the tree had uncommitted changes),
+# COMMAND and, if given, RUNS (how the runs shared the machine).
+machine_txt() {
+  local out=$1 command=$2 runs=${3:-}
+  { echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+    echo "date: $(date -u +%Y-%m-%d)"
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml models || echo ' (with uncommitted changes)')"
+    echo "command: $command"
+    if [ -n "$runs" ]; then echo "runs: $runs"; fi
+  } > "$out/machine.txt"
+}
+
+# The `coda compare` options of a server kind: `cpu3` (3 cores per GPU) or `own` (the trace's).
+servers_args() {
+  [ "$1" = cpu3 ] && echo "--cpu-per-gpu 3" || true
+}
+
+# A params file with estimate `cpu_mem_transfer` = $1 (the shipped file otherwise), path printed.
+params_with_transfer() {
+  local params
+  params=$(mktemp)
+  python3 - "$1" "$params" <<'PY'
+import json, sys
+p = json.load(open("models/perf_params.json"))
+p["estimates"]["cpu_mem_transfer"] = float(sys.argv[1])
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  echo "$params"
+}
