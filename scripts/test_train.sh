@@ -23,7 +23,12 @@ train="${CODA_TRAIN_TARGET:-$(pwd)/target/train}/release/coda"
   "$train" train imitation --labels "$tmp/l.jsonl" --epochs-level1 2 --epochs-level2 2 \
     --epochs-joint 1 --drop-features coloc_coef,corunners --out "$tmp/drop.safetensors" \
     --run-dir "$tmp/run-drop"
-  "$train" train rl --start "$tmp/p.safetensors" --out "$tmp/rl.safetensors" --run-dir "$tmp/rl" \
+  # Level 1's tier head on labels of rounds with tiers, added to that checkpoint; RL keeps it.
+  "$train" label --sizes 2x4 --rounds 3 --seed 6 --node-limit 200 --threads 1 --tiers \
+    --out "$tmp/t.jsonl"
+  "$train" train tiers --labels "$tmp/t.jsonl" --base "$tmp/p.safetensors" \
+    --out "$tmp/pt.safetensors" --run-dir "$tmp/run-t" --epochs 5 --validate-every 2
+  "$train" train rl --start "$tmp/pt.safetensors" --out "$tmp/rl.safetensors" --run-dir "$tmp/rl" \
     --pool 120 --stages place:2x8:20:1:2,joint:2x8:20:2:12 --validation 2x8:20:60 \
     --episodes 1 --rollouts 2 --validate-every 1
   test "$(wc -l < "$tmp/rl/curve.csv")" -eq 4 )
@@ -31,6 +36,9 @@ train="${CODA_TRAIN_TARGET:-$(pwd)/target/train}/release/coda"
 cargo build --release --locked
 target/release/coda gap --labels "$tmp/l.jsonl" --policy-weights "$tmp/p.safetensors" --out "$tmp/gap" \
   | grep -E '^\| all \| (learned|expert) '
+# The RL weights kept the tier head: on rounds with tiers, gap scores it.
+target/release/coda gap --labels "$tmp/t.jsonl" --policy-weights "$tmp/rl.safetensors" \
+  --include-unproven --out "$tmp/gap-t" | grep -E '^\| all \| learned-tier-head\+tiers '
 for w in rl drop; do
   run=$(target/release/coda simulate --trace philly --take 40 --cluster 2x8 --policy learned \
     --policy-weights "$tmp/$w.safetensors" --quiet --out "$tmp/sim-$w" --json)

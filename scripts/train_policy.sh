@@ -6,7 +6,9 @@
 # 1000 are never used: `coda gap` evaluates on them.
 # Labels are node-limited (500 nodes) so that they repeat; the 20 s time limit is a guard.
 # Writes everything to $CODA_TRAIN_OUT (default train-out/) and the model to
-# models/policy.safetensors. Needs libtorch: scripts/setup_train.sh installs it.
+# models/policy.safetensors; step 5 adds level 1's CPU/memory tier head to it and to
+# models/policy-rl.safetensors (`coda train rl` keeps the head of the file it starts from).
+# Needs libtorch: scripts/setup_train.sh installs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -46,4 +48,20 @@ echo "== 4. final training on every label"
 $coda train imitation --labels "$labels,$out/dagger1.jsonl" --out models/policy.safetensors \
   --run-dir "$out/run1"
 t4=$(date +%s)
-echo "labels $((t1 - t0)) s, training $((t2 - t1)) s, DAgger labels $((t3 - t2)) s, final training $((t4 - t3)) s; total $((t4 - t0)) s"
+
+echo "== 5. level 1's CPU/memory tier head: labels of rounds whose jobs offer tiers (3 cores per GPU)"
+$coda label --sizes 2x4,3x6,3x8,4x8 --rounds 25 --seed 21 "${limits[@]}" --tiers \
+  --out "$out/tiers1.jsonl"
+$coda label --rounds 0 "${limits[@]}" --tiers --cpu-per-gpu 3 --trace philly --trace-rounds 30 \
+  --out "$out/tiers2.jsonl"
+$coda label --rounds 0 "${limits[@]}" --tiers --cpu-per-gpu 3 --trace itp-cluster02 --take 300 \
+  --cluster 8x8 --trace-policy pollux --trace-rounds 30 --trace-every 5 --max-jobs 8 \
+  --out "$out/tiers3.jsonl"
+tiers="$out/tiers1.jsonl,$out/tiers2.jsonl,$out/tiers3.jsonl"
+# The head is trained on the expert's allocations alone (teacher forcing), so it does not depend
+# on the levels it joins: the same head goes into both shipped files.
+for f in models/policy.safetensors models/policy-rl.safetensors; do
+  $coda train tiers --labels "$tiers" --base "$f" --proven-only --epochs 200 --run-dir "$out/run-tiers"
+done
+t5=$(date +%s)
+echo "labels $((t1 - t0)) s, training $((t2 - t1)) s, DAgger labels $((t3 - t2)) s, final training $((t4 - t3)) s, tier head $((t5 - t4)) s; total $((t5 - t0)) s"

@@ -18,10 +18,11 @@
 //!
 //! Tiers are decided afresh every round from tier 0 (changing them is not a restart, see
 //! [`crate::model::Assignment::tier`]); the scheduler inside sees every job without tiers and
-//! every running job at its demand, so its own ledger of cores and memory stays exact. The
-//! `ilp` policy is the exception: the exact program chooses tiers with the placement (its
-//! options carry one, `formulations/README.md`), and the greedy rule then only upgrades from
-//! the tiers it chose, with what is still free.
+//! every running job at its demand, so its own ledger of cores and memory stays exact. Two
+//! policies are the exception and choose tiers with the placement, the greedy rule then only
+//! upgrading from the tiers they chose, with what is still free: `ilp` (the exact program's
+//! options carry a tier, `formulations/README.md`) and `learned*` whose weights hold a tier head
+//! (level 1 chooses each job's tier with its option, [`crate::policies::learned::tiers`]).
 
 use crate::error::Result;
 use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, Schedule};
@@ -198,7 +199,8 @@ pub fn assign_tiers(
 /// A scheduler whose placements get their tiers by a rule. Unless `joint`, the scheduler inside
 /// sees every job without tiers and every running job at its demand (it places at tier 0, and
 /// the rule hands out tiers from there); with `joint`, it sees the tiers and chooses them with
-/// the placement (the exact program), and the rule only upgrades what is still free.
+/// the placement (the exact program, a learned policy with a tier head), and the rule only
+/// upgrades what is still free.
 pub(crate) struct WithTiers<'a> {
     pub(crate) inner: Box<dyn Scheduler + 'a>,
     pub(crate) perf: &'a dyn PerfModel,

@@ -300,6 +300,9 @@ impl PolicyKind {
                 } else {
                     learned::Placer::Learned
                 };
+                // With a tier head, the policy chooses tiers itself (it sees them); without, it
+                // places at the demand and the rule hands them out.
+                let joint = net.tier.is_some();
                 // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
                 // are filled under the same pricing.
                 Box::new(cpumem::WithTiers {
@@ -317,7 +320,7 @@ impl PolicyKind {
                     ),
                     perf,
                     rule: cpumem::TierRule::Greedy,
-                    joint: false,
+                    joint,
                 })
             }
         };

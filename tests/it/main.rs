@@ -12,6 +12,7 @@ mod ilp;
 mod layout;
 mod learn;
 mod learned;
+mod learned_tiers;
 mod perf;
 mod pricing;
 mod report;

@@ -213,6 +213,29 @@ fn rows_of(
     let alloc = expert_allocation(&pricing, l);
     let (s, t) = timed(&mut || Ok(learned.place(&pricing, &alloc)))?;
     out.push((VARIANTS[4].into(), s, t));
+    if snap.jobs.iter().any(|j| !j.tiers.is_empty()) {
+        // Rounds with tiers: the policy at the demand with tiers handed out after placement
+        // (what a policy without a tier head does), and with its tier head, the same rule
+        // then upgrading only what is still free (as deployed).
+        use coda::policies::cpumem::{TierRule, assign_tiers};
+        let mut plain = net.clone();
+        plain.tier = None;
+        let at_demand = LearnedScheduler::new(perf, objective, plain);
+        let (s, t) = timed(&mut || {
+            let mut s = at_demand.decide(snap);
+            assign_tiers(perf, snap, &mut s, TierRule::Greedy, false)?;
+            Ok(s)
+        })?;
+        out.push(("learned@demand+tiers".into(), s, t));
+        if net.tier.is_some() {
+            let (s, t) = timed(&mut || {
+                let mut s = learned.decide(snap);
+                assign_tiers(perf, snap, &mut s, TierRule::Greedy, true)?;
+                Ok(s)
+            })?;
+            out.push(("learned-tier-head+tiers".into(), s, t));
+        }
+    }
     let opts = PolicyOptions::default();
     for &name in policies::PolicyKind::baselines() {
         let mut p = name.build(perf, &opts)?;

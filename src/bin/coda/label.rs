@@ -76,6 +76,15 @@ pub struct Args {
     /// performance model: an evaluation set kept comparable across model changes.
     #[arg(long)]
     pub relabel: Option<PathBuf>,
+    /// Jobs offer their model's measured CPU/memory tiers (`coda::workload::offer_tiers`;
+    /// trace replays run with `--cpu-mem fungible`), so the labels hold the program's tier
+    /// choices too (what `coda train tiers` learns from). Round ids end in `-tiers`.
+    #[arg(long)]
+    pub tiers: bool,
+    /// Cores per GPU of the replay's servers (Synergy's testbed: 3), as `coda compare
+    /// --cpu-per-gpu`; generated rounds have 3 already (24 cores, 8 GPUs).
+    #[arg(long)]
+    pub cpu_per_gpu: Option<f64>,
     /// Datasets folder (traces, cluster specs).
     #[arg(long, default_value = "datasets")]
     pub datasets: PathBuf,
@@ -172,8 +181,12 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             Some(args.take),
             &coda::workload::trace::TraceOptions {
                 seed: args.seed,
-                // Labels are GPU decisions at the demand until the policy learns tiers.
-                cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
+                cpu_mem: if args.tiers {
+                    coda::workload::trace::CpuMemMode::Fungible
+                } else {
+                    coda::workload::trace::CpuMemMode::Fixed
+                },
+                server_cpu_per_gpu: args.cpu_per_gpu,
                 ..Default::default()
             },
             &perf,
@@ -203,6 +216,11 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 .into_iter()
                 .map(|l| (l.id, Round::Cut(Box::new(l.snapshot)))),
         );
+    }
+    if args.tiers {
+        for r in &mut rounds {
+            r.0.push_str("-tiers");
+        }
     }
     let done = resume(&args.out)?;
     let todo: Vec<_> = rounds
@@ -241,6 +259,10 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                         }
                         Round::Cut(s) => (**s).clone(),
                     };
+                    let mut snap = snap;
+                    if args.tiers {
+                        coda::workload::offer_tiers(&mut snap, &perf);
+                    }
                     label_round(id, &snap, &perf, &objective, &spec.settings)
                 })
                 .collect()

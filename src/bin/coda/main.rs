@@ -36,6 +36,8 @@ mod trace;
 mod train;
 #[cfg(feature = "train")]
 mod train_rl;
+#[cfg(feature = "train")]
+mod train_tiers;
 mod validate;
 
 #[derive(Parser)]

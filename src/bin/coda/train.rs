@@ -22,6 +22,9 @@ pub enum Cmd {
     /// Reinforcement learning (PPO) in the simulator from an imitation checkpoint: level 1 on
     /// job completion time, level 2 on placement efficiency.
     Rl(crate::train_rl::Args),
+    /// Level 1's CPU/memory tier head, by imitation of labels of rounds with tiers, added to
+    /// (or replaced in) a policy's weights file; levels 1 and 2 are copied unchanged.
+    Tiers(crate::train_tiers::Args),
 }
 
 /// Arguments of `coda train imitation`.
@@ -74,6 +77,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let args = match cmd {
         Cmd::Imitation(args) => args,
         Cmd::Rl(args) => return crate::train_rl::run(args, params),
+        Cmd::Tiers(args) => return crate::train_tiers::run(args, params),
     };
     let t0 = Instant::now();
     let perf = perf_model(params)?;

@@ -228,7 +228,10 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         ("device", trained.device.clone()),
         ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
     ];
-    coda::io::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
+    // RL refines levels 1 and 2 at the demand; the start's tier head, if any, is kept as is.
+    let mut net = trained.net.clone();
+    net.tier = start.tier.clone();
+    coda::io::write_atomic(&args.out, &net.to_safetensors(&meta)?)?;
     out!(
         "{total} iterations on {}: validation average JCT {:.3} h at the start, {:.3} h at \
          iteration {} (kept); {:.1} s; wrote {}",

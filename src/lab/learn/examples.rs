@@ -156,3 +156,52 @@ pub fn examples(
     }
     Ok((choice, steps))
 }
+
+/// Tier example: one job the expert ran on a round whose jobs offer tiers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierExample {
+    /// One row per tier of the job ([`crate::policies::learned::tiers::TIER_FEATURES`]), tier 0
+    /// first, for the option the expert ran it with.
+    pub rows: Vec<Vec<f32>>,
+    /// The expert's tier.
+    pub target: usize,
+}
+
+/// The tier head's examples of one labelled round (none if its jobs offer no tiers): the
+/// context is the expert's own allocation at the demand (teacher forcing), as level 1's first
+/// choices are at decision time.
+pub fn tier_examples(
+    perf: &dyn PerfModel,
+    objective: Objective,
+    label: &RoundLabel,
+) -> Vec<TierExample> {
+    use crate::policies::learned::tiers::{TierContext, tier_rows};
+    let snap = &label.snapshot;
+    if snap.jobs.iter().all(|j| j.tiers.is_empty()) {
+        return Vec::new();
+    }
+    let demand = snap.at_demand();
+    let pd = RoundPricing::new(perf, &demand, objective);
+    let mut chosen = vec![None; snap.jobs.len()];
+    let mut tier = vec![0u8; snap.jobs.len()];
+    for a in &label.schedule.assignments {
+        let Some(j) = snap.job_index(a.job) else {
+            continue;
+        };
+        let mut at_demand = a.clone();
+        at_demand.tier = 0;
+        chosen[j] = pd.option_index(JobPos(j), &pd.option_of(JobPos(j), &at_demand));
+        tier[j] = a.tier;
+    }
+    let ctx = TierContext::new(perf, snap, &pd, &chosen);
+    (0..snap.jobs.len())
+        .filter(|&j| !snap.jobs[j].tiers.is_empty())
+        .filter_map(|j| {
+            let k = chosen[j]?;
+            Some(TierExample {
+                rows: tier_rows(perf, snap, &ctx, j, &pd.options(JobPos(j))[k]),
+                target: usize::from(tier[j]),
+            })
+        })
+        .collect()
+}

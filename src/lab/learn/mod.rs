@@ -15,6 +15,7 @@ pub mod rl;
 #[cfg(feature = "train")]
 pub mod train;
 
+pub use examples::{TierExample, tier_examples};
 pub use labels::{
     JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, read_labels, rebuild,
     trace_rounds,

@@ -240,7 +240,7 @@ fn row(a: &[f64], b: &[f64]) -> Vec<f32> {
 
 /// Features are clamped to a finite range so that one odd coefficient cannot poison a forward
 /// pass (NaN from an unpriced term, infinity from a division by a zero speed).
-fn finite(x: f64) -> f32 {
+pub(super) fn finite(x: f64) -> f32 {
     if x.is_finite() {
         x.clamp(-1e6, 1e6) as f32
     } else {

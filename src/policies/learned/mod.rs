@@ -35,10 +35,12 @@
 mod decode;
 pub mod features;
 mod net;
+pub mod tiers;
 
 pub use decode::{CANDIDATES_PER_KIND, Candidates, Sampled, SampledStep, keep_mode, plan_of};
 use decode::{allocation, argmax, gumbel};
 pub use net::{Dense, EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
+pub use tiers::TierHead;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -201,11 +203,16 @@ impl<'a> LearnedScheduler<'a> {
     /// distribution (and level 2's, every other one; Gumbel-perturbed scores, seeded); the one
     /// the objective scores highest (the first on ties).
     pub fn decide(&self, snapshot: &ClusterSnapshot) -> Schedule {
-        // Level 1 chooses among the demand's options only: it places at tier 0, and a wrapper
-        // hands out tiers from what the placement leaves (`policies::cpumem::WithTiers`).
+        // With tiers, level 1 chooses them only through its tier head (`tiers`); levels 1 and
+        // 2 decide GPUs on the round without tiers, at the demand or at the chosen tiers.
         if snapshot.jobs.iter().any(|j| !j.tiers.is_empty()) {
-            return self.decide(&snapshot.at_demand());
+            return self.decide_tiered(snapshot);
         }
+        self.decide_at(snapshot)
+    }
+
+    /// [`LearnedScheduler::decide`] on a round without tiers.
+    fn decide_at(&self, snapshot: &ClusterSnapshot) -> Schedule {
         let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
         let logits = self.logits(&pricing);
         let mut best = self.place(&pricing, &allocation(&logits));

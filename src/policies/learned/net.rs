@@ -9,8 +9,9 @@
 //!
 //! File layout (row-major f32, `[out, in]` weights, as libtorch writes them): `l1.mean`,
 //! `l1.std` (`[L1_WIDTH]`), `l1.phi.{weight,bias}`, `l1.fc1`, `l1.fc2`, `l1.out`, `l2.mean`,
-//! `l2.std`, `l2.fc1`, `l2.fc2`, `l2.out`; metadata `format = coda-policy`, `version`, and the
-//! three feature lists, which must equal the code's.
+//! `l2.std`, `l2.fc1`, `l2.fc2`, `l2.out`; optionally the tier head's `tier.mean`, `tier.std`,
+//! `tier.fc1`, `tier.fc2`, `tier.out`; metadata `format = coda-policy`, `version`, and the
+//! feature lists (three, and `tier_features` with a tier head), which must equal the code's.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,6 +20,7 @@ use nalgebra::{DMatrix, DVector};
 use safetensors::tensor::{Dtype, SafeTensors};
 
 use super::features::{JOB_FEATURES, L1_WIDTH, OPTION_FEATURES, PLACE_FEATURES};
+use super::tiers::{TIER_FEATURES, TierHead};
 use crate::error::{Error, Result};
 
 /// Version of the weights layout; a file of another version is refused.
@@ -46,6 +48,59 @@ impl Dense {
             row += self.bias.transpose();
         }
         y
+    }
+
+    /// Its two tensors, `{name}.weight` (row-major) and `{name}.bias`.
+    pub(super) fn named(&self, name: &str) -> [(String, Vec<usize>, Vec<f32>); 2] {
+        let (r, c) = self.weight.shape();
+        let data: Vec<f32> = (0..r)
+            .flat_map(|i| (0..c).map(move |k| (i, k)))
+            .map(|ix| self.weight[ix])
+            .collect();
+        [
+            (format!("{name}.weight"), vec![r, c], data),
+            (
+                format!("{name}.bias"),
+                vec![self.bias.len()],
+                self.bias.iter().copied().collect(),
+            ),
+        ]
+    }
+
+    /// The layer `name` of `inputs` inputs from named tensors; `origin` names the file in errors.
+    pub(super) fn from_named(
+        tensors: &HashMap<String, (Vec<usize>, Vec<f32>)>,
+        name: &str,
+        inputs: usize,
+        origin: &str,
+    ) -> Result<Self> {
+        let bad = |reason: String| Error::ModelFile {
+            path: origin.to_string(),
+            reason,
+        };
+        let get = |n: &str| {
+            tensors
+                .get(n)
+                .ok_or_else(|| bad(format!("missing tensor `{n}`")))
+        };
+        let (shape, data) = get(&format!("{name}.weight"))?;
+        if shape.len() != 2 || shape[1] != inputs || shape[0] == 0 {
+            return Err(bad(format!(
+                "tensor `{name}.weight` has shape {shape:?}, expected [_, {inputs}]"
+            )));
+        }
+        let weight = DMatrix::from_row_slice(shape[0], shape[1], data);
+        let (bshape, bias) = get(&format!("{name}.bias"))?;
+        if bshape != &[shape[0]] {
+            return Err(bad(format!(
+                "tensor `{name}.bias` has shape {bshape:?}, expected [{}]",
+                shape[0]
+            )));
+        }
+        Ok(Dense {
+            weight,
+            bias: DVector::from_vec(bias.clone()),
+        })
     }
 
     fn inputs(&self) -> usize {
@@ -79,14 +134,23 @@ pub struct PolicyNet {
     pub l2_std: DVector<f32>,
     /// Level-2 MLP: `row → hidden → hidden → 1`.
     pub l2: [Dense; 3],
+    /// Level 1's CPU/memory tier choice, when the file has one ([`TierHead`]).
+    pub tier: Option<TierHead>,
 }
 
-fn normalise(x: &mut DMatrix<f32>, mean: &DVector<f32>, std: &DVector<f32>) {
+pub(super) fn normalise(x: &mut DMatrix<f32>, mean: &DVector<f32>, std: &DVector<f32>) {
     for mut row in x.row_iter_mut() {
         for (k, v) in row.iter_mut().enumerate() {
             *v = (*v - mean[k]) / std[k];
         }
     }
+}
+
+/// An MLP of three layers, ReLU between them.
+pub(super) fn mlp(layers: &[Dense; 3], x: DMatrix<f32>) -> DMatrix<f32> {
+    let h = relu(layers[0].forward(&x));
+    let h = relu(layers[1].forward(&h));
+    layers[2].forward(&h)
 }
 
 fn rows_matrix(rows: &[&[f32]], width: usize) -> DMatrix<f32> {
@@ -122,6 +186,7 @@ impl PolicyNet {
             l2_mean: DVector::zeros(np),
             l2_std: DVector::from_element(np, 1.0),
             l2: [dense(np, HIDDEN), dense(HIDDEN, HIDDEN), dense(HIDDEN, 1)],
+            tier: None,
         }
     }
 
@@ -150,7 +215,7 @@ impl PolicyNet {
                 input[(i, L1_WIDTH + k)] = summary[k];
             }
         }
-        let out = self.mlp(&self.l1, input);
+        let out = mlp(&self.l1, input);
         let mut it = out.iter().copied();
         candidates
             .iter()
@@ -168,13 +233,7 @@ impl PolicyNet {
         let x = DMatrix::from_fn(n, w, |i, k| {
             (rows[i * w + k] - self.l2_mean[k]) / self.l2_std[k]
         });
-        self.mlp(&self.l2, x).iter().copied().collect()
-    }
-
-    fn mlp(&self, layers: &[Dense; 3], x: DMatrix<f32>) -> DMatrix<f32> {
-        let h = relu(layers[0].forward(&x));
-        let h = relu(layers[1].forward(&h));
-        layers[2].forward(&h)
+        mlp(&self.l2, x).iter().copied().collect()
     }
 
     /// Every tensor by its file name, with its shape and row-major data (what a trainer
@@ -184,19 +243,7 @@ impl PolicyNet {
         let vec = |out: &mut Vec<_>, name: &str, v: &DVector<f32>| {
             out.push((name.to_string(), vec![v.len()], v.iter().copied().collect()));
         };
-        let dense = |out: &mut Vec<_>, name: &str, d: &Dense| {
-            let (r, c) = d.weight.shape();
-            let data: Vec<f32> = (0..r)
-                .flat_map(|i| (0..c).map(move |k| (i, k)))
-                .map(|ix| d.weight[ix])
-                .collect();
-            out.push((format!("{name}.weight"), vec![r, c], data));
-            out.push((
-                format!("{name}.bias"),
-                vec![d.bias.len()],
-                d.bias.iter().copied().collect(),
-            ));
-        };
+        let dense = |out: &mut Vec<_>, name: &str, d: &Dense| out.extend(d.named(name));
         vec(&mut out, "l1.mean", &self.l1_mean);
         vec(&mut out, "l1.std", &self.l1_std);
         dense(&mut out, "l1.phi", &self.phi);
@@ -207,6 +254,9 @@ impl PolicyNet {
         vec(&mut out, "l2.std", &self.l2_std);
         for (d, n) in self.l2.iter().zip(["l2.fc1", "l2.fc2", "l2.out"]) {
             dense(&mut out, n, d);
+        }
+        if let Some(t) = &self.tier {
+            out.extend(t.tensors());
         }
         out
     }
@@ -235,17 +285,7 @@ impl PolicyNet {
             }
             Ok(DVector::from_vec(data.clone()))
         };
-        let dense = |name: &str, inputs: usize| -> Result<Dense> {
-            let (shape, data) = get(&format!("{name}.weight"))?;
-            if shape.len() != 2 || shape[1] != inputs || shape[0] == 0 {
-                return Err(bad(format!(
-                    "tensor `{name}.weight` has shape {shape:?}, expected [_, {inputs}]"
-                )));
-            }
-            let weight = DMatrix::from_row_slice(shape[0], shape[1], data);
-            let bias = vector(&format!("{name}.bias"), shape[0])?;
-            Ok(Dense { weight, bias })
-        };
+        let dense = |name: &str, inputs: usize| Dense::from_named(tensors, name, inputs, origin);
         let positive = |name: &str, v: &DVector<f32>| -> Result<()> {
             if v.iter().all(|x| x.is_finite() && *x > 0.0) {
                 Ok(())
@@ -282,6 +322,7 @@ impl PolicyNet {
             l2_mean,
             l2_std,
             l2: [g1, g2, out2],
+            tier: TierHead::from_tensors(tensors, origin)?,
         };
         if net
             .tensors()
@@ -330,6 +371,14 @@ impl PolicyNet {
             }
         }
         let st = SafeTensors::deserialize(bytes).map_err(|e| bad(e.to_string()))?;
+        let has_tier = st.names().iter().any(|n| n.starts_with("tier."));
+        if has_tier && field("tier_features") != TIER_FEATURES.join(",") {
+            return Err(bad(format!(
+                "metadata `tier_features` = {:?} differs from this build's features ({})",
+                field("tier_features"),
+                TIER_FEATURES.join(",")
+            )));
+        }
         let mut map = HashMap::new();
         for (name, view) in st.tensors() {
             if view.dtype() != Dtype::F32 {
@@ -368,6 +417,9 @@ impl PolicyNet {
             ("option_features".to_string(), OPTION_FEATURES.join(",")),
             ("place_features".to_string(), PLACE_FEATURES.join(",")),
         ]);
+        if self.tier.is_some() {
+            meta.insert("tier_features".to_string(), TIER_FEATURES.join(","));
+        }
         for (k, v) in extra {
             meta.insert((*k).to_string(), v.clone());
         }

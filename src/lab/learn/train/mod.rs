@@ -10,6 +10,7 @@
 //! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
 
 pub mod rl;
+pub mod tiers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -265,7 +266,10 @@ pub struct Norm {
     pub l2_std: Vec<f32>,
 }
 
-fn moments<'a>(rows: impl Iterator<Item = &'a [f32]>, width: usize) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn moments<'a>(
+    rows: impl Iterator<Item = &'a [f32]>,
+    width: usize,
+) -> (Vec<f32>, Vec<f32>) {
     let mut n = 0.0f64;
     let mut s = vec![0.0f64; width];
     let mut s2 = vec![0.0f64; width];
@@ -395,7 +399,11 @@ fn l1_batch(choices: &[&ChoiceExample], norm: &Norm, device: Device) -> Option<L
 /// Groups of candidate indices (each with its target's position) as a padded `[groups, k]`
 /// index tensor — padding points at `pad_index`, one past the candidates — the targets, and the
 /// number of groups.
-fn grouped(groups: &[(Vec<i64>, i64)], pad_index: i64, device: Device) -> (Tensor, Tensor, i64) {
+pub(super) fn grouped(
+    groups: &[(Vec<i64>, i64)],
+    pad_index: i64,
+    device: Device,
+) -> (Tensor, Tensor, i64) {
     let k = groups.iter().map(|g| g.0.len()).max().unwrap_or(1);
     let mut pad = Vec::with_capacity(groups.len() * k);
     for (idx, _) in groups {
@@ -463,7 +471,7 @@ fn padded(logits: &Tensor, pad: &Tensor) -> Tensor {
 
 /// Summed cross-entropy and correct count of grouped `logits` (`pad` rows index into them;
 /// the padding index is one past the end).
-fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64) {
+pub(super) fn grouped_loss(logits: &Tensor, pad: &Tensor, target: &Tensor) -> (Tensor, i64) {
     let padded = padded(logits, pad);
     let logp = padded.log_softmax(1, Kind::Float);
     let nll = -logp.gather(1, &target.unsqueeze(1), false).sum(Kind::Float);
