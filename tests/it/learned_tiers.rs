@@ -141,6 +141,9 @@ fn tier_examples_follow_the_labels() {
             assert_eq!(e.rows[0][0], 1.0);
             assert!((e.rows[0][1] - 1.0).abs() < 1e-6);
             assert!(e.rows[1..].iter().all(|r| r[0] == 0.0));
+            // The rule the head is measured against picks the fastest row (feature 1).
+            let top = TierHead::fastest().ranked(&e.rows)[0];
+            assert!(e.rows.iter().all(|r| r[1] <= e.rows[usize::from(top)][1]));
         }
         seen += ex.len();
     }

@@ -227,6 +227,16 @@ fn rows_of(
             Ok(s)
         })?;
         out.push(("learned@demand+tiers".into(), s, t));
+        // The rule the head is measured against: every job's fastest tier, same decoding.
+        let mut fastest = net.clone();
+        fastest.tier = Some(coda::policies::learned::TierHead::fastest());
+        let fastest = LearnedScheduler::new(perf, objective, fastest);
+        let (s, t) = timed(&mut || {
+            let mut s = fastest.decide(snap);
+            assign_tiers(perf, snap, &mut s, TierRule::Greedy, true)?;
+            Ok(s)
+        })?;
+        out.push(("learned-fastest-tier+tiers".into(), s, t));
         if net.tier.is_some() {
             let (s, t) = timed(&mut || {
                 let mut s = learned.decide(snap);

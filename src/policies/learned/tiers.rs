@@ -203,6 +203,31 @@ impl TierHead {
         }
     }
 
+    /// Not learned: a head whose score is the tier's speed, so every job gets its fastest tier
+    /// (the lowest on ties), TUNE's first wish — the rule the learned head is measured against
+    /// (`coda gap`, `learned-fastest-tier+tiers`).
+    pub fn fastest() -> Self {
+        let w = TIER_FEATURES.len();
+        let speed = TIER_FEATURES
+            .iter()
+            .position(|&f| f == "tier_speed")
+            .expect("a tier feature");
+        let unit = |rows: usize, cols: usize, at: (usize, usize)| Dense {
+            weight: DMatrix::from_fn(rows, cols, |i, k| if (i, k) == at { 1.0 } else { 0.0 }),
+            bias: DVector::zeros(rows),
+        };
+        // Speeds are positive, so the ReLUs pass them through unchanged.
+        TierHead {
+            mean: DVector::zeros(w),
+            std: DVector::from_element(w, 1.0),
+            layers: [
+                unit(1, w, (0, speed)),
+                unit(1, 1, (0, 0)),
+                unit(1, 1, (0, 0)),
+            ],
+        }
+    }
+
     /// One score per row of [`TIER_FEATURES`].
     pub fn scores(&self, rows: &[Vec<f32>]) -> Vec<f32> {
         if rows.is_empty() {

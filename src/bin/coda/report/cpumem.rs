@@ -135,6 +135,28 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
         )
     );
     s.push_str(&seeds_table(&dir, results)?);
+    // Level 1's tier head against the exact program on held-out rounds with tiers.
+    let tiers = results.join("gap/tiers/gap.csv");
+    if tiers.is_file() {
+        s.push_str(&super::results::gap_table(
+            &tiers,
+            results,
+            "\n### The learned tier choice against the exact program",
+            &[
+                "learned-tier-head+tiers",
+                "learned@demand+tiers",
+                "learned",
+                "best-heuristic",
+            ],
+        )?);
+        s.push_str(
+            "`learned-tier-head+tiers`: the learned policy choosing tiers with its tier head, \
+             the greedy rule then upgrading what is still free (as deployed); \
+             `learned@demand+tiers`: the same levels 1 and 2 placing at the demand, tiers handed \
+             out after placement; `learned`: the tier head without the greedy rule; the \
+             baselines hand out tiers by their rule (`synergy-tune`: TUNE; others: none).\n",
+        );
+    }
     // Sensitivity to the share of Synergy's speed-ups that carries over.
     let mut sens = Vec::new();
     for (tname, t) in TRACES {

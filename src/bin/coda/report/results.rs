@@ -174,6 +174,26 @@ pub(super) fn sensitivity_section(csv: &Path, results: &Path) -> coda::Result<St
 /// `gap.csv`: the gap to the exact program per policy over every round, and the mean gap by
 /// round size for the learned policy and the heuristics' best.
 pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    gap_table(
+        csv,
+        results,
+        "### gap",
+        &[
+            "learned",
+            "learned-greedy",
+            "best-heuristic",
+            "expert-l1+learned-l2",
+        ],
+    )
+}
+
+/// A `gap.csv` under `title`: every policy's gap over all rounds, and by round size for `cols`.
+pub(super) fn gap_table(
+    csv: &Path,
+    results: &Path,
+    title: &str,
+    cols: &[&str],
+) -> coda::Result<String> {
     let t = Table::read(csv)?;
     let dir = csv.parent().unwrap_or(results);
     let mut points = Vec::with_capacity(t.len());
@@ -214,12 +234,6 @@ pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
             ]
         })
         .collect();
-    let cols = [
-        "learned",
-        "learned-greedy",
-        "best-heuristic",
-        "expert-l1+learned-l2",
-    ];
     let mut head = vec!["rounds"];
     head.extend(cols);
     let size_rows: Vec<Vec<String>> = sizes
@@ -240,7 +254,7 @@ pub(super) fn gap_section(csv: &Path, results: &Path) -> coda::Result<String> {
         })
         .collect();
     Ok(format!(
-        "### gap\n\nGap to the exact program's solution on {} held-out rounds ({proven} of them \
+        "{title}\n\nGap to the exact program's solution on {} held-out rounds ({proven} of them \
          proven optimal, the others scored against the solver's incumbent). {}\n\n{}\nMean gap \
          by round size:\n\n{}\n",
         rounds.len(),
