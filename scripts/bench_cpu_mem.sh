@@ -4,7 +4,8 @@
 # `--cpu-mem fixed` and `--cpu-mem fungible`, every baseline, `synergy-tune`, `learned` and
 # `learned-rl`; then the sensitivity of the 3-cores-per-GPU runs to the one new estimate
 # (`cpu_mem_transfer`, 0.5 and 0). Writes benches/results/cpu_mem/<trace>-<servers>-<mode>/ and
-# machine.txt. About 40 minutes on 2 cores.
+# machine.txt. About 40 minutes on 2 cores. MODES="fungible" reruns only the fungible runs (the
+# fixed ones do not depend on how tiers are chosen: no job offers any).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
@@ -14,7 +15,7 @@ mkdir -p "$out"
 all=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random,synergy-tune,learned,learned-rl
 for trace in philly itp-cluster06; do
   for servers in cpu3 own; do
-    for mode in fixed fungible; do
+    for mode in ${MODES:-fixed fungible}; do
       # shellcheck disable=SC2046 # the server options are words
       "$coda" compare --trace "$trace" $(servers_args "$servers") --cpu-mem "$mode" \
         --policies "$all" --out "$out/$trace-$servers-$mode" > /dev/null
@@ -39,5 +40,7 @@ for t in 0.5 0; do
   done
   rm -f "$params"
 done
-machine_txt "$out" "bash scripts/bench_cpu_mem.sh" \
-  "compare's policies in parallel on both cores, beside other work (wall columns are of a shared machine)"
+runs="compare's policies in parallel on both cores, beside other work (wall columns are of a shared machine)"
+[ "${MODES:-fixed fungible}" = "fixed fungible" ] ||
+  runs="$runs; MODES=$MODES: the other runs are from an earlier commit (see git log)"
+machine_txt "$out" "bash scripts/bench_cpu_mem.sh" "$runs"

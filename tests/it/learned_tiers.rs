@@ -2,7 +2,7 @@
 //! scores below the policy's decoding at the demand, its tensors round-trip in the weights file
 //! (a file of other tier features is a typed error), and its examples follow the labels.
 
-use coda::lab::learn::{label_round, tier_examples};
+use coda::lab::learn::{RoundLabel, label_round, tier_examples};
 use coda::objective::RoundPricing;
 use coda::policies::learned::{LearnedScheduler, PolicyNet, TierHead};
 use coda::workload::{GenerateOptions, generate, offer_tiers};
@@ -25,6 +25,19 @@ fn tiered(servers: usize, jobs: usize, seed: u64, running: f64) -> ClusterSnapsh
     .unwrap();
     offer_tiers(&mut snap, perf);
     snap
+}
+
+/// The exact program's label of [`tiered`]'s round (node-limited, so that it repeats).
+fn labelled(servers: usize, jobs: usize, seed: u64, running: f64) -> (ClusterSnapshot, RoundLabel) {
+    let snap = tiered(servers, jobs, seed, running);
+    let settings = SolveSettings {
+        time_limit_s: 20.0,
+        node_limit: Some(200),
+        ..Default::default()
+    };
+    let perf = CalibratedPerf::shipped();
+    let label = label_round("t", &snap, perf, &Objective::default(), &settings).unwrap();
+    (snap, label)
 }
 
 fn with_head(weights: u64, head: u64) -> PolicyNet {
@@ -112,15 +125,9 @@ fn tier_head_round_trips_and_other_features_are_refused() {
 fn tier_examples_follow_the_labels() {
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
-    let settings = SolveSettings {
-        time_limit_s: 20.0,
-        node_limit: Some(200),
-        ..Default::default()
-    };
     let mut seen = 0;
     for seed in 0..3 {
-        let snap = tiered(2, 5, seed, 0.3);
-        let label = label_round("t", &snap, perf, &objective, &settings).unwrap();
+        let (snap, label) = labelled(2, 5, seed, 0.3);
         let ex = tier_examples(perf, objective, &label);
         let expected: Vec<u8> = label
             .schedule
@@ -157,15 +164,9 @@ fn training_the_tier_head_lowers_its_loss() {
     use coda::lab::learn::train::tiers::{TierTrainConfig, train_tiers};
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
-    let settings = SolveSettings {
-        time_limit_s: 20.0,
-        node_limit: Some(200),
-        ..Default::default()
-    };
     let mut ex = Vec::new();
     for seed in 0..4 {
-        let snap = tiered(2, 6, seed, 0.0);
-        let label = label_round("t", &snap, perf, &objective, &settings).unwrap();
+        let (_, label) = labelled(2, 6, seed, 0.0);
         ex.extend(tier_examples(perf, objective, &label));
     }
     let cfg = TierTrainConfig {

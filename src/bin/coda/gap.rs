@@ -215,35 +215,29 @@ fn rows_of(
     out.push((VARIANTS[4].into(), s, t));
     if snap.jobs.iter().any(|j| !j.tiers.is_empty()) {
         // Rounds with tiers: the policy at the demand with tiers handed out after placement
-        // (what a policy without a tier head does), and with its tier head, the same rule
-        // then upgrading only what is still free (as deployed).
+        // (what a policy without a tier head does); with every job's fastest tier (the rule the
+        // head is measured against); with its tier head (as deployed). The greedy rule then
+        // upgrades what is still free.
         use coda::policies::cpumem::{TierRule, assign_tiers};
-        let mut plain = net.clone();
-        plain.tier = None;
-        let at_demand = LearnedScheduler::new(perf, objective, plain);
-        let (s, t) = timed(&mut || {
-            let mut s = at_demand.decide(snap);
-            assign_tiers(perf, snap, &mut s, TierRule::Greedy, false)?;
-            Ok(s)
-        })?;
-        out.push(("learned@demand+tiers".into(), s, t));
-        // The rule the head is measured against: every job's fastest tier, same decoding.
-        let mut fastest = net.clone();
-        fastest.tier = Some(coda::policies::learned::TierHead::fastest());
-        let fastest = LearnedScheduler::new(perf, objective, fastest);
-        let (s, t) = timed(&mut || {
-            let mut s = fastest.decide(snap);
-            assign_tiers(perf, snap, &mut s, TierRule::Greedy, true)?;
-            Ok(s)
-        })?;
-        out.push(("learned-fastest-tier+tiers".into(), s, t));
-        if net.tier.is_some() {
+        use coda::policies::learned::TierHead;
+        let mut variants = vec![
+            ("learned@demand+tiers", None),
+            ("learned-fastest-tier+tiers", Some(TierHead::fastest())),
+        ];
+        if let Some(h) = &net.tier {
+            variants.push(("learned-tier-head+tiers", Some(h.clone())));
+        }
+        for (name, head) in variants {
+            let mut n = net.clone();
+            n.tier = head;
+            let keep = n.tier.is_some();
+            let p = LearnedScheduler::new(perf, objective, n);
             let (s, t) = timed(&mut || {
-                let mut s = learned.decide(snap);
-                assign_tiers(perf, snap, &mut s, TierRule::Greedy, true)?;
+                let mut s = p.decide(snap);
+                assign_tiers(perf, snap, &mut s, TierRule::Greedy, keep)?;
                 Ok(s)
             })?;
-            out.push(("learned-tier-head+tiers".into(), s, t));
+            out.push((name.into(), s, t));
         }
     }
     let opts = PolicyOptions::default();

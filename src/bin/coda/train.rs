@@ -72,6 +72,26 @@ pub struct Args {
     pub proven_only: bool,
 }
 
+/// The labels of `files` by id (the first of each id kept), only those proven optimal with
+/// `proven_only`, and how many the files held: the order every training reads them in (every
+/// `validate_every`-th is held out).
+pub(crate) fn labels_by_id(
+    files: &[PathBuf],
+    proven_only: bool,
+) -> coda::Result<(Vec<coda::lab::learn::RoundLabel>, usize)> {
+    let mut labels = Vec::new();
+    for f in files {
+        labels.extend(read_labels(f)?);
+    }
+    let total = labels.len();
+    if proven_only {
+        labels.retain(|l| l.proven);
+    }
+    labels.sort_by(|a, b| a.id.cmp(&b.id));
+    labels.dedup_by(|a, b| a.id == b.id);
+    Ok((labels, total))
+}
+
 /// Runs the command.
 pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let args = match cmd {
@@ -84,16 +104,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let objective = Objective::default();
     coda::io::check_writable(&args.out)?;
     std::fs::create_dir_all(&args.run_dir).map_err(|e| coda::Error::io(&args.run_dir, e))?;
-    let mut labels = Vec::new();
-    for f in &args.labels {
-        labels.extend(read_labels(f)?);
-    }
-    let total = labels.len();
-    if args.proven_only {
-        labels.retain(|l| l.proven);
-    }
-    labels.sort_by(|a, b| a.id.cmp(&b.id));
-    labels.dedup_by(|a, b| a.id == b.id);
+    let (labels, total) = labels_by_id(&args.labels, args.proven_only)?;
     let ex: Vec<(ChoiceExample, Vec<PlaceExample>)> = labels
         .par_iter()
         .map(|l| examples(&perf, objective, l))

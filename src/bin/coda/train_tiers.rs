@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use coda::Objective;
 use coda::lab::learn::train::tiers::{TierTrainConfig, train_tiers};
-use coda::lab::learn::{TierExample, read_labels, tier_examples};
+use coda::lab::learn::{TierExample, tier_examples};
 use coda::policies::learned::PolicyNet;
 use rayon::prelude::*;
 
+use crate::train::labels_by_id;
 use crate::{perf_model, range};
 
 /// Arguments of `coda train tiers`.
@@ -82,16 +83,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 .contains(&k.as_str())
         })
         .collect();
-    let mut labels = Vec::new();
-    for f in &args.labels {
-        labels.extend(read_labels(f)?);
-    }
-    let total = labels.len();
-    if args.proven_only {
-        labels.retain(|l| l.proven);
-    }
-    labels.sort_by(|a, b| a.id.cmp(&b.id));
-    labels.dedup_by(|a, b| a.id == b.id);
+    let (labels, total) = labels_by_id(&args.labels, args.proven_only)?;
     let per_round: Vec<Vec<TierExample>> = labels
         .par_iter()
         .map(|l| tier_examples(&perf, Objective::default(), l))

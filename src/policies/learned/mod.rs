@@ -29,8 +29,12 @@
 //!    every other decoding), and the decoding the objective scores highest is returned — the
 //!    networks propose, the objective the expert maximises chooses among the proposals.
 //!
+//! 6. On a round whose jobs offer CPU/memory tiers, level 1's tier head (when the weights hold
+//!    one) chooses each job's tier for its first choice, and steps 1–5 run twice — at the demand
+//!    and at those tiers — the objective keeping the better ([`tiers`]).
+//!
 //! Files: this one the scheduler (weights, settings, level 1's scores, the round's decision);
-//! `decode` steps 2–5; `features` the three feature sets; `net` the networks.
+//! `decode` steps 2–5; `features` the three feature sets; `net` the networks; `tiers` step 6.
 
 mod decode;
 pub mod features;

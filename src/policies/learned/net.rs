@@ -50,6 +50,17 @@ impl Dense {
         y
     }
 
+    /// A layer with weights and biases uniform in ±1/√`inputs` (as libtorch initialises linear
+    /// layers), drawn from `rng`.
+    pub(super) fn random(inputs: usize, outputs: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Self {
+        use rand::Rng;
+        let bound = 1.0 / (inputs as f32).sqrt();
+        Dense {
+            weight: DMatrix::from_fn(outputs, inputs, |_, _| rng.random_range(-bound..=bound)),
+            bias: DVector::from_fn(outputs, |_, _| rng.random_range(-bound..=bound)),
+        }
+    }
+
     /// Its two tensors, `{name}.weight` (row-major) and `{name}.bias`.
     pub(super) fn named(&self, name: &str) -> [(String, Vec<usize>, Vec<f32>); 2] {
         let (r, c) = self.weight.shape();
@@ -163,15 +174,9 @@ impl PolicyNet {
     /// point, and what the property tests decode with to show that validity never depends on
     /// the weights.
     pub fn untrained(seed: u64) -> Self {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut dense = |inputs: usize, outputs: usize| {
-            let bound = 1.0 / (inputs as f32).sqrt();
-            Dense {
-                weight: DMatrix::from_fn(outputs, inputs, |_, _| rng.random_range(-bound..=bound)),
-                bias: DVector::from_fn(outputs, |_, _| rng.random_range(-bound..=bound)),
-            }
-        };
+        let mut dense = |inputs: usize, outputs: usize| Dense::random(inputs, outputs, &mut rng);
         let nj = JOB_FEATURES.len();
         let np = PLACE_FEATURES.len();
         PolicyNet {

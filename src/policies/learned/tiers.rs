@@ -185,15 +185,9 @@ impl TierHead {
     /// A head of the default width with seeded random weights and identity normalisation (as
     /// [`super::PolicyNet::untrained`]): what the property tests decode with.
     pub fn untrained(seed: u64) -> Self {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut dense = |inputs: usize, outputs: usize| {
-            let bound = 1.0 / (inputs as f32).sqrt();
-            Dense {
-                weight: DMatrix::from_fn(outputs, inputs, |_, _| rng.random_range(-bound..=bound)),
-                bias: DVector::from_fn(outputs, |_, _| rng.random_range(-bound..=bound)),
-            }
-        };
+        let mut dense = |inputs: usize, outputs: usize| Dense::random(inputs, outputs, &mut rng);
         let w = TIER_FEATURES.len();
         let h = super::HIDDEN;
         TierHead {

@@ -52,9 +52,9 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
     }
     let mut s = format!(
         "`--cpu-mem fixed` gives every task its demand under every policy; `fungible` lets \
-         `synergy-tune` and the `learned` policies hand out what their placements leave free, \
-         `ilp` chooses tiers with the placement (the other baselines keep the demand either \
-         way). Average JCT in hours; cores \
+         `synergy-tune` hand out what its placements leave free, `ilp` and the `learned` \
+         policies (their tier head) choose tiers with the placement and then hand out what is \
+         left (the other baselines keep the demand either way). Average JCT in hours; cores \
          held and stranded as time-averaged shares of the cluster's cores. {}\n",
         provenance(&dir, results)?
     );

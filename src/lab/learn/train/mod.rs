@@ -399,11 +399,7 @@ fn l1_batch(choices: &[&ChoiceExample], norm: &Norm, device: Device) -> Option<L
 /// Groups of candidate indices (each with its target's position) as a padded `[groups, k]`
 /// index tensor — padding points at `pad_index`, one past the candidates — the targets, and the
 /// number of groups.
-pub(super) fn grouped(
-    groups: &[(Vec<i64>, i64)],
-    pad_index: i64,
-    device: Device,
-) -> (Tensor, Tensor, i64) {
+fn grouped(groups: &[(Vec<i64>, i64)], pad_index: i64, device: Device) -> (Tensor, Tensor, i64) {
     let k = groups.iter().map(|g| g.0.len()).max().unwrap_or(1);
     let mut pad = Vec::with_capacity(groups.len() * k);
     for (idx, _) in groups {
@@ -420,39 +416,57 @@ pub(super) fn grouped(
     )
 }
 
-struct L2Batch {
-    x: Tensor,
-    pad: Tensor,
-    target: Tensor,
-    decisions: i64,
+/// Groups of candidate rows, each with its target row, as tensors: level 2's placement steps
+/// and the tier head's jobs.
+pub(super) struct RowBatch {
+    pub(super) x: Tensor,
+    pub(super) pad: Tensor,
+    pub(super) target: Tensor,
+    pub(super) decisions: i64,
 }
 
-fn l2_batch(steps: &[&PlaceExample], norm: &Norm, device: Device) -> Option<L2Batch> {
-    if steps.is_empty() {
+/// `groups` (each: its rows of `mean.len()` features and the index of its target among them)
+/// normalised by `mean` and `std`; `None` without groups.
+pub(super) fn row_batch<'a>(
+    groups: impl Iterator<Item = (&'a [Vec<f32>], usize)>,
+    mean: &[f32],
+    std: &[f32],
+    device: Device,
+) -> Option<RowBatch> {
+    let mut x = Vec::new();
+    let mut idx = Vec::new();
+    let mut n = 0i64;
+    for (rows, target) in groups {
+        for r in rows {
+            normalised(r, mean, std, &mut x);
+        }
+        idx.push((
+            (n..n + rows.len() as i64).collect::<Vec<_>>(),
+            target as i64,
+        ));
+        n += rows.len() as i64;
+    }
+    if idx.is_empty() {
         return None;
     }
-    let mut x = Vec::new();
-    let mut groups = Vec::new();
-    let mut n = 0i64;
-    for s in steps {
-        for r in &s.rows {
-            normalised(r, &norm.l2_mean, &norm.l2_std, &mut x);
-        }
-        groups.push((
-            (n..n + s.rows.len() as i64).collect::<Vec<_>>(),
-            s.target as i64,
-        ));
-        n += s.rows.len() as i64;
-    }
-    let (pad, target, decisions) = grouped(&groups, n, device);
-    Some(L2Batch {
+    let (pad, target, decisions) = grouped(&idx, n, device);
+    Some(RowBatch {
         x: Tensor::from_slice(&x)
-            .view([n, PLACE_FEATURES.len() as i64])
+            .view([n, mean.len() as i64])
             .to_device(device),
         pad,
         target,
         decisions,
     })
+}
+
+fn l2_batch(steps: &[&PlaceExample], norm: &Norm, device: Device) -> Option<RowBatch> {
+    row_batch(
+        steps.iter().map(|s| (s.rows.as_slice(), s.target)),
+        &norm.l2_mean,
+        &norm.l2_std,
+        device,
+    )
 }
 
 /// `logits` gathered into groups: row `g` of the result holds the logits `pad[g]` indexes, the
@@ -489,7 +503,7 @@ impl TchPolicy {
         grouped_loss(&logits, &b.pad, &b.target)
     }
 
-    fn l2_loss(&self, b: &L2Batch) -> (Tensor, i64) {
+    fn l2_loss(&self, b: &RowBatch) -> (Tensor, i64) {
         grouped_loss(&self.level2(&b.x), &b.pad, &b.target)
     }
 }
@@ -543,7 +557,7 @@ pub fn train(
     })?;
 
     // Fixed batches (tensors built once); their order is shuffled every epoch.
-    let batches: Vec<(Option<L1Batch>, Option<L2Batch>)> = train
+    let batches: Vec<(Option<L1Batch>, Option<RowBatch>)> = train
         .chunks(cfg.batch_rounds)
         .map(|chunk| {
             let c: Vec<&ChoiceExample> = chunk.iter().map(|t| &t.0).collect();
@@ -556,7 +570,7 @@ pub fn train(
     let val_l1 = l1_batch(&val_c, &norm, device);
     let val_l2 = l2_batch(&val_s, &norm, device);
     let count = |b: &Option<L1Batch>| b.as_ref().map_or(0, |b| b.decisions as usize);
-    let count2 = |b: &Option<L2Batch>| b.as_ref().map_or(0, |b| b.decisions as usize);
+    let count2 = |b: &Option<RowBatch>| b.as_ref().map_or(0, |b| b.decisions as usize);
     let sizes = [
         batches.iter().map(|b| count(&b.0)).sum(),
         batches.iter().map(|b| count2(&b.1)).sum(),

@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Tensor};
 
-use super::{HIDDEN, device, grouped, grouped_loss, moments};
+use super::{HIDDEN, RowBatch, device, grouped_loss, moments, row_batch};
 use crate::error::{Error, Result};
 use crate::lab::learn::TierExample;
 use crate::policies::learned::TierHead;
@@ -63,36 +63,13 @@ pub struct TierEpochLog {
     pub seconds: f64,
 }
 
-struct Batch {
-    x: Tensor,
-    pad: Tensor,
-    target: Tensor,
-    decisions: i64,
-}
-
-fn batch(ex: &[&TierExample], mean: &[f32], std: &[f32], dev: Device) -> Option<Batch> {
-    if ex.is_empty() {
-        return None;
-    }
-    let mut x = Vec::new();
-    let mut groups = Vec::new();
-    let mut n = 0i64;
-    for e in ex {
-        for r in &e.rows {
-            x.extend(r.iter().zip(mean).zip(std).map(|((v, m), s)| (v - m) / s));
-        }
-        groups.push(((n..n + e.rows.len() as i64).collect(), e.target as i64));
-        n += e.rows.len() as i64;
-    }
-    let (pad, target, decisions) = grouped(&groups, n, dev);
-    Some(Batch {
-        x: Tensor::from_slice(&x)
-            .view([n, TIER_FEATURES.len() as i64])
-            .to_device(dev),
-        pad,
-        target,
-        decisions,
-    })
+fn batch(ex: &[&TierExample], mean: &[f32], std: &[f32], dev: Device) -> Option<RowBatch> {
+    row_batch(
+        ex.iter().map(|e| (e.rows.as_slice(), e.target)),
+        mean,
+        std,
+        dev,
+    )
 }
 
 /// The trained head and its learning curve.
@@ -143,7 +120,7 @@ pub fn train_tiers(
         reason: e.to_string(),
     })?;
     let refs: Vec<&TierExample> = train.iter().collect();
-    let batches: Vec<Batch> = refs
+    let batches: Vec<RowBatch> = refs
         .chunks(cfg.batch)
         .filter_map(|c| batch(c, &mean, &std, dev))
         .collect();
