@@ -34,16 +34,19 @@
 //!    and at those tiers — the objective keeping the better ([`tiers`]).
 //!
 //! Files: this one the scheduler (weights, settings, level 1's scores, the round's decision);
-//! `decode` steps 2–5; `features` the three feature sets; `net` the networks; `tiers` step 6.
+//! `decode` steps 2–5; `features` the three feature sets; `net` the networks, `layers` what they
+//! are made of; `tiers` step 6.
 
 mod decode;
 pub mod features;
+mod layers;
 mod net;
 pub mod tiers;
 
 pub use decode::{CANDIDATES_PER_KIND, Candidates, Sampled, SampledStep, keep_mode, plan_of};
 use decode::{allocation, argmax, gumbel};
-pub use net::{Dense, EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
+pub use layers::Dense;
+pub use net::{EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
 pub use tiers::TierHead;
 
 use rand::SeedableRng;

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::net::{Dense, mlp, normalise};
+use super::layers::{Dense, mlp, normalise};
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, Job, JobPos};
 use crate::objective::{JobOption, RoundPricing};
