@@ -60,8 +60,8 @@ pub struct TierContext {
 
 impl TierContext {
     /// The context of `chosen` (per job, an option index in `demand`'s pricing, or `None`):
-    /// `demand` prices the round without tiers ([`ClusterSnapshot::at_demand`]), `snapshot` is
-    /// the same round with them.
+    /// `demand` prices the round without tiers (every job at its demand, its tiers dropped),
+    /// `snapshot` is the same round with them.
     pub fn new(
         perf: &dyn PerfModel,
         snapshot: &ClusterSnapshot,
