@@ -124,8 +124,12 @@ proptest! {
         prop_assert!(scored >= 1);
         let got = exact_for(&s, &obj);
         prop_assert_eq!(got.report.status, SolveStatus::Optimal);
-        // HiGHS proves optimality to an absolute gap of 1e-6 (SolveSettings::mip_abs_gap).
-        prop_assert!((got.report.objective - best).abs() <= 1e-6 + 1e-9, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
+        // HiGHS proves optimality to an absolute gap of 1e-6 (SolveSettings::mip_abs_gap), and
+        // its reported value carries integer columns within 1e-6 of integral (as in
+        // `decoded_schedule_scores_the_reported_objective`): servers = 2, per_switch = 1,
+        // switches = 1, jobs = 3, κ = 0.5 reported 1.1e-6 above the best schedule. 1e-5 holds
+        // both; a wrong optimum misses by orders more.
+        prop_assert!((got.report.objective - best).abs() <= 1e-5, "ILP {} vs brute force {} ({} schedules)", got.report.objective, best, scored);
         let config = ilp::SolveRequest::new(&s, perf(), obj).unwrap().program(ilp::SolveProgram::Config).solve().unwrap().report;
         prop_assert_eq!(config.status, SolveStatus::Optimal);
         prop_assert!((config.objective - best).abs() <= 1e-6 + 1e-9, "configuration program {} vs brute force {}", config.objective, best);

@@ -83,7 +83,7 @@ pub struct Args {
     pub tiers: bool,
     /// Cores per GPU of the replay's servers (Synergy's testbed: 3), as `coda compare
     /// --cpu-per-gpu`; generated rounds have 3 already (24 cores, 8 GPUs).
-    #[arg(long)]
+    #[arg(long, value_parser = range::positive, requires = "trace")]
     pub cpu_per_gpu: Option<f64>,
     /// Datasets folder (traces, cluster specs).
     #[arg(long, default_value = "datasets")]
