@@ -228,18 +228,7 @@ impl TchPolicy {
 
     /// The weights as a plain-Rust network, with the given normalisation.
     pub fn to_policy_net(&self, norm: &Norm) -> Result<PolicyNet> {
-        let mut map: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
-        for (name, t) in self.vs.variables() {
-            let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
-            let data =
-                Vec::<f32>::try_from(t.to_device(Device::Cpu).flatten(0, -1)).map_err(|e| {
-                    Error::ModelFile {
-                        path: name.clone(),
-                        reason: e.to_string(),
-                    }
-                })?;
-            map.insert(name, (shape, data));
-        }
+        let mut map = named_tensors(&self.vs)?;
         map.insert("l1.mean".into(), (vec![L1_WIDTH], norm.l1_mean.clone()));
         map.insert("l1.std".into(), (vec![L1_WIDTH], norm.l1_std.clone()));
         let np = PLACE_FEATURES.len();
@@ -247,6 +236,26 @@ impl TchPolicy {
         map.insert("l2.std".into(), (vec![np], norm.l2_std.clone()));
         PolicyNet::from_tensors(&map, "trainer")
     }
+}
+
+/// Tensors by name: shape and row-major data.
+pub(super) type NamedTensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+/// Every variable of `vs` by name, with its shape and row-major data (on the CPU): what the
+/// plain-Rust networks are read from.
+pub(super) fn named_tensors(vs: &nn::VarStore) -> Result<NamedTensors> {
+    let mut map = HashMap::new();
+    for (name, t) in vs.variables() {
+        let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
+        let data = Vec::<f32>::try_from(t.to_device(Device::Cpu).flatten(0, -1)).map_err(|e| {
+            Error::ModelFile {
+                path: name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        map.insert(name, (shape, data));
+    }
+    Ok(map)
 }
 
 /// The standard deviation of a dropped feature: every value the features take normalises to

@@ -3,14 +3,12 @@
 //! tier rows ([`crate::lab::learn::tier_examples`]). Seeded, one libtorch thread, the weights of
 //! the epoch with the lowest validation loss kept (the last without validation examples).
 
-use std::collections::HashMap;
-
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Tensor};
 
-use super::{HIDDEN, RowBatch, device, grouped_loss, moments, row_batch};
+use super::{HIDDEN, RowBatch, device, grouped_loss, moments, named_tensors, row_batch};
 use crate::error::{Error, Result};
 use crate::lab::learn::TierExample;
 use crate::policies::learned::TierHead;
@@ -144,18 +142,7 @@ pub fn train_tiers(
         best == e.target
     });
     let export = || -> Result<TierHead> {
-        let mut map: HashMap<String, (Vec<usize>, Vec<f32>)> = HashMap::new();
-        for (name, t) in vs.variables() {
-            let shape: Vec<usize> = t.size().iter().map(|&d| d as usize).collect();
-            let data =
-                Vec::<f32>::try_from(t.to_device(Device::Cpu).flatten(0, -1)).map_err(|e| {
-                    Error::ModelFile {
-                        path: name.clone(),
-                        reason: e.to_string(),
-                    }
-                })?;
-            map.insert(name, (shape, data));
-        }
+        let mut map = named_tensors(&vs)?;
         map.insert("tier.mean".into(), (vec![w], mean.clone()));
         map.insert("tier.std".into(), (vec![w], std.clone()));
         TierHead::from_tensors(&map, "trainer")?.ok_or_else(|| Error::ModelFile {
