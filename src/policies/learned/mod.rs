@@ -222,7 +222,14 @@ impl<'a> LearnedScheduler<'a> {
     fn decide_at(&self, snapshot: &ClusterSnapshot) -> Schedule {
         let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
         let logits = self.logits(&pricing);
-        let mut best = self.place(&pricing, &allocation(&logits));
+        self.decode(&pricing, &logits)
+    }
+
+    /// The decodings of a priced round (see [`LearnedScheduler::decide`]) from level 1's
+    /// `logits` on it.
+    fn decode(&self, pricing: &RoundPricing, logits: &[Vec<f32>]) -> Schedule {
+        let snapshot = pricing.snapshot();
+        let mut best = self.place(pricing, &allocation(logits));
         if self.samples <= 1 {
             return best;
         }
@@ -240,9 +247,9 @@ impl<'a> LearnedScheduler<'a> {
             // Level 2 sampled in every other decoding only: level 1's choices are explored
             // with level 2 at its best, and jointly.
             let s = if sample % 2 == 0 {
-                self.place_with(&pricing, &allocation(&noisy), Some(&mut rng), None)
+                self.place_with(pricing, &allocation(&noisy), Some(&mut rng), None)
             } else {
-                self.place_with(&pricing, &allocation(&noisy), None, None)
+                self.place_with(pricing, &allocation(&noisy), None, None)
             };
             let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
             if score > best_score {

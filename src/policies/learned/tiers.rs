@@ -317,12 +317,13 @@ impl super::LearnedScheduler<'_> {
     /// tiers take; the one the objective scores higher (at the tiers) is returned.
     pub(super) fn decide_tiered(&self, snapshot: &ClusterSnapshot) -> crate::model::Schedule {
         let demand = snapshot.at_demand();
-        let at_demand = self.decide_at(&demand);
+        let pd = RoundPricing::new(self.perf, &demand, self.objective);
+        let logits = self.logits(&pd);
+        let at_demand = self.decode(&pd, &logits);
         let Some(head) = &self.net.tier else {
             return at_demand;
         };
-        let pd = RoundPricing::new(self.perf, &demand, self.objective);
-        let alloc = super::allocation(&self.logits(&pd));
+        let alloc = super::allocation(&logits);
         let chosen: Vec<Option<usize>> = alloc.choices.iter().map(|c| c.first().copied()).collect();
         let ctx = TierContext::new(self.perf, snapshot, &pd, &chosen);
         let tiers: Vec<u8> = chosen
@@ -345,7 +346,10 @@ impl super::LearnedScheduler<'_> {
             job.demand.cpu_per_worker = c;
             job.demand.mem_per_worker_gib = m;
         }
-        let mut at_tiers = self.decide_at(&placed);
+        // Level 1 reads no worker's cores or memory (nor do the options), so its logits at the
+        // tiers are those at the demand: only the placement sees the tiers' cores.
+        let pp = RoundPricing::new(self.perf, &placed, self.objective);
+        let mut at_tiers = self.decode(&pp, &logits);
         for a in &mut at_tiers.assignments {
             if let Some(j) = snapshot.job_index(a.job) {
                 a.tier = tiers[j];
