@@ -398,3 +398,103 @@ fn solve_takes_the_policy_as_its_warm_start() {
     );
     assert!(obj >= start - 1e-9, "{obj} < {start}");
 }
+
+/// Level 1's critic fits the discounted returns of real rollouts (it explains most of their
+/// variance on the data it was fitted to), and RL runs with it and without it (the ablation),
+/// seeded: the same seed gives the same learning curve.
+#[cfg(feature = "train")]
+#[test]
+fn learned_critic_fits_returns_and_rl_runs_with_and_without_it() {
+    use coda::lab::learn::rl::{Decoding, Episode, rollout};
+    use coda::lab::learn::train::Norm;
+    use coda::lab::learn::train::critic::{Critic, CriticBatch, explained_variance};
+    use coda::lab::learn::train::rl::{Advantage, RlConfig, Stage, train_rl};
+    use tch::Device;
+
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let jobs = crate::common::philly(120);
+    let cluster = coda::Cluster::homogeneous(2, &coda::workload::trace::default_server());
+    let net = LearnedScheduler::shipped(perf, objective)
+        .unwrap()
+        .net()
+        .clone();
+    let eps: Vec<Episode> = [0, 30, 60]
+        .iter()
+        .map(|&at| Episode::window("philly", &jobs, at, 30, &cluster, perf, objective).unwrap())
+        .collect();
+    let rollouts: Vec<_> = eps
+        .iter()
+        .map(|e| rollout(perf, objective, &net, e, Decoding::Greedy).unwrap())
+        .collect();
+    let norm = Norm {
+        l1_mean: net.l1_mean.iter().copied().collect(),
+        l1_std: net.l1_std.iter().copied().collect(),
+        l2_mean: net.l2_mean.iter().copied().collect(),
+        l2_std: net.l2_std.iter().copied().collect(),
+    };
+    let refs: Vec<&Episode> = eps.iter().collect();
+    let batch = CriticBatch::new(&rollouts, &refs, &norm, Device::Cpu);
+    let returns: Vec<f64> = rollouts
+        .iter()
+        .flat_map(|r| {
+            let mut g: Vec<f64> = Vec::new();
+            let mut acc = 0.0;
+            for round in r.rounds.iter().rev() {
+                acc = round.reward / 10.0 + 0.9 * acc;
+                g.push(acc);
+            }
+            g.reverse();
+            g
+        })
+        .collect();
+    assert_eq!(batch.len(), returns.len());
+    tch::manual_seed(0);
+    let mut critic = Critic::new(Device::Cpu, 3e-3).unwrap();
+    let before = explained_variance(&critic.predict(&batch), &returns);
+    let loss = critic.fit(&batch, &returns, 400);
+    let after = explained_variance(&critic.predict(&batch), &returns);
+    assert!(loss.is_finite());
+    assert!(
+        after > 0.5 && after > before,
+        "explained variance {before} -> {after}"
+    );
+
+    let run = |advantage: Advantage, seed: u64| {
+        let cfg = RlConfig {
+            seed,
+            episodes: 1,
+            rollouts: 2,
+            validate_every: 2,
+            checkpoint_every: 0,
+            advantage,
+            device: Device::Cpu,
+            ..RlConfig::new(vec![Stage {
+                name: "joint".into(),
+                cluster: cluster.clone(),
+                window: 20,
+                iterations: 2,
+                level1: true,
+                level2: true,
+            }])
+        };
+        train_rl(&cfg, &net, perf, objective, &jobs, &eps[..1], &mut |_| {}).unwrap()
+    };
+    let gae = run(Advantage::Gae { lambda: 0.95 }, 3);
+    assert_eq!(gae.curve.len(), 2);
+    assert!(
+        gae.curve
+            .iter()
+            .all(|l| l.value_loss.is_finite() && l.rollouts.0 == 2)
+    );
+    let plain = run(Advantage::Rollouts, 3);
+    assert!(plain.curve.iter().all(|l| l.value_loss.is_nan()));
+    let again = run(Advantage::Gae { lambda: 0.95 }, 3);
+    let strip = |c: &[coda::lab::learn::train::rl::RlLog]| -> Vec<(f64, f64, f64)> {
+        c.iter()
+            .map(|l| (l.train_avg_jct_h, l.value_loss, l.l1_kl))
+            .collect()
+    };
+    assert_eq!(strip(&gae.curve), strip(&again.curve));
+    assert_eq!(gae.net, again.net);
+}

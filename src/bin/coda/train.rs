@@ -42,6 +42,9 @@ pub struct Args {
     /// Seed of initialisation and batch order.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
     /// Epochs of level 1 alone.
     #[arg(long, default_value_t = 40)]
     pub epochs_level1: usize,
@@ -126,6 +129,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         checkpoint_every: 20,
         run_dir: args.run_dir.clone(),
         drop_features: args.drop_features.clone(),
+        device: coda::lab::learn::train::device_named(&args.device)?,
     };
     let epochs = args.epochs_level1 + args.epochs_level2 + args.epochs_joint;
     let bar = ProgressBar::new(epochs as u64);

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use coda::lab::learn::rl::Episode;
-use coda::lab::learn::train::rl::{Level2Reward, RlConfig, Stage, train_rl, write_rl_curve};
+use coda::lab::learn::train::rl::{
+    Advantage, Level2Reward, RlConfig, Stage, train_rl, write_rl_curve,
+};
 use coda::policies::learned::PolicyNet;
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, cluster_from_spec};
@@ -87,6 +89,31 @@ pub struct Args {
     /// Validate every this many iterations.
     #[arg(long, default_value_t = 5, value_parser = range::at_least_one)]
     pub validate_every: usize,
+    /// Level 1's advantages: `gae` (a learned critic, generalised advantage estimation) or
+    /// `rollouts` (each return against the other rollouts of its episode: the ablation without a
+    /// critic).
+    #[arg(long, default_value = "gae")]
+    pub advantage: String,
+    /// GAE's λ.
+    #[arg(long, default_value_t = 0.95, value_parser = range::fraction)]
+    pub gae_lambda: f64,
+    /// Full-batch critic steps per iteration.
+    #[arg(long, default_value_t = 40, value_parser = range::at_least_one)]
+    pub critic_epochs: usize,
+    /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`
+    /// (rollouts run on the CPU cores whatever it is).
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Threads rolling out (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Stop after the iteration that passes this many seconds (validating then), whatever the
+    /// curriculum has left.
+    #[arg(long, value_parser = range::positive)]
+    pub time_budget: Option<f64>,
+    /// Checkpoint every this many iterations (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub checkpoint_every: usize,
 }
 
 fn bad_spec(field: &str, value: &str, expected: &str) -> Error {
@@ -172,6 +199,13 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         "return" => Level2Reward::Return,
         other => return Err(bad_spec("--level2-reward", other, "efficiency or return")),
     };
+    let advantage = match args.advantage.as_str() {
+        "gae" => Advantage::Gae {
+            lambda: args.gae_lambda,
+        },
+        "rollouts" => Advantage::Rollouts,
+        other => return Err(bad_spec("--advantage", other, "gae or rollouts")),
+    };
     let cfg = RlConfig {
         seed: args.seed,
         episodes: args.episodes,
@@ -184,6 +218,11 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         level2_reward,
         validate_every: args.validate_every,
         run_dir: args.run_dir.clone(),
+        advantage,
+        critic_epochs: args.critic_epochs,
+        time_budget_s: args.time_budget,
+        checkpoint_every: args.checkpoint_every,
+        device: coda::lab::learn::train::device_named(&args.device)?,
         ..RlConfig::new(stages)
     };
     cfg.check()?;
@@ -193,21 +232,29 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         ProgressStyle::with_template("rl {bar:40} {pos}/{len} iterations, {elapsed} {msg}")
             .expect("a valid template"),
     );
-    let trained = train_rl(
-        &cfg,
-        &start,
-        &perf,
-        objective,
-        &wl.jobs,
-        &validation,
-        &mut |log| {
-            bar.set_message(format!(
-                "{} train JCT {:.2} h, efficiency {:.3}",
-                log.stage, log.train_avg_jct_h, log.efficiency
-            ));
-            bar.inc(1);
-        },
-    )?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(crate::cap_threads(args.threads.unwrap_or(0)))
+        .build()
+        .map_err(|e| {
+            Error::setting("coda train rl", "--threads", e.to_string(), "a thread pool")
+        })?;
+    let trained = pool.install(|| {
+        train_rl(
+            &cfg,
+            &start,
+            &perf,
+            objective,
+            &wl.jobs,
+            &validation,
+            &mut |log| {
+                bar.set_message(format!(
+                    "{} train JCT {:.2} h, efficiency {:.3}, critic EV {:.2}",
+                    log.stage, log.train_avg_jct_h, log.efficiency, log.explained_variance
+                ));
+                bar.inc(1);
+            },
+        )
+    })?;
     bar.finish_and_clear();
     write_rl_curve(&args.run_dir.join("curve.csv"), &trained.curve)?;
     let meta = [
@@ -220,6 +267,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         ("validation", args.validation.join(",")),
         ("seed", args.seed.to_string()),
         ("level2_reward", args.level2_reward.clone()),
+        ("advantage", format!("{advantage:?}")),
         ("temperature", args.temperature.to_string()),
         (
             "best_iteration",
@@ -232,9 +280,24 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let mut net = trained.net.clone();
     net.tier = start.tier.clone();
     coda::io::write_atomic(&args.out, &net.to_safetensors(&meta)?)?;
+    let sum = |f: &dyn Fn(&coda::lab::learn::train::rl::RlLog) -> f64| {
+        trained.curve.iter().map(f).sum::<f64>()
+    };
     out!(
-        "{total} iterations on {}: validation average JCT {:.3} h at the start, {:.3} h at \
-         iteration {} (kept); {:.1} s; wrote {}",
+        "{} rollouts in {:.1} s ({:.2} rollouts/s on {} threads); {} learner steps in {:.1} s \
+         ({:.1} steps/s, batching and the critic included)",
+        sum(&|l| l.rollouts.0 as f64),
+        sum(&|l| l.rollouts.1),
+        sum(&|l| l.rollouts.0 as f64) / sum(&|l| l.rollouts.1).max(1e-9),
+        pool.current_num_threads(),
+        sum(&|l| l.learner_steps.0 as f64),
+        sum(&|l| l.learner_steps.1),
+        sum(&|l| l.learner_steps.0 as f64) / sum(&|l| l.learner_steps.1).max(1e-9)
+    );
+    out!(
+        "{} of {total} iterations on {}: validation average JCT {:.3} h at the start, {:.3} h \
+         at iteration {} (kept); {:.1} s; wrote {}",
+        trained.curve.len(),
         trained.device,
         trained.start_val,
         trained.best.1,

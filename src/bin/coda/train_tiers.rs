@@ -33,6 +33,9 @@ pub struct Args {
     /// Seed of initialisation and batch order.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
     /// Epochs.
     #[arg(long, default_value_t = 60, value_parser = range::at_least_one)]
     pub epochs: usize,
@@ -100,6 +103,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         seed: args.seed,
         epochs: args.epochs,
         batch: args.batch,
+        device: coda::lab::learn::train::device_named(&args.device)?,
         ..TierTrainConfig::default()
     };
     let (head, curve) = train_tiers(&cfg, &tr, &va, &mut |_| {})?;

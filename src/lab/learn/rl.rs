@@ -338,6 +338,26 @@ pub fn advantages(group: &[Rollout], gamma: f64) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Generalised advantage estimation (Schulman et al., 2016) over one rollout's rounds:
+/// `rewards[t]` and the critic's `values[t]` (the value after the last round is 0: the episode
+/// has ended, nothing is left to earn). Returns per round the advantage
+/// `Σ_l (γλ)^l δ_{t+l}` with `δ_t = r_t + γ V_{t+1} − V_t`, and the λ-return `A_t + V_t` the
+/// critic is fitted to. `λ = 1` is the discounted return minus the value; `λ = 0` the one-step
+/// temporal difference.
+pub fn gae(rewards: &[f64], values: &[f64], gamma: f64, lambda: f64) -> (Vec<f64>, Vec<f64>) {
+    let n = rewards.len().min(values.len());
+    let mut adv = vec![0.0; n];
+    let mut acc = 0.0;
+    for t in (0..n).rev() {
+        let next = if t + 1 < n { values[t + 1] } else { 0.0 };
+        let delta = rewards[t] + gamma * next - values[t];
+        acc = delta + gamma * lambda * acc;
+        adv[t] = acc;
+    }
+    let ret = adv.iter().zip(values).map(|(a, v)| a + v).collect();
+    (adv, ret)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,5 +395,21 @@ mod tests {
         // Alone, no baseline; discounting per round.
         let c = rollout_of(&[0.0, 300.0], &[-1.0, -1.0]);
         assert_eq!(advantages(&[c], 0.5), vec![vec![-1.5, -1.0]]);
+    }
+
+    #[test]
+    fn gae_spans_one_step_differences_and_discounted_returns() {
+        let (r, v) = ([-1.0, -2.0, -4.0], [-3.0, -5.0, -1.0]);
+        // λ = 1: discounted returns (γ = 0.5: -3, -4, -4) minus the values.
+        let (adv, ret) = gae(&r, &v, 0.5, 1.0);
+        assert_eq!(adv, vec![0.0, 1.0, -3.0]);
+        assert_eq!(ret, vec![-3.0, -4.0, -4.0]);
+        // λ = 0: one-step differences r + γ V' − V (the last round has no next value).
+        let (adv, ret) = gae(&r, &v, 0.5, 0.0);
+        assert_eq!(adv, vec![-1.0 - 2.5 + 3.0, -2.0 - 0.5 + 5.0, -4.0 + 1.0]);
+        assert_eq!(ret, vec![-3.5, -2.5, -4.0]);
+        // A critic that is exact leaves no advantage at any λ.
+        let (adv, _) = gae(&r, &[-3.0, -4.0, -4.0], 0.5, 0.7);
+        assert!(adv.iter().all(|a| a.abs() < 1e-12), "{adv:?}");
     }
 }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 mod cpumem;
 mod models;
 mod results;
+mod rl;
 mod table;
 
 use coda::Error;

@@ -642,6 +642,23 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     )?);
     s.push('\n');
     s.push_str(&curves_section(&results.join("train"), &results)?);
+    s.push('\n');
+    s.push_str(&super::rl::rl_gae_section(
+        &results.join("rl_gae"),
+        &results,
+    )?);
+    s.push('\n');
+    s.push_str(&super::rl::rounds_section(
+        "rl_gae/rounds",
+        &results.join("rl_gae/rounds"),
+        &["start", "gae-2", "gae-3", "rollouts-3"],
+        &results,
+    )?);
+    s.push('\n');
+    s.push_str(&super::rl::labels_section(
+        &results.join("labels_large"),
+        &results,
+    )?);
     s.push_str("\n## The exact program\n\n");
     let f = root.join("formulations/results");
     s.push_str(&solve_section(&f.join("solve_scaling.csv"), &f)?);

@@ -9,11 +9,15 @@
 //! then both together. Everything random takes the seed; libtorch runs one intra-op thread (its
 //! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
 
+pub mod critic;
+mod curves;
 pub mod rl;
 pub mod tiers;
 
+pub use curves::{EpochLog, write_curve};
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -45,6 +49,8 @@ pub struct TrainConfig {
     /// Features the networks may not read (an ablation): normalised to a constant 0 in
     /// training and, through the weights file's normalisation, at inference.
     pub drop_features: Vec<String>,
+    /// Where it trains.
+    pub device: Device,
 }
 
 impl Default for TrainConfig {
@@ -58,6 +64,7 @@ impl Default for TrainConfig {
             checkpoint_every: 20,
             run_dir: PathBuf::from("train-run"),
             drop_features: Vec::new(),
+            device: Device::cuda_if_available(),
         }
     }
 }
@@ -104,29 +111,6 @@ impl TrainConfig {
         }
         Ok(())
     }
-}
-
-/// One epoch's numbers: a row of the learning curve.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct EpochLog {
-    /// 1-based, over all phases.
-    pub epoch: usize,
-    /// `level1`, `level2` or `joint`.
-    pub phase: &'static str,
-    /// Mean training cross-entropy per decision, level 1 (NaN if not trained this epoch).
-    pub l1_train_loss: f64,
-    /// Validation cross-entropy, level 1.
-    pub l1_val_loss: f64,
-    /// Validation accuracy (the expert's row ranked first), level 1.
-    pub l1_val_acc: f64,
-    /// Mean training cross-entropy per step, level 2 (NaN if not trained this epoch).
-    pub l2_train_loss: f64,
-    /// Validation cross-entropy, level 2.
-    pub l2_val_loss: f64,
-    /// Validation accuracy, level 2.
-    pub l2_val_acc: f64,
-    /// Seconds since training began.
-    pub seconds: f64,
 }
 
 /// The two levels as libtorch modules, named as the weights file names them.
@@ -517,9 +501,26 @@ impl TchPolicy {
     }
 }
 
-/// The device training runs on: CUDA when libtorch sees one, else the CPU.
-pub fn device() -> Device {
-    Device::cuda_if_available()
+/// The device `name` says — `auto` (CUDA when libtorch sees a GPU, else the CPU), `cpu` or
+/// `cuda` (an error when libtorch sees no GPU).
+pub fn device_named(name: &str) -> Result<Device> {
+    match name {
+        "auto" => Ok(Device::cuda_if_available()),
+        "cpu" => Ok(Device::Cpu),
+        "cuda" if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
+        "cuda" => Err(Error::setting(
+            "--device",
+            "device",
+            name,
+            "a GPU libtorch can see (this build or machine has none): use cpu or auto",
+        )),
+        _ => Err(Error::setting(
+            "--device",
+            "device",
+            name,
+            "auto, cpu or cuda",
+        )),
+    }
 }
 
 /// What training produced.
@@ -548,7 +549,7 @@ pub fn train(
     cfg.check()?;
     tch::set_num_threads(1);
     tch::manual_seed(cfg.seed as i64);
-    let device = device();
+    let device = cfg.device;
     let started = std::time::Instant::now();
     let choices: Vec<ChoiceExample> = train.iter().map(|t| t.0.clone()).collect();
     let steps: Vec<PlaceExample> = train.iter().flat_map(|t| t.1.clone()).collect();
@@ -685,9 +686,4 @@ pub fn train(
         sizes,
         device: format!("{device:?}"),
     })
-}
-
-/// Writes the learning curve as CSV.
-pub fn write_curve(path: &Path, curve: &[EpochLog]) -> Result<()> {
-    crate::util::write_csv(path, curve)
 }

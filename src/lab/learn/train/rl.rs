@@ -4,6 +4,11 @@
 //! here with libtorch on the recorded rows, so both evaluate the same function (the parity test
 //! of the imitation trainer covers it).
 //!
+//! **Advantages.** By default level 1's advantages are generalised advantage estimates from a
+//! learned critic ([`super::critic`]: a value network over the round's jobs, fitted to
+//! λ-returns each iteration); [`Advantage::Rollouts`] is the ablation without it, each round's
+//! return against the mean of the other rollouts of the same episode from the same time on.
+//!
 //! A curriculum of [`Stage`]s goes from small clusters and short windows to larger ones; each
 //! stage says which level trains (level 2 alone on placement efficiency, level 1 alone on job
 //! completion time, then both). Every `validate_every` iterations the greedy policy replays
@@ -12,17 +17,20 @@
 //! start).
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use tch::nn::{self, OptimizerConfig};
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
-use super::{Norm, TchPolicy, device, l1_batch, l2_batch, padded};
+use super::critic::{Critic, CriticBatch, explained_variance};
+pub use super::curves::{RlLog, write_rl_curve};
+use super::{Norm, TchPolicy, l1_batch, l2_batch, padded};
 use crate::error::{Error, Result};
 use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
-use crate::lab::learn::rl::{Decoding, Episode, Rollout, advantages, rollout};
+use crate::lab::learn::rl::{Decoding, Episode, Rollout, advantages, gae, rollout};
 use crate::model::{Cluster, Job};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
@@ -36,6 +44,19 @@ pub enum Level2Reward {
     /// Level 1's job-completion-time advantage of the round (the ablation without a level-2
     /// reward).
     Return,
+}
+
+/// Where level 1's advantages come from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Advantage {
+    /// Generalised advantage estimation with the learned critic, at this λ.
+    Gae {
+        /// GAE's λ (0: one-step differences, 1: discounted returns minus the value).
+        lambda: f64,
+    },
+    /// Each round's discounted return minus the mean of the other rollouts' returns from the
+    /// same time on (no critic: the ablation).
+    Rollouts,
 }
 
 /// One step of the curriculum.
@@ -89,6 +110,18 @@ pub struct RlConfig {
     pub checkpoint_every: usize,
     /// Where checkpoints go.
     pub run_dir: PathBuf,
+    /// Level 1's advantages.
+    pub advantage: Advantage,
+    /// The critic's Adam learning rate.
+    pub critic_learning_rate: f64,
+    /// Full-batch critic steps per iteration (three times as many on the first, before its
+    /// values are first used).
+    pub critic_epochs: usize,
+    /// Where the networks train (rollouts run on the CPU cores whatever it is).
+    pub device: Device,
+    /// Stop after the iteration that passes this many seconds (validating then), whatever
+    /// the curriculum has left: a run sized to a lease of a machine.
+    pub time_budget_s: Option<f64>,
 }
 
 impl RlConfig {
@@ -110,6 +143,11 @@ impl RlConfig {
             validate_every: 5,
             checkpoint_every: 10,
             run_dir: PathBuf::from("train-rl"),
+            advantage: Advantage::Gae { lambda: 0.95 },
+            critic_learning_rate: 1e-3,
+            critic_epochs: 40,
+            device: Device::cuda_if_available(),
+            time_budget_s: None,
         }
     }
 
@@ -130,6 +168,18 @@ impl RlConfig {
                 "episodes / rollouts",
                 format!("{} / {}", self.episodes, self.rollouts),
                 "episodes >= 1 and rollouts >= 2 (the baseline is the other rollouts)",
+            );
+        }
+        if let Advantage::Gae { lambda } = self.advantage
+            && !(0.0..=1.0).contains(&lambda)
+        {
+            return bad("gae lambda", lambda.to_string(), "in [0, 1]");
+        }
+        if !(self.critic_learning_rate > 0.0 && self.critic_learning_rate.is_finite()) {
+            return bad(
+                "critic_learning_rate",
+                self.critic_learning_rate.to_string(),
+                "positive and finite",
             );
         }
         if self.ppo_epochs == 0 || self.minibatch_rounds == 0 || self.validate_every == 0 {
@@ -167,34 +217,6 @@ impl RlConfig {
         }
         Ok(())
     }
-}
-
-/// One iteration's numbers: a row of the learning curve.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct RlLog {
-    /// 1-based.
-    pub iteration: usize,
-    /// The curriculum stage.
-    pub stage: String,
-    /// Mean average JCT of the iteration's sampled rollouts, hours.
-    pub train_avg_jct_h: f64,
-    /// Mean placement efficiency of the level-2 steps.
-    pub efficiency: f64,
-    /// Level-1 decisions and level-2 steps in the iteration.
-    pub decisions: (usize, usize),
-    /// Mean entropy of level 1's distributions (nats), before the update.
-    pub l1_entropy: f64,
-    /// Mean entropy of level 2's.
-    pub l2_entropy: f64,
-    /// Mean approximate KL divergence of the update (old − new log-probability), level 1.
-    pub l1_kl: f64,
-    /// Share of level-1 decisions whose ratio was clipped in the last epoch.
-    pub clip_fraction: f64,
-    /// Mean average JCT of the greedy policy on the validation episodes, hours (NaN when not
-    /// validated this iteration).
-    pub val_avg_jct_h: f64,
-    /// Seconds since training began.
-    pub seconds: f64,
 }
 
 /// What RL produced.
@@ -289,8 +311,9 @@ fn validate(
     Ok(sum / episodes.len().max(1) as f64)
 }
 
-/// This iteration's rollouts: `cfg.episodes` windows of the pool at seeded offsets, each rolled
-/// out `cfg.rollouts` times by the sampling policy (over all cores; each rollout seeded).
+/// This iteration's episodes, `cfg.episodes` windows of the pool at seeded offsets, and their
+/// rollouts, each episode rolled out `cfg.rollouts` times by the sampling policy (over all
+/// cores; each rollout seeded; rollout `k` is of episode `k / cfg.rollouts`).
 fn sample_rollouts(
     cfg: &RlConfig,
     stage: &Stage,
@@ -299,7 +322,7 @@ fn sample_rollouts(
     objective: Objective,
     net: &PolicyNet,
     rng: &mut ChaCha8Rng,
-) -> Result<Vec<Rollout>> {
+) -> Result<(Vec<Episode>, Vec<Rollout>)> {
     let mut episodes = Vec::with_capacity(cfg.episodes);
     for _ in 0..cfg.episodes {
         let hi = pool.len().saturating_sub(stage.window).max(1);
@@ -332,21 +355,92 @@ fn sample_rollouts(
             )
         })
         .collect();
-    rollouts.into_iter().collect()
+    Ok((episodes, rollouts.into_iter().collect::<Result<_>>()?))
 }
 
-/// The rollouts as minibatches with their advantages — level 1 per round against the other
-/// rollouts of the same episode, normalised over the iteration; level 2 per step — and the
-/// iteration's mean placement efficiency and mean average JCT (hours).
-fn minibatches<'a>(cfg: &RlConfig, rollouts: &'a [Rollout]) -> (Vec<Minibatch<'a>>, f64, f64) {
+/// The critic's side of an iteration: what it is fitted to and how well it did.
+struct CriticState {
+    critic: Critic,
+    /// Rewards are divided by it (fixed at the first iteration).
+    scale: Option<f64>,
+}
+
+/// Level 1's advantages of `rollouts` (per rollout, per round) as `cfg.advantage` says; with
+/// the critic, also fits it to this iteration's λ-returns and returns its value loss and the
+/// variance its values explained (NaN otherwise).
+fn level1_advantages(
+    cfg: &RlConfig,
+    episodes: &[Episode],
+    rollouts: &[Rollout],
+    norm: &Norm,
+    critic: &mut Option<CriticState>,
+) -> (Vec<Vec<f64>>, f64, f64) {
+    let (Advantage::Gae { lambda }, Some(state)) = (cfg.advantage, critic.as_mut()) else {
+        let adv = rollouts
+            .chunks(cfg.rollouts)
+            .flat_map(|group| advantages(group, cfg.gamma))
+            .collect();
+        return (adv, f64::NAN, f64::NAN);
+    };
+    let eps: Vec<&Episode> = (0..rollouts.len())
+        .map(|k| &episodes[k / cfg.rollouts])
+        .collect();
+    let batch = CriticBatch::new(rollouts, &eps, norm, cfg.device);
+    let discounted = |r: &Rollout, scale: f64| -> Vec<f64> {
+        let mut g = vec![0.0; r.rounds.len()];
+        let mut acc = 0.0;
+        for (i, round) in r.rounds.iter().enumerate().rev() {
+            acc = round.reward / scale + cfg.gamma * acc;
+            g[i] = acc;
+        }
+        g
+    };
+    let first = state.scale.is_none();
+    let scale = *state.scale.get_or_insert_with(|| {
+        let all: Vec<f64> = rollouts.iter().flat_map(|r| discounted(r, 1.0)).collect();
+        moments(&all).1
+    });
+    let mc: Vec<f64> = rollouts.iter().flat_map(|r| discounted(r, scale)).collect();
+    if first && !batch.is_empty() {
+        // A fresh critic's values are noise: fit it to this iteration's discounted returns
+        // before its values are first used.
+        state.critic.fit(&batch, &mc, 3 * cfg.critic_epochs);
+    }
+    let values = state.critic.predict(&batch);
+    let (mut adv, mut targets) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    for r in rollouts {
+        let n = r.rounds.len();
+        let rewards: Vec<f64> = r.rounds.iter().map(|x| x.reward / scale).collect();
+        let (a, t) = gae(&rewards, &values[at..at + n], cfg.gamma, lambda);
+        adv.push(a);
+        targets.extend(t);
+        at += n;
+    }
+    // Against the sampled discounted returns, which do not depend on the values (the
+    // λ-returns do).
+    let ev = explained_variance(&values, &mc);
+    let loss = if batch.is_empty() {
+        f64::NAN
+    } else {
+        state.critic.fit(&batch, &targets, cfg.critic_epochs)
+    };
+    (adv, loss, ev)
+}
+
+/// The rollouts as minibatches with their advantages — level 1 per round (`adv`, per rollout
+/// per round), normalised over the iteration; level 2 per step — and the iteration's mean
+/// placement efficiency and mean average JCT (hours).
+fn minibatches<'a>(
+    cfg: &RlConfig,
+    rollouts: &'a [Rollout],
+    adv: &[Vec<f64>],
+) -> (Vec<Minibatch<'a>>, f64, f64) {
     let mut rounds: Vec<(&ChoiceExample, f64, &[PlaceExample], &[f64])> = Vec::new();
-    for group in rollouts.chunks(cfg.rollouts) {
-        let adv = advantages(group, cfg.gamma);
-        for (r, a) in group.iter().zip(&adv) {
-            for (round, &x) in r.rounds.iter().zip(a) {
-                if !round.choice.jobs.is_empty() {
-                    rounds.push((&round.choice, x, &round.steps, &round.efficiency));
-                }
+    for (r, a) in rollouts.iter().zip(adv) {
+        for (round, &x) in r.rounds.iter().zip(a) {
+            if !round.choice.jobs.is_empty() {
+                rounds.push((&round.choice, x, &round.steps, &round.efficiency));
             }
         }
     }
@@ -397,8 +491,8 @@ pub fn train_rl(
     cfg.check()?;
     tch::set_num_threads(1);
     tch::manual_seed(cfg.seed as i64);
-    let dev = device();
-    let started = std::time::Instant::now();
+    let dev = cfg.device;
+    let started = Instant::now();
     let norm = norm_of(start);
     let mut policy = TchPolicy::new(dev);
     policy.load(start)?;
@@ -409,17 +503,29 @@ pub fn train_rl(
             reason: e.to_string(),
         })?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut critic = match cfg.advantage {
+        Advantage::Gae { .. } => Some(CriticState {
+            critic: Critic::new(dev, cfg.critic_learning_rate)?,
+            scale: None,
+        }),
+        Advantage::Rollouts => None,
+    };
     let start_val = validate(perf, objective, start, validation)?;
     let mut best = (0usize, start_val, start.clone());
     let mut curve = Vec::new();
     let mut iteration = 0usize;
-    for stage in &cfg.stages {
+    'stages: for stage in &cfg.stages {
         for i in 0..stage.iterations {
             iteration += 1;
             let net = policy.to_policy_net(&norm)?;
-            let rollouts = sample_rollouts(cfg, stage, pool, perf, objective, &net, &mut rng)?;
-
-            let (batches, m2, train_avg_jct_h) = minibatches(cfg, &rollouts);
+            let sampling = Instant::now();
+            let (episodes, rollouts) =
+                sample_rollouts(cfg, stage, pool, perf, objective, &net, &mut rng)?;
+            let rollout_s = sampling.elapsed().as_secs_f64();
+            let learning = Instant::now();
+            let (adv, value_loss, ev) =
+                level1_advantages(cfg, &episodes, &rollouts, &norm, &mut critic);
+            let (batches, m2, train_avg_jct_h) = minibatches(cfg, &rollouts, &adv);
             let tensors: Vec<_> = batches
                 .iter()
                 .map(|b| {
@@ -462,6 +568,7 @@ pub fn train_rl(
                     .collect()
             });
             let (mut kl, mut clipped, mut counted) = (0.0, 0.0, 0.0);
+            let mut steps = 0usize;
             for epoch in 0..cfg.ppo_epochs {
                 let mut idx: Vec<usize> = (0..tensors.len()).collect();
                 rand::seq::SliceRandom::shuffle(idx.as_mut_slice(), &mut rng);
@@ -497,10 +604,15 @@ pub fn train_rl(
                     }
                     if !parts.is_empty() {
                         opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
+                        steps += 1;
                     }
                 }
             }
-            let last_of_stage = i + 1 == stage.iterations;
+            let learn_s = learning.elapsed().as_secs_f64();
+            let out_of_time = cfg
+                .time_budget_s
+                .is_some_and(|b| started.elapsed().as_secs_f64() > b);
+            let last_of_stage = i + 1 == stage.iterations || out_of_time;
             let val_avg_jct_h = if iteration.is_multiple_of(cfg.validate_every) || last_of_stage {
                 let net = policy.to_policy_net(&norm)?;
                 let v = validate(perf, objective, &net, validation)?;
@@ -526,6 +638,10 @@ pub fn train_rl(
                     0.0
                 },
                 val_avg_jct_h,
+                value_loss,
+                explained_variance: ev,
+                rollouts: (rollouts.len(), rollout_s),
+                learner_steps: (steps, learn_s),
                 seconds: started.elapsed().as_secs_f64(),
             };
             observe(&log);
@@ -540,6 +656,9 @@ pub fn train_rl(
                     &net.to_safetensors(&[("rl_iteration", iteration.to_string())])?,
                 )?;
             }
+            if out_of_time {
+                break 'stages;
+            }
         }
     }
     Ok(RlTrained {
@@ -549,41 +668,4 @@ pub fn train_rl(
         curve,
         device: format!("{dev:?}"),
     })
-}
-
-/// Writes the RL learning curve as CSV.
-pub fn write_rl_curve(path: &std::path::Path, curve: &[RlLog]) -> crate::error::Result<()> {
-    #[derive(serde::Serialize)]
-    struct Row<'a> {
-        iteration: usize,
-        stage: &'a str,
-        train_avg_jct_h: f64,
-        val_avg_jct_h: f64,
-        efficiency: f64,
-        l1_decisions: usize,
-        l2_steps: usize,
-        l1_entropy: f64,
-        l2_entropy: f64,
-        l1_kl: f64,
-        clip_fraction: f64,
-        seconds: f64,
-    }
-    let rows: Vec<Row> = curve
-        .iter()
-        .map(|l| Row {
-            iteration: l.iteration,
-            stage: &l.stage,
-            train_avg_jct_h: l.train_avg_jct_h,
-            val_avg_jct_h: l.val_avg_jct_h,
-            efficiency: l.efficiency,
-            l1_decisions: l.decisions.0,
-            l2_steps: l.decisions.1,
-            l1_entropy: l.l1_entropy,
-            l2_entropy: l.l2_entropy,
-            l1_kl: l.l1_kl,
-            clip_fraction: l.clip_fraction,
-            seconds: l.seconds,
-        })
-        .collect();
-    crate::util::write_csv(path, &rows)
 }

@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Tensor};
 
-use super::{HIDDEN, RowBatch, device, grouped_loss, moments, named_tensors, row_batch};
+use super::{HIDDEN, RowBatch, grouped_loss, moments, named_tensors, row_batch};
 use crate::error::{Error, Result};
 use crate::lab::learn::TierExample;
 use crate::policies::learned::TierHead;
@@ -27,6 +27,8 @@ pub struct TierTrainConfig {
     pub learning_rate: f64,
     /// AdamW's decoupled weight decay.
     pub weight_decay: f64,
+    /// Where it trains.
+    pub device: Device,
 }
 
 impl Default for TierTrainConfig {
@@ -37,6 +39,7 @@ impl Default for TierTrainConfig {
             batch: 64,
             learning_rate: 1e-3,
             weight_decay: 0.01,
+            device: Device::cuda_if_available(),
         }
     }
 }
@@ -87,7 +90,7 @@ pub fn train_tiers(
     }
     tch::set_num_threads(1);
     tch::manual_seed(cfg.seed as i64);
-    let dev = device();
+    let dev = cfg.device;
     let started = std::time::Instant::now();
     let w = TIER_FEATURES.len();
     let (mean, std) = moments(
