@@ -300,15 +300,7 @@ pub fn efficiencies(
 pub fn advantages(group: &[Rollout], gamma: f64) -> Vec<Vec<f64>> {
     let returns: Vec<Vec<f64>> = group
         .iter()
-        .map(|r| {
-            let mut g = vec![0.0; r.rounds.len()];
-            let mut acc = 0.0;
-            for (i, round) in r.rounds.iter().enumerate().rev() {
-                acc = round.reward + gamma * acc;
-                g[i] = acc;
-            }
-            g
-        })
+        .map(|r| discounted_returns(r, 1.0, gamma))
         .collect();
     let at = |k: usize, t: f64| -> f64 {
         let i = group[k].rounds.partition_point(|r| r.time_s < t - 1e-6);
@@ -336,6 +328,18 @@ pub fn advantages(group: &[Rollout], gamma: f64) -> Vec<Vec<f64>> {
                 .collect()
         })
         .collect()
+}
+
+/// Per round of `rollout`, the return from that round on: the rewards, each divided by `scale`,
+/// discounted by `gamma` per round.
+pub fn discounted_returns(rollout: &Rollout, scale: f64, gamma: f64) -> Vec<f64> {
+    let mut g = vec![0.0; rollout.rounds.len()];
+    let mut acc = 0.0;
+    for (i, round) in rollout.rounds.iter().enumerate().rev() {
+        acc = round.reward / scale + gamma * acc;
+        g[i] = acc;
+    }
+    g
 }
 
 /// Generalised advantage estimation (Schulman et al., 2016) over one rollout's rounds:

@@ -346,23 +346,13 @@ pub(super) fn labels_section(dir: &Path, results: &Path) -> coda::Result<String>
     if !file.is_file() {
         return Ok(String::new());
     }
-    let text = super::read(&file)?;
     // (servers, jobs — 0 for trace rounds, whose job counts vary —, source) → (solve seconds,
     // gaps, proven, job counts)
     type Group = (Vec<f64>, Vec<f64>, usize, Vec<usize>);
     let mut by: std::collections::BTreeMap<(usize, usize, String), Group> = Default::default();
-    for (n, line) in text.lines().enumerate() {
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| coda::Error::MalformedRow {
-                file: file.display().to_string(),
-                line: n as u64 + 1,
-                message: e.to_string(),
-            })?;
-        let snap = &v["snapshot"];
-        let servers = snap["cluster"]["servers"].as_array().map_or(0, Vec::len);
-        let jobs = snap["jobs"].as_array().map_or(0, Vec::len);
-        let id = v["id"].as_str().unwrap_or("");
-        let source = if id.starts_with("gen-") {
+    for l in coda::lab::learn::read_labels(&file)? {
+        let (servers, jobs) = (l.snapshot.cluster.servers.len(), l.snapshot.jobs.len());
+        let source = if l.id.starts_with("gen-") {
             "generated"
         } else {
             "trace"
@@ -370,9 +360,9 @@ pub(super) fn labels_section(dir: &Path, results: &Path) -> coda::Result<String>
         let key = if source == "trace" { 0 } else { jobs };
         let e = by.entry((servers, key, source.to_string())).or_default();
         e.3.push(jobs);
-        e.0.push(v["solve_s"].as_f64().unwrap_or(f64::NAN));
-        e.1.push(v["gap"].as_f64().unwrap_or(f64::NAN));
-        e.2 += usize::from(v["proven"].as_bool().unwrap_or(false));
+        e.0.push(l.solve_s);
+        e.1.push(l.gap);
+        e.2 += usize::from(l.proven);
     }
     let mut rows = Vec::new();
     for ((servers, _, source), (solve, gaps, proven, jobs)) in &by {

@@ -19,7 +19,7 @@
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
-use super::Norm;
+use super::{Norm, normalised, pooled};
 use crate::error::{Error, Result};
 use crate::lab::learn::rl::{Episode, Rollout};
 use crate::policies::learned::features::JOB_FEATURES;
@@ -59,12 +59,7 @@ impl CriticBatch {
             let gpus = episode.cluster.num_gpus() as f32;
             for round in &rollout.rounds {
                 for job in &round.choice.jobs {
-                    jx.extend(
-                        job.iter()
-                            .zip(&norm.l1_mean[..nj])
-                            .zip(&norm.l1_std[..nj])
-                            .map(|((x, m), s)| (x - m) / s),
-                    );
+                    normalised(job, &norm.l1_mean[..nj], &norm.l1_std[..nj], &mut jx);
                     j_round.push(r);
                 }
                 let to_come = arrivals.len() - arrivals.partition_point(|&a| a <= round.time_s);
@@ -141,20 +136,10 @@ impl Critic {
 
     /// Values of every round of `b` (`[rounds]`, in reward-scale units).
     pub fn values(&self, b: &CriticBatch) -> Tensor {
-        let dev = b.extra.device();
         let h = self.phi[1]
             .forward(&self.phi[0].forward(&b.jx).relu())
             .relu();
-        let sums =
-            Tensor::zeros([b.rounds, EMBED], (Kind::Float, dev)).index_add(0, &b.j_round, &h);
-        let counts = Tensor::zeros([b.rounds], (Kind::Float, dev))
-            .index_add(
-                0,
-                &b.j_round,
-                &Tensor::ones([b.jx.size()[0]], (Kind::Float, dev)),
-            )
-            .clamp_min(1.0);
-        let mean = &sums / counts.unsqueeze(1);
+        let (sums, mean) = pooled(&h, &b.j_round, b.rounds);
         let x = Tensor::cat(&[mean, sums / SCALE as f64, b.extra.shallow_clone()], 1);
         let h = self.rho[0].forward(&x).relu();
         let h = self.rho[1].forward(&h).relu();

@@ -186,17 +186,7 @@ impl TchPolicy {
         cx: &Tensor,
         c_round: &Tensor,
     ) -> Tensor {
-        let h = self.phi.forward(jx).relu();
-        let sums = Tensor::zeros([rounds, EMBED as i64], (Kind::Float, jx.device()))
-            .index_add(0, j_round, &h);
-        let counts = Tensor::zeros([rounds], (Kind::Float, jx.device()))
-            .index_add(
-                0,
-                j_round,
-                &Tensor::ones([jx.size()[0]], (Kind::Float, jx.device())),
-            )
-            .clamp_min(1.0);
-        let mean = sums / counts.unsqueeze(1);
+        let (_, mean) = pooled(&self.phi.forward(jx).relu(), j_round, rounds);
         let x = Tensor::cat(&[cx.shallow_clone(), mean.index_select(0, c_round)], 1);
         let h = self.l1[0].forward(&x).relu();
         let h = self.l1[1].forward(&h).relu();
@@ -341,6 +331,18 @@ struct L1Batch {
     pad: Tensor,
     target: Tensor,
     decisions: i64,
+}
+
+/// Per round (`j_round`: the round of each row of `h`, `[rows, width]`), the sum and the mean of
+/// its rows (`[rounds, width]` each; a round without rows has zeros).
+fn pooled(h: &Tensor, j_round: &Tensor, rounds: i64) -> (Tensor, Tensor) {
+    let dev = h.device();
+    let sums = Tensor::zeros([rounds, h.size()[1]], (Kind::Float, dev)).index_add(0, j_round, h);
+    let counts = Tensor::zeros([rounds], (Kind::Float, dev))
+        .index_add(0, j_round, &Tensor::ones([h.size()[0]], (Kind::Float, dev)))
+        .clamp_min(1.0);
+    let mean = &sums / counts.unsqueeze(1);
+    (sums, mean)
 }
 
 fn normalised(row: &[f32], mean: &[f32], std: &[f32], out: &mut Vec<f32>) {

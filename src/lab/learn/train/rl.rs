@@ -30,7 +30,9 @@ pub use super::curves::{RlLog, write_rl_curve};
 use super::{Norm, TchPolicy, l1_batch, l2_batch, padded};
 use crate::error::{Error, Result};
 use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
-use crate::lab::learn::rl::{Decoding, Episode, Rollout, advantages, gae, rollout};
+use crate::lab::learn::rl::{
+    Decoding, Episode, Rollout, advantages, discounted_returns, gae, rollout,
+};
 use crate::model::{Cluster, Job};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
@@ -386,21 +388,18 @@ fn level1_advantages(
         .map(|k| &episodes[k / cfg.rollouts])
         .collect();
     let batch = CriticBatch::new(rollouts, &eps, norm, cfg.device);
-    let discounted = |r: &Rollout, scale: f64| -> Vec<f64> {
-        let mut g = vec![0.0; r.rounds.len()];
-        let mut acc = 0.0;
-        for (i, round) in r.rounds.iter().enumerate().rev() {
-            acc = round.reward / scale + cfg.gamma * acc;
-            g[i] = acc;
-        }
-        g
-    };
     let first = state.scale.is_none();
     let scale = *state.scale.get_or_insert_with(|| {
-        let all: Vec<f64> = rollouts.iter().flat_map(|r| discounted(r, 1.0)).collect();
+        let all: Vec<f64> = rollouts
+            .iter()
+            .flat_map(|r| discounted_returns(r, 1.0, cfg.gamma))
+            .collect();
         moments(&all).1
     });
-    let mc: Vec<f64> = rollouts.iter().flat_map(|r| discounted(r, scale)).collect();
+    let mc: Vec<f64> = rollouts
+        .iter()
+        .flat_map(|r| discounted_returns(r, scale, cfg.gamma))
+        .collect();
     if first && !batch.is_empty() {
         // A fresh critic's values are noise: fit it to this iteration's discounted returns
         // before its values are first used.
