@@ -276,7 +276,7 @@ impl Columns<'_> {
             for kind in Sharing::ALL {
                 let p: f64 = jv.pressure[kind.index()]
                     .iter()
-                    .map(|&(c, v)| c * x[idx(v)])
+                    .map(|&(c, v, _)| c * x[idx(v)])
                     .sum();
                 x[idx(jv.loss[kind.index()])] = (o.terms.coef(kind) * p).max(0.0);
             }

@@ -48,8 +48,9 @@ pub(crate) struct JobVars {
     pub(crate) restart: f64,
     /// Loss per sharing kind, indexed by [`Sharing::index`].
     pub(crate) loss: [Variable; 3],
-    /// `(coefficient, pair variable)` terms of each sharing kind's pressure.
-    pub(crate) pressure: [Vec<(f64, Variable)>; 3],
+    /// `(coefficient, pair variable, the most it reaches while the job is there)` terms of each
+    /// sharing kind's pressure (a pair variable sums co-runners, so it may exceed 1).
+    pub(crate) pressure: [Vec<(f64, Variable, f64)>; 3],
     /// Co-location pressure `ωcol_js` per server (where the job can meet a priced co-runner).
     pub(crate) wcol: BTreeMap<usize, Variable>,
 }

@@ -470,6 +470,25 @@ proptest! {
     }
 }
 
+/// A case the property above once drew (seed 8658, 3 servers): DRF spreads a PS job's parameter
+/// servers over two servers whose NICs two other distributed jobs share, so its NIC pressure (4)
+/// passes the count of its pair variables (3). The loss rows' big-M must be each variable's most,
+/// not 1, or this valid start breaks three rows of group 11.
+#[test]
+fn a_start_whose_nic_pressure_exceeds_its_pair_count_keeps_every_loss_row() {
+    use coda::policies::PolicyKind;
+    let perf = coda::CalibratedPerf::shipped();
+    let snap = coda::workload::scaling_instance(3, 6, 8658, perf).unwrap();
+    let round = ilp::SolveRequest::new(&snap, perf, Objective::default()).unwrap();
+    let mut drf = PolicyKind::Drf.build(perf, &Default::default()).unwrap();
+    let s = drf.schedule(&snap).unwrap();
+    assert!(s.validate(&snap).is_empty());
+    assert_eq!(
+        round.start_violations(&s).unwrap(),
+        Vec::<(String, usize)>::new()
+    );
+}
+
 /// The bounded window of the `ilp` policy: on a busy round it decides at most `max_jobs` jobs,
 /// the waiting ones the objective values most and the running ones it values least, holds every
 /// other running job exactly where it runs, and returns a valid schedule that scores no less
@@ -555,6 +574,11 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     assert_eq!(log.solves().last().map(|r| r.held), Some(held.len()));
 }
 
+/// How far two proven optima may differ: each solve stops within HiGHS' absolute gap (1e-6) of
+/// the true optimum, so two of them lie within twice that of each other (seed 5303 of the
+/// property below: 1.0000000000004e-6 apart, both "optimal").
+const BOTH_PROVEN: f64 = 2e-6 + 1e-12;
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
@@ -574,7 +598,7 @@ proptest! {
         prop_assert_eq!(compact.status, SolveStatus::Optimal);
         prop_assert!(config.report.best_bound >= compact.objective - 1e-6, "bound {} below the optimum {}", config.report.best_bound, compact.objective);
         prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
-        prop_assert!((config.report.objective - compact.objective).abs() < 1e-6, "config {} vs compact {}", config.report.objective, compact.objective);
+        prop_assert!((config.report.objective - compact.objective).abs() <= BOTH_PROVEN, "config {} vs compact {}", config.report.objective, compact.objective);
     }
 
     /// With running jobs held where they run, both programs reach the same (restricted)
@@ -592,7 +616,7 @@ proptest! {
         let config = request(ilp::SolveProgram::Config).solve().unwrap();
         prop_assert_eq!(compact.status, SolveStatus::Optimal);
         prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
-        prop_assert!((config.report.objective - compact.objective).abs() < 1e-6, "config {} vs compact {}", config.report.objective, compact.objective);
+        prop_assert!((config.report.objective - compact.objective).abs() <= BOTH_PROVEN, "config {} vs compact {}", config.report.objective, compact.objective);
         for id in &held {
             let now = s.jobs.iter().find(|j| j.id == *id).and_then(|j| j.run.current.clone());
             let got = config.schedule.assignments.iter().find(|a| a.job == *id).cloned();

@@ -71,6 +71,68 @@ fn the_shipped_policy_loads_and_decides_valid_schedules() {
     assert!(!p.schedule(&snap).unwrap().assignments.is_empty());
 }
 
+/// Level 2's candidates on a large cluster: up to `CANDIDATES_PER_BUCKET` servers of every free
+/// GPU count that has room for a worker (so the roomy and the untouched servers are offered
+/// beside the tightest), each with room, and the sampled decoding scores no lower than any of
+/// the proposals it chooses from (the greedy one and level 1 placed by the packer).
+#[test]
+fn level_two_sees_every_kind_of_server_and_the_objective_picks_the_best_proposal() {
+    use coda::objective::RoundPricing;
+    use coda::policies::Packer;
+    use coda::policies::learned::{CANDIDATES_PER_BUCKET, Candidates};
+    let perf = CalibratedPerf::shipped();
+    let snap = snapshot(64, 128, 7, 0.5, false);
+    // Half the jobs placed at random (1–3 workers each): servers of every fill.
+    let mut packer = Packer::new(&snap, perf);
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(7);
+    for (i, j) in snap.jobs.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        packer.place(
+            j,
+            1 + (i % 3) as u32,
+            0,
+            coda::policies::Placement::Random,
+            &mut rng,
+        );
+    }
+    let index = Candidates::new(&snap, &packer);
+    let free: Vec<usize> = (0..snap.cluster.servers.len())
+        .map(|s| packer.free_gpus_on(s).iter().filter(|&&x| x).count())
+        .collect();
+    let job = snap
+        .jobs
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .find(|j| j.demand.gpus_per_worker == 1 && j.demand.cpu_per_worker <= 4.0)
+        .unwrap();
+    let g = 1;
+    let offered = index.offer(&packer, job, 0, 4, &[]);
+    let mut kinds = 0;
+    for f in g..=8 {
+        let room: Vec<usize> = (0..free.len())
+            .filter(|&s| free[s] == f && packer.capacity(job, s) > 0)
+            .collect();
+        let got = offered.iter().filter(|&&s| free[s] == f).count();
+        assert_eq!(got, room.len().min(CANDIDATES_PER_BUCKET), "free count {f}");
+        kinds += usize::from(got > 0);
+    }
+    assert!(kinds >= 3, "only {kinds} kinds of server among {free:?}");
+    assert!(offered.iter().all(|&s| packer.capacity(job, s) > 0));
+
+    let pricing = RoundPricing::new(perf, &snap, Objective::default());
+    let sampled = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
+    let best = pricing.score(&sampled.decide(&snap)).unwrap().total;
+    for p in [
+        sampled.clone().with_samples(1, 0),
+        sampled
+            .clone()
+            .with_samples(1, 0)
+            .with_placer(Placer::Packer),
+    ] {
+        assert!(best >= pricing.score(&p.decide(&snap)).unwrap().total - 1e-9);
+    }
+}
+
 #[test]
 fn weights_round_trip_and_bad_files_are_typed_errors() {
     let net = PolicyNet::untrained(7);

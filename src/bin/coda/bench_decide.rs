@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use coda::objective::RoundPricing;
 use coda::policies::BestHeuristic;
-use coda::policies::learned::{LearnedScheduler, PolicyNet};
+use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
 use coda::workload::{GenerateOptions, generate};
 use coda::{Objective, Scheduler};
 
@@ -35,6 +35,7 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = range::at_least_one)]
     pub repeats: usize,
     /// Policies to time: `learned` (sampled decodings), `learned-greedy` (one decoding),
+    /// `learned-packer` (level 1 greedy, placed by the baselines' packer instead of level 2),
     /// `best-heuristic` (the ILP's start: the best of four heuristics), or any baseline name.
     #[arg(
         long,
@@ -60,6 +61,9 @@ struct Row {
     median_s: f64,
     objective: f64,
     valid: bool,
+    /// Jobs given workers, and the GPUs they hold (how much of the cluster the schedule uses).
+    jobs_run: usize,
+    gpus_used: usize,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -95,6 +99,12 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 let mut other: Box<dyn Scheduler> = match policy.as_str() {
                     "learned" => Box::new(learned.clone()),
                     "learned-greedy" => Box::new(learned.clone().with_samples(1, 0)),
+                    "learned-packer" => Box::new(
+                        learned
+                            .clone()
+                            .with_samples(1, 0)
+                            .with_placer(Placer::Packer),
+                    ),
                     "best-heuristic" => Box::new(BestHeuristic::new(&perf, objective)),
                     name => name
                         .parse::<coda::policies::PolicyKind>()?
@@ -123,6 +133,17 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                         f64::NAN
                     },
                     valid,
+                    jobs_run: s
+                        .assignments
+                        .iter()
+                        .filter(|a| !a.workers.is_empty())
+                        .count(),
+                    gpus_used: s
+                        .assignments
+                        .iter()
+                        .flat_map(|a| &a.workers)
+                        .map(|w| w.gpus.len())
+                        .sum(),
                 };
                 eprintln!(
                     "{servers}x{jobs} seed {seed} {policy}: {:.4} s, objective {:.3}",

@@ -9,35 +9,30 @@ use crate::objective::Sharing;
 /// Group 11: `l_j ≥ coef_k · P_j − coef_k · Pmax_j · (1 − y_jk)` for every option `k`, plus the valid
 /// `l_j ≥ (min_k coef_k) · P_j`.
 pub(super) fn losses(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
-    let servers = &ctx.snapshot.cluster.servers;
-    let switches = ctx.topology.switches();
-    let n_jobs = jobs.iter().filter(|jv| !jv.options.is_empty()).count();
-    let max_gpus = servers.iter().map(|s| s.num_gpus()).max().unwrap_or(0) as f64;
-    let max_cap = switches.iter().map(|sw| sw.gpus.len()).max().unwrap_or(0) as f64;
+    let servers = ctx.snapshot.cluster.servers.len() as f64;
+    let switches = ctx.topology.switches().len() as f64;
     for jv in jobs {
         let job = ctx.job(jv);
         let (w_max, p_max) = (jv.w_max(), jv.p_max());
         let gpw = f64::from(job.demand.gpus_per_worker);
-        let others = (n_jobs as f64 - 1.0).max(0.0);
         for kind in Sharing::ALL {
             let p = &jv.pressure[kind.index()];
             if p.is_empty() {
                 continue;
             }
-            // Big-M: the most pressure the job can meet with any of its options. Each co-runner
-            // or sharer holds at least one GPU (or, for NIC, one task) there.
-            let all: f64 = p.iter().map(|(c, _)| c).sum();
-            let max_c = p.iter().map(|(c, _)| *c).fold(0.0, f64::max);
-            let structural = match kind {
-                Sharing::Colocation => {
-                    w_max.min(servers.len() as f64) * others.min(max_gpus - 1.0) * max_c
-                }
-                Sharing::Pcie => {
-                    (w_max * gpw).min(switches.len() as f64) * others.min(max_cap - 1.0)
-                }
-                Sharing::Nic => (w_max + p_max).min(servers.len() as f64) * others,
+            // Big-M: the most pressure the job can meet with any of its options — the lesser of
+            // every pair variable at its most, and the places the job can hold at once times
+            // the most one of them can carry. A pair variable sums co-runners, so its most is
+            // its own (see group 10), not 1.
+            let most = |&(c, _, m): &(f64, Variable, f64)| c * m;
+            let all: f64 = p.iter().map(most).sum();
+            let one = p.iter().map(most).fold(0.0, f64::max);
+            let places = match kind {
+                Sharing::Colocation => w_max.min(servers),
+                Sharing::Pcie => (w_max * gpw).min(switches),
+                Sharing::Nic => (w_max + p_max).min(servers),
             };
-            let pmax = all.min(structural.max(0.0));
+            let pmax = all.min(places * one);
             let coefs: Vec<f64> = jv.options.iter().map(|o| o.terms.coef(kind)).collect();
             let loss = jv.loss[kind.index()];
             for (k, &coef) in coefs.iter().enumerate() {
@@ -46,7 +41,7 @@ pub(super) fn losses(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
                 }
                 // Binding only for the chosen option.
                 let mut e: Vec<(f64, Variable)> = vec![(1.0, loss)];
-                e.extend(p.iter().map(|&(c, x)| (-coef * c, x)));
+                e.extend(p.iter().map(|&(c, x, _)| (-coef * c, x)));
                 e.push((-coef * pmax, jv.y[k]));
                 model.push(Group::Losses, lin(&e).geq(-coef * pmax));
             }
@@ -55,7 +50,7 @@ pub(super) fn losses(model: &mut Model, ctx: &Ctx<'_>, jobs: &[JobVars]) {
             let min_coef = coefs.iter().copied().fold(f64::INFINITY, f64::min);
             if min_coef > 0.0 && min_coef.is_finite() {
                 let mut e: Vec<(f64, Variable)> = vec![(1.0, loss)];
-                e.extend(p.iter().map(|&(c, x)| (-min_coef * c, x)));
+                e.extend(p.iter().map(|&(c, x, _)| (-min_coef * c, x)));
                 model.push(Group::Losses, lin(&e).geq(0.0));
             }
         }

@@ -91,9 +91,11 @@ pub(super) fn sharing(
             let mut cs: Vec<f64> = terms.iter().map(|t| t.0).collect();
             cs.sort_by(|a, b| b.total_cmp(a));
             let big_m: f64 = cs.iter().take(slots).sum();
+            // When it is there, it holds one of those GPUs.
+            let most: f64 = cs.iter().take(slots.saturating_sub(1)).sum();
             let w = model.add_var(format!("wcol_j{id}_s{s}"), 0.0, f64::INFINITY, false);
             gated_sum(model, w, vec![vec![vi]], terms, big_m);
-            jobs[i].pressure[Sharing::Colocation.index()].push((1.0, w));
+            jobs[i].pressure[Sharing::Colocation.index()].push((1.0, w, most));
             jobs[i].wcol.insert(s, w);
         }
         // PCIe: ω_ib >= u_ib · #other jobs under switch b.
@@ -112,9 +114,10 @@ pub(super) fn sharing(
                 continue;
             }
             let big_m = (terms.len() as f64).min(cap as f64);
+            let most = (terms.len() as f64).min(cap as f64 - 1.0);
             let w = model.add_var(format!("wpci_j{id}_b{}", b.0), 0.0, f64::INFINITY, false);
             gated_sum(model, w, vec![vec![ui]], terms, big_m);
-            jobs[i].pressure[Sharing::Pcie.index()].push((1.0, w));
+            jobs[i].pressure[Sharing::Pcie.index()].push((1.0, w, most));
         }
         // NIC: ω_is >= [i multi-server, on s] · #other multi-server jobs on s.
         let di = multi_ys(&jobs[i]);
@@ -135,7 +138,7 @@ pub(super) fn sharing(
             let big_m = terms.len() as f64;
             let w = model.add_var(format!("wnic_j{id}_s{s}"), 0.0, f64::INFINITY, false);
             gated_sum(model, w, vec![vec![ai], di.clone()], terms, big_m);
-            jobs[i].pressure[Sharing::Nic.index()].push((1.0, w));
+            jobs[i].pressure[Sharing::Nic.index()].push((1.0, w, big_m));
         }
     }
 }

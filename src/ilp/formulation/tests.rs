@@ -321,7 +321,7 @@ fn group_10_sharing_counts() {
         // Job 1 shares server 0 and switch 2 with job 2: its pressure cannot be zero.
         let pressed: Vec<Variable> = b.jv(1).pressure[kind.index()]
             .iter()
-            .map(|&(_, v)| v)
+            .map(|&(_, v, _)| v)
             .filter(|&v| x0[b.col(v)] > 1e-9)
             .collect();
         assert!(!pressed.is_empty(), "{kind:?}");

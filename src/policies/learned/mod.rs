@@ -17,8 +17,8 @@
 //!    left (a count); the selected jobs are then placed largest first (small jobs placed first
 //!    fragment the servers a large one needs), each falling back to its later choices; then the
 //!    jobs not yet placed try theirs in level 1's order.
-//! 4. Level 2 places a job server by server among candidates ([`Candidates`]: the tightest and
-//!    the roomiest servers of the option's GPU type with room, and the job's current servers;
+//! 4. Level 2 places a job server by server among candidates ([`Candidates`]: a few servers of
+//!    the option's GPU type per free GPU count, and the job's current servers;
 //!    servers untouched this round share one row): the first server must keep the option's mode
 //!    ([`keep_mode`]); it takes as many of the remaining workers as fit (a multi-server option
 //!    leaves one for another server); GPUs within a server go under PCIe switches no one uses
@@ -26,8 +26,10 @@
 //!    cannot be placed falls to the next; a job with none left waits.
 //! 5. With samples (the default, [`DEFAULT_SAMPLES`]), steps 1–4 are repeated with level 1's
 //!    scores perturbed by seeded Gumbel noise (sampling from its distribution; level 2's too in
-//!    every other decoding), and the decoding the objective scores highest is returned — the
-//!    networks propose, the objective the expert maximises chooses among the proposals.
+//!    every other decoding), two more are made from the greedy scores (waiting jobs offered
+//!    their options last; level 2 replaced by the packer), and the decoding the objective
+//!    scores highest is returned — the networks propose, the objective the expert maximises
+//!    chooses among the proposals.
 //!
 //! 6. On a round whose jobs offer CPU/memory tiers, level 1's tier head (when the weights hold
 //!    one) chooses each job's tier for its first choice, and steps 1–5 run twice — at the demand
@@ -43,7 +45,7 @@ mod layers;
 mod net;
 pub mod tiers;
 
-pub use decode::{CANDIDATES_PER_KIND, Candidates, Sampled, SampledStep, keep_mode, plan_of};
+pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep, keep_mode, plan_of};
 use decode::{allocation, argmax, gumbel};
 pub use layers::Dense;
 pub use net::{EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
@@ -234,6 +236,25 @@ impl<'a> LearnedScheduler<'a> {
             return best;
         }
         let mut best_score = pricing.score(&best).map_or(f64::NEG_INFINITY, |s| s.total);
+        // Two more proposals from the greedy scores: every job level 1 left waiting offered its
+        // options too, placed after the others (GPUs left idle go to waiting jobs when the
+        // objective gains); and level 1's choices placed by the baselines' packer instead of
+        // level 2 (a placement level 2 was not trained to make: on a round unlike its training
+        // rounds the packer may place better).
+        let packer = Self {
+            placer: Placer::Packer,
+            ..self.clone()
+        };
+        for s in [
+            self.place(pricing, &decode::filled(logits)),
+            packer.place(pricing, &allocation(logits)),
+        ] {
+            let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
+            if score > best_score {
+                best = s;
+                best_score = score;
+            }
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
