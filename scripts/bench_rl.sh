@@ -6,6 +6,7 @@
 # then the ablations of models/ablations/ (README, "Reinforcement learning"). Writes comparison
 # tables (CSV and Markdown) and JCT-CDF plots under benches/results/rl/ (or $1). Both cores.
 # CODA_BIN runs another build of coda (e.g. a copy, so that rebuilding does not disturb a run).
+# CODA_SKIP_ILP=1 keeps the ILP runs already there (about 16 minutes; machine.txt says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -19,7 +20,13 @@ mkdir -p "$out"
   echo "date: $(date -u +%Y-%m-%d)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "command: scripts/bench_rl.sh"
-} > "$out/machine.txt"
+  kept=""
+  if [ -n "${CODA_SKIP_ILP:-}" ]; then
+    kept="; the ILP runs (philly150-4x8-ilp-*) not re-run: from $(grep -m1 '^commit:' "$out/machine.txt" 2>/dev/null || echo 'commit: unknown')"
+  fi
+  echo "runs: both cores, beside other work on the machine (wall columns are of a shared machine)$kept"
+} > "$out/machine.txt.new"
+mv "$out/machine.txt.new" "$out/machine.txt"
 
 run() { # name, then compare arguments
   local name=$1; shift
@@ -46,6 +53,7 @@ done
 # The per-round ILP on the 150-job Philly slice, from the best heuristic's start and also from
 # the learned policy's schedule (`--ilp-policy-start`).
 for s in plain pstart; do
+  [ -n "${CODA_SKIP_ILP:-}" ] && break
   extra=(); [ "$s" = pstart ] && extra=(--ilp-policy-start)
   run "philly150-4x8-ilp-$s" compare --trace philly --take 150 --cluster 4x8 --policies ilp \
     --ilp-time-limit 30 --ilp-node-limit 100 --ilp-max-jobs 10 "${extra[@]}"
