@@ -368,6 +368,9 @@ pub(crate) struct Relaxation {
     pub reduced: Vec<f64>,
 }
 
+/// The least time limit of one relaxation LP, in seconds (see [`solve_lp`]).
+const LP_FLOOR_S: f64 = 1.0;
+
 /// Solves the master's linear relaxation (see [`Relaxation`]).
 pub(crate) fn solve_lp(
     pricing: &RoundPricing<'_>,
@@ -388,7 +391,13 @@ pub(crate) fn solve_lp(
         ..
     } = built;
     let fixings: Vec<(usize, f64)> = fixed.iter().map(|&i| (i, 1.0)).collect();
-    let run = Highs.run(program, &fixings, None, settings, t0)?;
+    // A relaxation cut short leaves no duals to price with, and column generation could not
+    // even start: each LP gets at least `LP_FLOOR_S` (they take milliseconds here); the
+    // solve's own deadline is kept between LPs, by the phases' budgets. Under load a 0.1 ms
+    // limit ended the first LP with no solution, and the solve with an error instead of its
+    // start.
+    let lp_settings = settings.with_time_limit(settings.time_limit_s.max(LP_FLOOR_S));
+    let run = Highs.run(program, &fixings, None, &lp_settings, t0)?;
     if run.status != SolveStatus::Optimal || run.row_duals.is_empty() {
         return Err(crate::error::Error::Solver {
             solver: "configuration LP".into(),
