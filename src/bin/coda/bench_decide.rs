@@ -138,12 +138,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                         .iter()
                         .filter(|a| !a.workers.is_empty())
                         .count(),
-                    gpus_used: s
-                        .assignments
-                        .iter()
-                        .flat_map(|a| &a.workers)
-                        .map(|w| w.gpus.len())
-                        .sum(),
+                    gpus_used: s.gpus_used(),
                 };
                 eprintln!(
                     "{servers}x{jobs} seed {seed} {policy}: {:.4} s, objective {:.3}",

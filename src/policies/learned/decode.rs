@@ -32,6 +32,7 @@ impl LearnedScheduler<'_> {
         let schedule = self.place_with(
             &pricing,
             &allocation(&logits),
+            self.placer,
             rng.as_mut(),
             Some(&mut steps),
         );
@@ -46,18 +47,19 @@ impl LearnedScheduler<'_> {
         )
     }
 
-    /// [`LearnedScheduler::place`], level 2's scores perturbed by Gumbel noise from `noise`
-    /// when given (a sample from its distribution over servers instead of its best server).
-    /// Level 2's steps are appended to `record` when given.
+    /// [`LearnedScheduler::place`] by `placer`, level 2's scores perturbed by Gumbel noise from
+    /// `noise` when given (a sample from its distribution over servers instead of its best
+    /// server). Level 2's steps are appended to `record` when given.
     pub(super) fn place_with(
         &self,
         pricing: &RoundPricing,
         alloc: &Allocation,
+        placer: Placer,
         mut noise: Option<&mut ChaCha8Rng>,
         mut record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
         let snap = pricing.snapshot();
-        let mut st = PlaceState::new(pricing, self.perf);
+        let mut st = PlaceState::new(pricing, self.perf, placer);
         // Keep pass: a job whose first choice is what it runs now stays on its GPUs.
         for &j in &alloc.order {
             let job = &snap.jobs[j];
@@ -155,7 +157,7 @@ impl LearnedScheduler<'_> {
                 coloc_coef: o.terms.coloc_coef,
             };
             let recorded = record.as_deref().map_or(0, Vec::len);
-            let (plan, gpus) = match self.placer {
+            let (plan, gpus) = match st.placer {
                 Placer::Learned => (
                     self.learned_plan(
                         pricing,
@@ -384,10 +386,12 @@ pub(super) struct PlaceState<'p> {
     types: Vec<(String, usize)>,
     free_of_type: Vec<u64>,
     placed: Vec<bool>,
+    /// Who places: level 2 or the packer.
+    placer: Placer,
 }
 
 impl<'p> PlaceState<'p> {
-    fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel) -> Self {
+    fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel, placer: Placer) -> Self {
         let snap = pricing.snapshot();
         let packer = Packer::new(snap, perf);
         let mut types: Vec<(String, usize)> = Vec::new();
@@ -408,6 +412,7 @@ impl<'p> PlaceState<'p> {
             types,
             free_of_type,
             placed: vec![false; snap.jobs.len()],
+            placer,
         }
     }
 

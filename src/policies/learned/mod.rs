@@ -231,30 +231,27 @@ impl<'a> LearnedScheduler<'a> {
     /// `logits` on it.
     fn decode(&self, pricing: &RoundPricing, logits: &[Vec<f32>]) -> Schedule {
         let snapshot = pricing.snapshot();
-        let mut best = self.place(pricing, &allocation(logits));
+        let greedy = allocation(logits);
+        let mut best = self.place(pricing, &greedy);
         if self.samples <= 1 {
             return best;
         }
         let mut best_score = pricing.score(&best).map_or(f64::NEG_INFINITY, |s| s.total);
-        // Two more proposals from the greedy scores: every job level 1 left waiting offered its
-        // options too, placed after the others (GPUs left idle go to waiting jobs when the
-        // objective gains); and level 1's choices placed by the baselines' packer instead of
-        // level 2 (a placement level 2 was not trained to make: on a round unlike its training
-        // rounds the packer may place better).
-        let packer = Self {
-            placer: Placer::Packer,
-            ..self.clone()
-        };
-        for s in [
-            self.place(pricing, &decode::filled(logits)),
-            packer.place(pricing, &allocation(logits)),
-        ] {
+        // The first proposal the objective scores highest wins (ties keep the earlier one).
+        let mut offer = |s: Schedule| {
             let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
             if score > best_score {
                 best = s;
                 best_score = score;
             }
-        }
+        };
+        // Two more proposals from the greedy scores: every job level 1 left waiting offered its
+        // options too, placed after the others (GPUs left idle go to waiting jobs when the
+        // objective gains); and level 1's choices placed by the baselines' packer instead of
+        // level 2 (a placement level 2 was not trained to make: on a round unlike its training
+        // rounds the packer may place better).
+        offer(self.place(pricing, &decode::filled(logits)));
+        offer(self.place_with(pricing, &greedy, Placer::Packer, None, None));
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
@@ -267,23 +264,15 @@ impl<'a> LearnedScheduler<'a> {
                 .collect();
             // Level 2 sampled in every other decoding only: level 1's choices are explored
             // with level 2 at its best, and jointly.
-            let s = if sample % 2 == 0 {
-                self.place_with(pricing, &allocation(&noisy), Some(&mut rng), None)
-            } else {
-                self.place_with(pricing, &allocation(&noisy), None, None)
-            };
-            let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
-            if score > best_score {
-                best = s;
-                best_score = score;
-            }
+            let noise = (sample % 2 == 0).then_some(&mut rng);
+            offer(self.place_with(pricing, &allocation(&noisy), self.placer, noise, None));
         }
         best
     }
 
     /// Level 2: places `alloc` (see the module docs); valid by construction.
     pub fn place(&self, pricing: &RoundPricing, alloc: &Allocation) -> Schedule {
-        self.place_with(pricing, alloc, None, None)
+        self.place_with(pricing, alloc, self.placer, None, None)
     }
 
     /// One decoding sampled from both levels' distributions at the policy's temperature
