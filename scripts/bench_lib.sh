@@ -7,7 +7,7 @@ machine_txt() {
   local out=$1 command=$2 runs=${3:-}
   { echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
     echo "date: $(date -u +%Y-%m-%d)"
-    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml models || echo ' (with uncommitted changes)')"
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml models python || echo ' (with uncommitted changes)')"
     echo "command: $command"
     if [ -n "$runs" ]; then echo "runs: $runs"; fi
   } > "$out/machine.txt"

@@ -43,3 +43,8 @@ echo "== 7. replay the Philly window (5,745 jobs, 64 DGX-1 servers) under four b
 echo "   learned policy, in parallel (the contention allowance is measured first by a FIFO replay)"
 $coda compare --trace philly --policies fifo,tiresias,sjf-bco,pollux,learned --quiet --out "$out/sim"
 echo "   table, JCT CDF and utilisation plots: $out/sim/comparison.md, $out/sim/*.svg"
+
+echo "== 8. the same from Python: the wheel built and installed into .venv-py, then the quick start"
+echo "   (a round, a replay, an error, the Gymnasium environment; examples/python/quick_start.py)"
+bash scripts/setup_python.sh
+.venv-py/bin/python examples/python/quick_start.py

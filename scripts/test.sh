@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set-up included: installs what is missing, builds, and runs every test.
+# Set-up included: installs what is missing, builds, and runs every test (Rust and Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,3 +11,8 @@ for e in schedule_round replay_two_policies custom_scheduler gap_vs_exact decide
 done
 # The library must build without the command line's crates (the `cli` feature).
 cargo check --release --locked --no-default-features --lib
+# The Python package: wheel built and installed into .venv-py, then its tests (they compare
+# against the command line built above) and its quick start.
+bash scripts/setup_python.sh
+.venv-py/bin/python -m pytest -q tests/python
+.venv-py/bin/python examples/python/quick_start.py > /dev/null

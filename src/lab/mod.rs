@@ -1,5 +1,5 @@
 //! The workbench behind the command line: fitting the performance model to `datasets/`
-//! ([`calibrate`]), measuring solve time against cluster size ([`scaling`]), what a simulated run
+//! ([`calibrate`]), one trace replay as plain data ([`replay`]) and as a step-by-step environment ([`gym`]), measuring solve time against cluster size ([`scaling`]), what a simulated run
 //! leaves behind ([`report`]), and training the learned policy ([`learn`]).
 //!
 //! Public so that the `coda` binary, the benchmarks and the tests reach it, but **not the
@@ -7,7 +7,9 @@
 //! program that schedules rounds needs none of it — the crate root, [`crate::ilp`],
 //! [`crate::policies`], [`crate::sim`] and [`crate::workload`] are the library.
 
+pub mod gym;
 pub mod learn;
+pub mod replay;
 pub mod report;
 pub mod scaling;
 

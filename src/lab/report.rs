@@ -3,12 +3,13 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sim::{JobRecord, Metrics};
 
 /// One simulation, summarised.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Read back (Deserialize) by the Python package, which merges runs made apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Policy name.
     pub policy: String,
@@ -39,14 +40,14 @@ pub struct RunSummary {
     /// Events per wall-clock second.
     pub events_per_s: f64,
     /// Set when the run stopped because no waiting job could ever be placed ([`crate::sim::Stall`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<crate::sim::Stall>,
     /// Jobs left out because the cluster can never run them, with why
     /// ([`crate::sim::Unplaceable::Skip`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unplaceable: Vec<(crate::model::JobId, String)>,
     /// What the policy reported about its rounds ([`crate::scheduler::RunLog::notes`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_notes: Vec<String>,
 }
 

@@ -1,13 +1,13 @@
 //! What a run measured, over a tracked window of jobs: JCT percentiles, queueing and waiting,
 //! GPU-hours held and useful, utilisation, makespan, restarts.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::JobRecord;
 
 /// Summary of a run over a tracked window of jobs (by arrival order), as Blox does to leave out
 /// warm-up and tail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     /// Jobs in the tracked window.
     pub jobs_tracked: usize,

@@ -143,7 +143,7 @@ pub fn contention_allowance(
 /// Why a run ended with jobs left although no horizon cut it: at `time_s` nothing ran, nothing
 /// was left to arrive, and the round's decision placed none of the `waiting` jobs on the empty
 /// cluster — every later round would see the same, so the run stops instead of ticking forever.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Stall {
     /// When the run stopped, seconds.
     pub time_s: f64,
@@ -274,7 +274,7 @@ pub struct Simulator<'a> {
 /// Cores and memory over a run, as time-averaged shares of the cluster's capacity from time 0
 /// to the last event: **held** by tasks (at their tier), and **stranded** — free on servers
 /// whose every GPU is held, so no worker can use them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CpuMemUse {
     /// Share of core-time held by tasks.
     pub cores_held: f64,

@@ -1,16 +1,15 @@
 //! `coda simulate` and `coda compare`: replay a trace under one or several policies.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::Args;
 use coda::io::write_atomic;
-use coda::lab::report::{Comparison, RunSummary, jobs_csv, utilization_csv};
-use coda::policies::{IlpOptions, LearnedOptions, PolicyKind, PolicyOptions, TiresiasOptions};
-use coda::sim::{self, JobRecord, SimConfig, Simulator, Unplaceable};
-use coda::workload::trace::TraceOptions;
-use coda::workload::{self, Workload};
-use coda::{Error, Objective, PerfModel, SolveSettings};
+use coda::lab::replay::{Replay, ReplaySpec};
+use coda::lab::report::{Comparison, jobs_csv, utilization_csv};
+use coda::policies::PolicyKind;
+use coda::sim::JobRecord;
+use coda::workload::Workload;
+use coda::{Error, PerfModel};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
@@ -163,116 +162,57 @@ fn parse_allowance(s: &str) -> Result<Allowance, String> {
 }
 
 impl SimArgs {
-    fn check(&self) -> coda::Result<()> {
-        let bad =
-            |field: &str, v: f64, why: &str| Err(Error::setting("command line", field, v, why));
-        // Each value's own range is clap's (crate::range); what is left relates two of them.
-        if self.track_from >= self.track_to {
-            return bad(
-                "--track-to",
-                self.track_to,
-                &format!("must be above --track-from {}", self.track_from),
-            );
-        }
-        self.objective().map(|_| ())
-    }
-
-    /// The round length and restart cost, checked once; the simulator charges and the `ilp`
-    /// policy prices the same ones.
-    fn objective(&self) -> coda::Result<Objective> {
-        range::objective(self.round_s, self.restart_s, self.in_service_credit)
-    }
-
-    fn config(&self, contention_allowance: f64) -> coda::Result<SimConfig> {
-        Ok(SimConfig {
-            objective: self.objective()?,
-            horizon_s: self.horizon_s.unwrap_or(f64::INFINITY),
-            contention_allowance,
-            skip_idle_rounds: !self.every_round,
-            unplaceable: if self.skip_unplaceable {
-                Unplaceable::Skip
-            } else {
-                Unplaceable::Reject
+    /// The flags as the library's replay spec (same names, same meaning).
+    pub fn spec(&self) -> ReplaySpec {
+        ReplaySpec {
+            trace: self.trace.clone(),
+            cluster: self.cluster.clone(),
+            seed: self.seed,
+            cpu_mem: self.cpu_mem,
+            cpu_per_gpu: self.cpu_per_gpu,
+            take: self.take,
+            skip: self.skip,
+            datasets: self.datasets.clone(),
+            round_s: self.round_s,
+            restart_s: self.restart_s,
+            in_service_credit: self.in_service_credit,
+            horizon_s: self.horizon_s,
+            contention_allowance: match self.contention_allowance {
+                Allowance::Auto => None,
+                Allowance::Fixed(v) => Some(v),
             },
-        })
+            track_from: self.track_from,
+            track_to: self.track_to,
+            ilp_time_limit: self.ilp_time_limit,
+            ilp_node_limit: self.ilp_node_limit,
+            ilp_work_limit: self.ilp_work_limit,
+            ilp_max_jobs: self.ilp_max_jobs,
+            ilp_revisit_rounds: self.ilp_revisit_rounds,
+            tiresias_promote_knob: self.tiresias_promote_knob,
+            ilp_policy_start: self.ilp_policy_start,
+            policy_weights: self.policy_weights.clone(),
+            policy_samples: self.policy_samples,
+            skip_unplaceable: self.skip_unplaceable,
+            every_round: self.every_round,
+        }
+    }
+
+    fn check(&self) -> coda::Result<()> {
+        self.spec().check("command line")
     }
 
     /// The contention allowance for `workload`: given, or measured by a FIFO replay.
     pub fn allowance(&self, workload: &Workload, perf: &dyn PerfModel) -> coda::Result<f64> {
-        match self.contention_allowance {
-            Allowance::Fixed(v) => Ok(v),
-            Allowance::Auto => sim::contention_allowance(
-                perf,
-                self.config(1.0)?,
-                workload.cluster.clone(),
-                workload.jobs.clone(),
-            ),
-        }
-    }
-
-    fn policy_options(&self) -> coda::Result<PolicyOptions> {
-        Ok(PolicyOptions {
-            seed: self.seed,
-            objective: self.objective()?,
-            tiresias: TiresiasOptions {
-                promote_knob: self.tiresias_promote_knob,
-                ..TiresiasOptions::default()
-            },
-            ilp: IlpOptions {
-                solve: SolveSettings {
-                    time_limit_s: self.ilp_time_limit,
-                    node_limit: self.ilp_node_limit,
-                    work_limit: self.ilp_work_limit,
-                    seed: (self.seed % u64::from(u32::MAX)) as u32,
-                    ..SolveSettings::default()
-                },
-                max_jobs: self.ilp_max_jobs,
-                revisit_rounds: self.ilp_revisit_rounds,
-                learned_start: self.ilp_policy_start,
-            },
-            learned: LearnedOptions {
-                weights: self.policy_weights.clone(),
-                samples: self.policy_samples,
-            },
-        })
+        self.spec().allowance(workload, perf)
     }
 
     pub fn workload(&self, perf: &dyn PerfModel) -> coda::Result<Workload> {
-        let opts = TraceOptions {
-            seed: self.seed,
-            cpu_mem: self.cpu_mem,
-            server_cpu_per_gpu: self.cpu_per_gpu,
-            ..TraceOptions::default()
-        };
-        let mut wl = workload::load(
-            &self.trace,
-            &self.datasets,
-            self.cluster.as_deref(),
-            self.take.map(|t| t + self.skip),
-            &opts,
-            perf,
-        )?;
-        if self.skip >= wl.jobs.len() {
-            return Err(Error::setting(
-                "simulate",
-                "--skip",
-                self.skip,
-                format!("fewer than the trace's {} jobs", wl.jobs.len()),
-            ));
-        }
-        wl.jobs.drain(..self.skip);
-        Ok(wl)
+        self.spec().workload(perf)
     }
 }
 
 /// One finished run.
-pub struct Run {
-    pub summary: RunSummary,
-    pub records: Vec<JobRecord>,
-    pub utilization: Vec<(f64, u64)>,
-    /// The optimising policy's solve of every round (empty for heuristics).
-    pub solves: Vec<coda::scheduler::RoundSolve>,
-}
+pub type Run = Replay;
 
 fn bar_style() -> ProgressStyle {
     ProgressStyle::with_template(
@@ -290,46 +230,17 @@ pub fn run_one(
     perf: &dyn PerfModel,
     bar: &ProgressBar,
 ) -> coda::Result<Run> {
-    let opts = args.policy_options()?;
-    let log = coda::scheduler::RunLog::default();
-    let mut scheduler = policy.build_observed(perf, &opts, &log)?;
-    let mut simulator = Simulator::builder(perf, workload.cluster.clone(), workload.jobs.clone())
-        .config(args.config(allowance)?)
-        .build()?;
-    bar.set_length(simulator.total_jobs() as u64);
     bar.set_prefix(policy.to_string());
-    let t = Instant::now();
-    simulator.run_observed(scheduler.as_mut(), 500, &mut |s| {
-        bar.set_position(s.finished() as u64);
-        bar.set_message(format!("day {:.1}", s.now() / 86_400.0));
-    })?;
-    let wall = t.elapsed().as_secs_f64();
+    bar.set_length(workload.jobs.len() as u64);
+    let run = args
+        .spec()
+        .run(policy, workload, allowance, perf, &mut |s| {
+            bar.set_length(s.total_jobs() as u64);
+            bar.set_position(s.finished() as u64);
+            bar.set_message(format!("day {:.1}", s.now() / 86_400.0));
+        })?;
     bar.finish();
-    let gpus = workload.cluster.num_gpus();
-    let metrics = sim::metrics(simulator.records(), args.track_from..args.track_to, gpus);
-    let events = simulator.events_processed();
-    Ok(Run {
-        summary: RunSummary {
-            policy: policy.to_string(),
-            trace: workload.trace.clone(),
-            cluster: workload.cluster_spec.clone(),
-            gpus,
-            seed: args.seed,
-            metrics,
-            stranded_gpus: simulator.stranded_gpus(),
-            cpu_mem: simulator.cpu_mem_use(),
-            contention_allowance: allowance,
-            events,
-            wall_s: wall,
-            events_per_s: events as f64 / wall.max(1e-9),
-            stall: simulator.stall().cloned(),
-            unplaceable: simulator.unplaceable().to_vec(),
-            policy_notes: log.notes(),
-        },
-        records: simulator.records().to_vec(),
-        utilization: simulator.utilization().to_vec(),
-        solves: log.solves(),
-    })
+    Ok(run)
 }
 
 /// One row per round the policy solved: status, objectives, bound, gap, times, nodes, and the

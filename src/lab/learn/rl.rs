@@ -127,7 +127,7 @@ pub struct Rollout {
 }
 
 /// A scheduler that returns a schedule decided elsewhere (so the back-fill wraps it).
-struct Given(Schedule);
+pub(crate) struct Given(pub(crate) Schedule);
 
 impl Scheduler for Given {
     fn name(&self) -> &str {

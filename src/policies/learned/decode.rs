@@ -55,15 +55,45 @@ impl LearnedScheduler<'_> {
         pricing: &RoundPricing,
         alloc: &Allocation,
         placer: Placer,
-        mut noise: Option<&mut ChaCha8Rng>,
+        noise: Option<&mut ChaCha8Rng>,
+        record: Option<&mut Vec<SampledStep>>,
+    ) -> Schedule {
+        let mut scores = Scores {
+            alloc,
+            net: &self.net,
+            noise,
+            temperature: self.temperature,
+        };
+        self.place_by(pricing, &alloc.order, &mut scores, placer, record)
+    }
+
+    /// Steps 2–4 of the decoding (see the module docs) with the choices made by `chooser`:
+    /// jobs considered in `order` (snapshot indices; jobs left out wait), each job's first
+    /// choice, its fallbacks and level 2's servers asked of `chooser` as the decoding reaches
+    /// them. Valid by construction, whatever `chooser` answers: [`LearnedScheduler::place`]
+    /// answers from the networks' scores, the Python environment (`coda::lab::gym`) from an
+    /// outside agent, one decision at a time. Level 2's steps are appended to `record` when
+    /// given.
+    pub fn place_by(
+        &self,
+        pricing: &RoundPricing,
+        order: &[usize],
+        chooser: &mut dyn Chooser,
+        placer: Placer,
         mut record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
         let snap = pricing.snapshot();
         let mut st = PlaceState::new(pricing, self.perf, placer);
+        let mut first: Vec<Option<usize>> = vec![None; snap.jobs.len()];
+        for &j in order {
+            first[j] = chooser
+                .option(j, &[])
+                .filter(|&k| k < pricing.options(JobPos(j)).len());
+        }
         // Keep pass: a job whose first choice is what it runs now stays on its GPUs.
-        for &j in &alloc.order {
+        for &j in order {
             let job = &snap.jobs[j];
-            let (Some(&k), Some(cur)) = (alloc.choices[j].first(), job.run.current.as_ref()) else {
+            let (Some(k), Some(cur)) = (first[j], job.run.current.as_ref()) else {
                 continue;
             };
             if cur.workers.is_empty()
@@ -77,12 +107,12 @@ impl LearnedScheduler<'_> {
         // many GPUs left (a count, not a placement) ...
         let mut budget = st.free_of_type.clone();
         let mut selected: Vec<usize> = Vec::new();
-        for &j in &alloc.order {
+        for &j in order {
             if st.placed[j] {
                 continue;
             }
             let job = &snap.jobs[j];
-            if let Some(&k) = alloc.choices[j].first() {
+            if let Some(k) = first[j] {
                 let o = &pricing.options(JobPos(j))[k];
                 if let Some(t) = st.type_index(&o.gpu_type) {
                     let need = u64::from(o.workers * job.demand.gpus_per_worker);
@@ -96,32 +126,18 @@ impl LearnedScheduler<'_> {
         // ... placed largest first (first-fit decreasing: small jobs placed first fragment the
         // servers a large one needs), each falling back to its later choices ...
         let need_of = |j: usize| {
-            alloc.choices[j].first().map_or(0, |&k| {
+            first[j].map_or(0, |k| {
                 pricing.options(JobPos(j))[k].workers * snap.jobs[j].demand.gpus_per_worker
             })
         };
         selected.sort_by_key(|&j| std::cmp::Reverse(need_of(j)));
         for j in selected {
-            self.place_job(
-                pricing,
-                &mut st,
-                j,
-                &alloc.choices[j],
-                noise.as_deref_mut(),
-                record.as_deref_mut(),
-            );
+            self.place_job(pricing, &mut st, j, chooser, record.as_deref_mut());
         }
         // ... then whatever is left goes, in level 1's order, to jobs not yet placed.
-        for &j in &alloc.order {
-            if !st.placed[j] {
-                self.place_job(
-                    pricing,
-                    &mut st,
-                    j,
-                    &alloc.choices[j],
-                    noise.as_deref_mut(),
-                    record.as_deref_mut(),
-                );
+        for &j in order {
+            if !st.placed[j] && first[j].is_some() {
+                self.place_job(pricing, &mut st, j, chooser, record.as_deref_mut());
             }
         }
         Schedule {
@@ -129,20 +145,27 @@ impl LearnedScheduler<'_> {
         }
     }
 
-    /// Places job `j` with the first of `choices` that fits; whether one did. Level 2's steps
-    /// of the plan committed go to `record` (those of plans that did not fit are dropped).
+    /// Places job `j` with the first of its choices (asked of `chooser` one at a time) that
+    /// fits; whether one did. Level 2's steps of the plan committed go to `record` (those of
+    /// plans that did not fit are dropped).
     pub(super) fn place_job(
         &self,
         pricing: &RoundPricing,
         st: &mut PlaceState,
         j: usize,
-        choices: &[usize],
-        mut noise: Option<&mut ChaCha8Rng>,
+        chooser: &mut dyn Chooser,
         mut record: Option<&mut Vec<SampledStep>>,
     ) -> bool {
         let job = &pricing.snapshot().jobs[j];
-        for &k in choices {
-            let o = &pricing.options(JobPos(j))[k];
+        let options = pricing.options(JobPos(j));
+        let mut tried: Vec<usize> = Vec::new();
+        // A chooser naming an option twice, or none, ends the job's choices: it waits.
+        while let Some(k) = chooser
+            .option(j, &tried)
+            .filter(|&k| k < options.len() && !tried.contains(&k))
+        {
+            tried.push(k);
+            let o = &options[k];
             let Some(t) = st.type_index(&o.gpu_type) else {
                 continue;
             };
@@ -164,7 +187,7 @@ impl LearnedScheduler<'_> {
                         st,
                         task,
                         st.types[t].1,
-                        noise.as_deref_mut(),
+                        chooser,
                         record.as_deref_mut(),
                     ),
                     GpuChoice::OwnSwitches,
@@ -198,7 +221,7 @@ impl LearnedScheduler<'_> {
         st: &PlaceState,
         task: PlaceTask,
         type_server: usize,
-        mut noise: Option<&mut ChaCha8Rng>,
+        chooser: &mut dyn Chooser,
         mut record: Option<&mut Vec<SampledStep>>,
     ) -> Option<Vec<(usize, u32)>> {
         let (packer, occ, index) = (&st.packer, &st.occ, &st.index);
@@ -241,13 +264,10 @@ impl LearnedScheduler<'_> {
                 );
                 offered.push(s);
             }
-            let mut scores = self.net.level2_scores(&rows);
-            if let Some(rng) = noise.as_deref_mut() {
-                for v in &mut scores {
-                    *v += self.temperature * gumbel(rng);
-                }
-            }
-            let best = argmax(&scores);
+            // An answer out of range is the first candidate: valid whatever the chooser says.
+            let best = Some(chooser.server(task.job, &rows))
+                .filter(|&b| b < offered.len())
+                .unwrap_or(0);
             if let Some(r) = record.as_deref_mut() {
                 r.push(SampledStep {
                     job: task.job,
@@ -291,6 +311,42 @@ impl LearnedScheduler<'_> {
                 .current
                 .as_ref()
                 .is_some_and(|a| a.workers.iter().any(|w| w.server == s))
+    }
+}
+
+/// Who makes the decoding's choices ([`LearnedScheduler::place_by`]): level 1's allocation and
+/// level 2's scores, or an outside agent.
+pub trait Chooser {
+    /// Job `j`'s next option (an index in [`RoundPricing::options`]) after `tried`, the options
+    /// already tried for it this round in order (empty: its first choice); `None`: it waits.
+    fn option(&mut self, j: usize, tried: &[usize]) -> Option<usize>;
+    /// Level 2's server for job `job`: the index of one of the candidates whose rows
+    /// ([`PLACE_FEATURES`] values each) `rows` holds end to end.
+    fn server(&mut self, job: usize, rows: &[f32]) -> usize;
+}
+
+/// The networks' choices: level 1's allocation (choices in order) and level 2's best score,
+/// Gumbel-perturbed when `noise` is given.
+struct Scores<'a, 'r> {
+    alloc: &'a Allocation,
+    net: &'a super::PolicyNet,
+    noise: Option<&'r mut ChaCha8Rng>,
+    temperature: f32,
+}
+
+impl Chooser for Scores<'_, '_> {
+    fn option(&mut self, j: usize, tried: &[usize]) -> Option<usize> {
+        self.alloc.choices[j].get(tried.len()).copied()
+    }
+
+    fn server(&mut self, _job: usize, rows: &[f32]) -> usize {
+        let mut scores = self.net.level2_scores(rows);
+        if let Some(rng) = self.noise.as_deref_mut() {
+            for v in &mut scores {
+                *v += self.temperature * gumbel(rng);
+            }
+        }
+        argmax(&scores)
     }
 }
 

@@ -45,7 +45,9 @@ mod layers;
 mod net;
 pub mod tiers;
 
-pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep, keep_mode, plan_of};
+pub use decode::{
+    CANDIDATES_PER_BUCKET, Candidates, Chooser, Sampled, SampledStep, keep_mode, plan_of,
+};
 use decode::{allocation, argmax, gumbel};
 pub use layers::Dense;
 pub use net::{EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
@@ -87,6 +89,15 @@ pub struct Allocation {
     pub choices: Vec<Vec<usize>>,
     /// Snapshot indices, first placed first.
     pub order: Vec<usize>,
+}
+
+impl Allocation {
+    /// Level 1's greedy decision from its logits (per job, one per option, then wait): per job
+    /// the options scoring above its wait, best first; jobs ordered by their probability of
+    /// running.
+    pub fn of_logits(logits: &[Vec<f32>]) -> Self {
+        allocation(logits)
+    }
 }
 
 /// The learned policy as a [`Scheduler`].

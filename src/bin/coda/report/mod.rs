@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 mod cpumem;
 mod models;
+mod python;
 mod results;
 mod rl;
 mod table;

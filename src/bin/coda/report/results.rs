@@ -659,6 +659,8 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         &results.join("labels_large"),
         &results,
     )?);
+    s.push_str("\n## Python, Gymnasium and Ray\n\n");
+    s.push_str(&super::python::python_section(&results)?);
     s.push_str("\n## The exact program\n\n");
     let f = root.join("formulations/results");
     s.push_str(&solve_section(&f.join("solve_scaling.csv"), &f)?);

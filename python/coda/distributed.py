@@ -1,0 +1,267 @@
+"""coda's heavy batch work on Ray: ``python -m coda.distributed label|rollouts|sweep ...``.
+
+* ``label`` — ``coda label``'s generated rounds, one Ray task per chunk of rounds, appended to
+  the labels file (JSON lines) in the spec's order: the same lines ``coda label`` writes, byte
+  for byte but for ``solve_s`` (each solve's wall time; give ``--node-limit`` and a time limit
+  that does not bind for repeatable labels, as with ``coda label``). Resumable: rounds already
+  in the file are skipped, a line cut short by an interrupted run is dropped.
+* ``rollouts`` — episodes of the current weights (``coda train rl``'s rollouts: windows of a
+  trace, sampled from level 1's and level 2's distributions), one task per (window, seed), one
+  CSV row each in a fixed order; resumable. ``--local`` runs the same in this process: the
+  reference the Ray run equals.
+* ``sweep`` — ``coda compare`` over a grid of traces × seeds, one task per (trace, seed,
+  policy); each cell's ``comparison.csv`` is ``coda compare``'s but for the two wall-time
+  columns (``wall_s``, ``events_per_s``). Resumable: finished runs are kept as JSON.
+
+``ray.init()`` starts a local Ray by default (``--workers`` CPUs); ``--address`` joins a
+cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on others). Every
+task runs one round, episode or replay on one core (HiGHS and the simulator single-threaded), so
+the speed-up is the number of cores Ray offers, up to the number of tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable, Optional
+
+from . import _native
+
+
+def _resume_labels(path: str) -> set[str]:
+    """Ids already in the labels file; drops a last line cut short (as ``coda label`` does)."""
+    if not os.path.exists(path):
+        return set()
+    with open(path, "rb") as f:
+        data = f.read()
+    done, keep = set(), 0
+    lines = data.split(b"\n")
+    for n, line in enumerate(lines):
+        if not line:
+            continue
+        last = n == len(lines) - 1  # no newline after it
+        try:
+            done.add(json.loads(line)["id"])
+            keep += len(line) + 1
+        except (ValueError, KeyError):
+            if last:
+                print(f"{path}:{n + 1}: dropping a label cut short by an interrupted run",
+                      file=sys.stderr)
+            else:
+                raise _native.CodaError(f"{path}:{n + 1}: field `(line)`: not a label")
+    if keep < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+    return done
+
+
+def _ordered(tasks: list, submit: Callable[[Any], Any], write: Callable[[Any, Any], None],
+             get: Callable, wait: Optional[Callable]) -> None:
+    """Submits every task and writes results in task order as soon as all before are done."""
+    refs = [submit(t) for t in tasks]
+    if wait is None:  # in-process: results are values already
+        for t, r in zip(tasks, refs):
+            write(t, r)
+        return
+    index = {r: i for i, r in enumerate(refs)}
+    results: dict[int, Any] = {}
+    pending, nxt = list(refs), 0
+    while pending:
+        ready, pending = wait(pending, num_returns=1)
+        for r in ready:
+            results[index[r]] = get(r)
+        while nxt in results:
+            write(tasks[nxt], results.pop(nxt))
+            nxt += 1
+
+
+def _ray(args):
+    import ray
+
+    if not ray.is_initialized():
+        if args.address:
+            ray.init(address=args.address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def _runner(args, fn):
+    """(submit, get, wait) running `fn(*task)` as Ray tasks, or in this process with --local."""
+    if args.local:
+        return (lambda t: fn(*t)), None, None
+    ray = _ray(args)
+    remote = ray.remote(num_cpus=1)(fn)
+    return (lambda t: remote.remote(*t)), ray.get, ray.wait
+
+
+def _label_chunk(spec: str, ids: list[str]) -> list[str]:
+    return _native.label(spec, ids)
+
+
+def label(args) -> dict:
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
+    spec = json.dumps({
+        "sizes": sizes, "rounds": args.rounds, "seed": args.seed,
+        "running_fraction": args.running_fraction, "time_limit": args.time_limit,
+        "node_limit": args.node_limit, "work_limit": args.work_limit,
+    })
+    ids = _native.label_ids(spec)
+    done = _resume_labels(args.out)
+    todo = [i for i in ids if i not in done]
+    chunks = [todo[i:i + args.chunk] for i in range(0, len(todo), args.chunk)]
+    submit, get, wait = _runner(args, _label_chunk)
+    t0 = time.perf_counter()
+    with open(args.out, "a", encoding="utf-8") as f:
+        def write(_, lines):
+            f.write("".join(lines))
+            f.flush()
+        _ordered([(spec, c) for c in chunks], submit, write, get, wait)
+    return {"rounds": len(todo), "skipped": len(ids) - len(todo),
+            "wall_s": time.perf_counter() - t0}
+
+
+ROLLOUT_COLUMNS = ["episode", "seed", "avg_jct_h", "finished", "jobs", "rounds", "return"]
+
+
+def _rollout(spec: str, start: int, length: int, seed: int, temperature: float,
+             weights: Optional[str]) -> dict:
+    return json.loads(_native.rollout_episode(spec, start, length, seed, temperature, False,
+                                              weights))
+
+
+def rollouts(args) -> dict:
+    spec = json.dumps({k: v for k, v in {
+        "trace": args.trace, "cluster": args.cluster, "take": args.take,
+        "seed": args.trace_seed, "cpu_mem": "fixed",
+    }.items() if v is not None})
+    tasks = [(spec, start, args.length, seed, args.temperature, args.weights)
+             for start in range(0, args.episodes * args.length, args.length)
+             for seed in range(args.seed, args.seed + args.seeds)]
+    have = set()
+    if os.path.exists(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            have = {(r["episode"], r["seed"]) for r in csv.DictReader(f)}
+    new = not os.path.exists(args.out)
+    submit, get, wait = _runner(args, _rollout)
+    t0 = time.perf_counter()
+    written = 0
+    with open(args.out, "a", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ROLLOUT_COLUMNS, lineterminator="\n")
+        if new:
+            w.writeheader()
+
+        def write(_, row):
+            nonlocal written
+            w.writerow({k: row[k] for k in ROLLOUT_COLUMNS})
+            written += 1
+            f.flush()
+        todo = [t for t in tasks if not _have_rollout(have, t)]
+        _ordered(todo, submit, write, get, wait)
+    return {"episodes": written, "wall_s": time.perf_counter() - t0}
+
+
+def _have_rollout(have: set, task: tuple) -> bool:
+    _, start, length, seed, _, _ = task
+    return any(e.endswith(f"[{start}..{start + length}]") and s == str(seed) for e, s in have)
+
+
+def _simulate(spec: str, policy: str) -> str:
+    return _native.simulate(spec, policy)
+
+
+def sweep(args) -> dict:
+    policies = args.policies.split(",")
+    cells = [(t, int(s)) for t in args.traces.split(",") for s in args.seeds.split(",")]
+    tasks, paths = [], []
+    for trace, seed in cells:
+        d = os.path.join(args.out, f"{trace}-seed{seed}")
+        os.makedirs(d, exist_ok=True)
+        opts = {"trace": trace, "seed": seed, "cluster": args.cluster, "take": args.take}
+        spec = json.dumps({k: v for k, v in opts.items() if v is not None})
+        for p in policies:
+            path = os.path.join(d, f"{p}.json")
+            paths.append(path)
+            if not os.path.exists(path):
+                tasks.append((spec, p))
+    todo_paths = [p for p in paths if not os.path.exists(p)]
+    submit, get, wait = _runner(args, _simulate)
+    t0 = time.perf_counter()
+
+    def write(task, result):
+        path = todo_paths[tasks.index(task)]
+        summary = json.loads(result)
+        summary.pop("jobs")
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(summary, f)
+        os.replace(tmp, path)
+    _ordered(tasks, submit, write, get, wait)
+    for trace, seed in cells:
+        d = os.path.join(args.out, f"{trace}-seed{seed}")
+        runs = []
+        for p in policies:
+            with open(os.path.join(d, f"{p}.json"), encoding="utf-8") as f:
+                runs.append(json.load(f))
+        with open(os.path.join(d, "comparison.csv"), "w", encoding="utf-8") as f:
+            f.write(_native.comparison_csv([json.dumps(r) for r in runs]))
+    return {"runs": len(tasks), "wall_s": time.perf_counter() - t0}
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m coda.distributed", description=__doc__.split("\n")[0])
+    ap.add_argument("--address", help="join this Ray cluster (default: start a local one)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count(),
+                    help="CPUs of the local Ray (default: every core)")
+    ap.add_argument("--local", action="store_true", help="no Ray: run in this process")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    lb = sub.add_parser("label", help="coda label's generated rounds, sharded")
+    lb.add_argument("--sizes", default="2x4,3x6,4x8")
+    lb.add_argument("--rounds", type=int, default=10)
+    lb.add_argument("--seed", type=int, default=0)
+    lb.add_argument("--running-fraction", type=float, default=0.3)
+    lb.add_argument("--time-limit", type=float, default=10.0)
+    lb.add_argument("--node-limit", type=int)
+    lb.add_argument("--work-limit", type=int)
+    lb.add_argument("--chunk", type=int, default=1, help="rounds per task")
+    lb.add_argument("--out", default="labels.jsonl")
+
+    ro = sub.add_parser("rollouts", help="episodes of the learned policy, sharded")
+    ro.add_argument("--trace", default="philly")
+    ro.add_argument("--cluster", default="4x8")
+    ro.add_argument("--take", type=int, help="jobs of the trace loaded (default: all)")
+    ro.add_argument("--trace-seed", type=int, default=0)
+    ro.add_argument("--length", type=int, default=50, help="jobs per episode")
+    ro.add_argument("--episodes", type=int, default=4, help="windows, one after another")
+    ro.add_argument("--seeds", type=int, default=2, help="sampled rollouts per window")
+    ro.add_argument("--seed", type=int, default=0, help="first sampling seed")
+    ro.add_argument("--temperature", type=float, default=1.0)
+    ro.add_argument("--weights", help="safetensors weights (default: the shipped ones)")
+    ro.add_argument("--out", default="rollouts.csv")
+
+    sw = sub.add_parser("sweep", help="coda compare over traces x seeds, sharded")
+    sw.add_argument("--traces", default="philly")
+    sw.add_argument("--seeds", default="0")
+    sw.add_argument("--policies", default="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random")
+    sw.add_argument("--cluster")
+    sw.add_argument("--take", type=int)
+    sw.add_argument("--out", default="out/sweep")
+
+    args = ap.parse_args(argv)
+    try:
+        result = {"label": label, "rollouts": rollouts, "sweep": sweep}[args.cmd](args)
+    except _native.CodaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The Python package against the command line it wraps: the same rounds, replays, labels and
+comparisons, errors that name their field, the Gymnasium environment's contract, and Ray's
+sharded runs equal to the single-machine ones."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import coda
+
+ROOT = Path(__file__).resolve().parents[2]
+CODA = os.environ.get("CODA_BIN", str(ROOT / "target" / "release" / "coda"))
+SMALL = ROOT / "examples" / "instances" / "small.json"
+# Seconds a run spends are not results: the columns that hold them are left out of comparisons.
+WALL = {"wall_s", "events_per_s"}
+
+
+def cli(*args: str) -> str:
+    return subprocess.run([CODA, *args], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the shipped datasets/ are found from the repository root
+
+
+def test_quick_start_round():
+    snap = coda.load(SMALL)
+    learned = coda.schedule(snap, scheduler="learned")
+    exact = coda.solve(SMALL, time_limit=30)
+    assert exact["report"]["status"] == "optimal"
+    assert exact["report"]["gap"] <= 1e-6
+    optimum = exact["report"]["objective"]
+    assert coda.score(snap, exact["schedule"]) == pytest.approx(optimum, abs=1e-6)
+    # No policy beats the proven optimum; the whole-round program (back-filled) reaches it.
+    assert 0 < coda.score(snap, learned) <= optimum + 1e-6
+    ilp = coda.schedule(SMALL, scheduler="ilp", time_limit=30)
+    assert coda.score(snap, ilp) == pytest.approx(optimum, abs=1e-6)
+
+
+def test_errors_name_file_line_and_field(tmp_path):
+    snap = coda.load(SMALL)
+    snap["jobs"][0]["total_iterations"] = -5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(snap, indent=1))
+    with pytest.raises(coda.CodaError) as e:
+        coda.schedule(bad)
+    assert str(bad) in str(e.value) and "total_iterations" in str(e.value)
+    with pytest.raises(coda.CodaError, match="field `tkae`"):
+        coda.simulate("philly", tkae=10)
+    with pytest.raises(coda.CodaError, match="restart_s"):
+        coda.simulate("philly", take=10, restart_s=600, round_s=300)
+    with pytest.raises(coda.CodaError, match="expected auto, compact or config"):
+        coda.solve(SMALL, program="simplex")
+
+
+def _without(d: dict, keys) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def test_simulate_is_the_command_line_replay():
+    opts = ["--trace", "philly", "--cluster", "4x8", "--take", "80", "--seed", "3"]
+    for policy in ("drf", "learned"):
+        out = json.loads(cli("simulate", *opts, "--policy", policy, "--out",
+                             str(ROOT / "out" / "pytest-sim"), "--quiet", "--json"))
+        run = coda.simulate("philly", policy=policy, cluster="4x8", take=80, seed=3)
+        assert len(run.pop("jobs")) == 80
+        assert _without(run, WALL) == _without(out, WALL)
+
+
+def test_env_passes_gymnasiums_checker():
+    env = gym.make("coda/Cluster-v0", trace="philly", cluster="4x8", take=50)
+    check_env(env.unwrapped)
+
+
+def test_a_thousand_random_masked_actions_never_make_an_invalid_schedule():
+    # Every round's schedule is validated by the simulator before it is applied: an invalid
+    # one would raise CodaError here.
+    env = coda.ClusterEnv(trace="philly", cluster="2x8", take=40, slots=256, strict=True)
+    rng = np.random.default_rng(7)
+    env.reset(seed=0)
+    episodes, phases = 0, set()
+    for _ in range(1000):
+        mask = env.action_masks()
+        assert mask.any()
+        _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        phases.add(info["phase"])
+        if terminated:
+            episodes += 1
+            assert len(env.run["jobs"]) == 40
+            env.reset(seed=episodes)
+    assert {"pick", "option", "place"} <= phases
+
+
+def test_same_seed_same_episode():
+    def trajectory(seed):
+        env = coda.ClusterEnv(trace="philly", cluster="4x8", take=30)
+        obs, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(1)
+        out = [obs.sum()]
+        for _ in range(300):
+            obs, r, term, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            out.append((obs.sum(), r))
+            if term:
+                env.reset(seed=seed)
+        return out
+    assert trajectory(4) == trajectory(4)
+
+
+def test_the_learned_policy_through_the_env_reproduces_simulate():
+    env = coda.ClusterEnv(trace="philly", cluster="4x8", take=150, hints=True)
+    env.reset(seed=0)
+    steps = 0
+    while True:
+        _, _, terminated, _, _ = env.step(env.policy_action())
+        steps += 1
+        if terminated:
+            break
+    ref = coda.simulate("philly", policy="learned", cluster="4x8", take=150, cpu_mem="fixed",
+                        policy_samples=1)
+    finish = {j["id"]: j["finish_s"] for j in ref["jobs"]}
+    assert len(env.run["jobs"]) == 150
+    assert all(finish[j["id"]] == j["finish_s"] for j in env.run["jobs"])
+    out = json.loads(cli("simulate", "--trace", "philly", "--cluster", "4x8", "--take", "150",
+                         "--policy", "learned", "--policy-samples", "1", "--cpu-mem", "fixed",
+                         "--out", str(ROOT / "out" / "pytest-env"), "--quiet", "--json"))
+    assert env.run["avg_jct_s"] == out["avg_jct_s"] and env.run["makespan_s"] == out["makespan_s"]
+    assert steps > 150
+
+
+def test_masked_actions_are_replaced_or_refused():
+    env = coda.ClusterEnv(trace="philly", cluster="4x8", take=20, strict=True)
+    env.reset()
+    bad = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(coda.CodaError, match="masked"):
+        env.step(bad)
+    lenient = coda.ClusterEnv(trace="philly", cluster="4x8", take=20)
+    lenient.reset()
+    _, _, _, _, info = lenient.step(bad)
+    assert info["masked_action"]
+
+
+def test_gap_scores_baselines_as_the_command_line(tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    assert subprocess.run([sys.executable, "-m", "coda.distributed", "--local", "label",
+                           "--sizes", "2x4", "--rounds", "2", "--node-limit", "400",
+                           "--time-limit", "100", "--out", str(labels)], cwd=ROOT).returncode == 0
+    rows = coda.gap(labels, ["drf", "fifo"])
+    cli("gap", "--labels", str(labels), "--out", str(tmp_path / "gap"))
+    with open(tmp_path / "gap" / "gap.csv") as f:
+        ref = {(r["round"], r["policy"]): float(r["gap"]) for r in csv.DictReader(f)}
+    assert len(rows) == 4
+    for r in rows:
+        assert r["gap"] == pytest.approx(ref[(r["round"], r["policy"])], rel=0, abs=1e-12)
+
+
+# --- Ray: a local "cluster" of two nodes, one CPU each -------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = shutil.which("ray", path=os.path.dirname(sys.executable))
+    assert ray, "the ray command is installed with the package's test extra"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, RAY_AUTH_MODE="token")
+    common = ["--num-cpus=1", "--disable-usage-stats"]
+    subprocess.run([ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
+                    *common], check=True, env=env, capture_output=True)
+    try:
+        subprocess.run([ray, "start", f"--address=127.0.0.1:{port}", *common], check=True,
+                       env=env, capture_output=True)
+        yield f"127.0.0.1:{port}", env
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
+
+
+def distributed(env, *args) -> dict:
+    out = subprocess.run([sys.executable, "-m", "coda.distributed", *args], cwd=ROOT, env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _labels(path):
+    with open(path) as f:
+        return [_without(json.loads(line), {"solve_s"}) for line in f]
+
+
+def test_ray_labels_equal_coda_label_and_resume(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    spec = ["--sizes", "2x4,3x6", "--rounds", "2", "--node-limit", "400", "--time-limit", "100"]
+    cli("label", *spec, "--threads", "1", "--out", str(tmp_path / "cli.jsonl"))
+    r = distributed(env, "--address", address, "label", *spec, "--out", str(tmp_path / "ray.jsonl"))
+    assert r["rounds"] == 4
+    assert _labels(tmp_path / "ray.jsonl") == _labels(tmp_path / "cli.jsonl")
+    # An interrupted run: the last line cut short and one round missing; resuming completes it.
+    text = (tmp_path / "ray.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "cut.jsonl").write_text("".join(text[:2]) + text[2][:40])
+    r = distributed(env, "--address", address, "label", *spec, "--out", str(tmp_path / "cut.jsonl"))
+    assert (r["rounds"], r["skipped"]) == (2, 2)
+    assert _labels(tmp_path / "cut.jsonl") == _labels(tmp_path / "cli.jsonl")
+
+
+def test_ray_rollouts_equal_the_local_run(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    spec = ["rollouts", "--cluster", "4x8", "--take", "60", "--length", "30", "--episodes", "2",
+            "--seeds", "2"]
+    distributed(env, "--local", *spec, "--out", str(tmp_path / "local.csv"))
+    distributed(env, "--address", address, *spec, "--out", str(tmp_path / "ray.csv"))
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+    assert len((tmp_path / "ray.csv").read_text().splitlines()) == 5
+
+
+def _rows(path):
+    with open(path) as f:
+        return [_without(r, WALL) for r in csv.DictReader(f)]
+
+
+def test_ray_sweep_equals_coda_compare(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    distributed(env, "--address", address, "sweep", "--traces", "philly", "--seeds", "0,1",
+                "--policies", "fifo,drf,learned", "--cluster", "4x8", "--take", "60",
+                "--out", str(tmp_path / "sweep"))
+    for seed in (0, 1):
+        cli("compare", "--trace", "philly", "--seed", str(seed), "--policies", "fifo,drf,learned",
+            "--cluster", "4x8", "--take", "60", "--quiet", "--out", str(tmp_path / f"cmp{seed}"))
+        assert _rows(tmp_path / "sweep" / f"philly-seed{seed}" / "comparison.csv") == _rows(
+            tmp_path / f"cmp{seed}" / "comparison.csv")
