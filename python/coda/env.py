@@ -62,9 +62,12 @@ class ClusterEnv(gym.Env):
         hints: bool = False,
         strict: bool = False,
         seed: int = 0,
+        render_mode: Optional[str] = None,
         **options: Any,
     ) -> None:
         super().__init__()
+        if render_mode is not None:
+            raise _native.CodaError(f"env: render_mode {render_mode!r}: the environment has none")
         spec = {"trace": trace, "cluster": cluster, "take": take, "seed": seed,
                 "cpu_mem": "fixed"}
         spec.update(options)

@@ -55,13 +55,14 @@ pub(super) fn python_section(results: &Path) -> coda::Result<String> {
         ),
         (
             d.join("device/label_scaling.csv"),
-            "The same on the lent 16-core GPU machine (`scripts/device_python.sh`):",
+            "The same on the lent machine's 16 cores (`scripts/device_python.sh`; then 48 rounds \
+             at 1 and 16 workers, so that 16 workers each get three):",
         ),
         (
-            d.join("device/ppo/result.csv"),
+            d.join("ppo/result.csv"),
             "sb3-contrib's MaskablePPO trained on `coda/Cluster-v0` (30 Philly jobs, 2x8) for \
-             three minutes (`examples/python/maskable_ppo.py`, on the lent machine's CPU), \
-             against a random masked agent and coda's learned policy (greedy) on the same jobs:",
+             three minutes on this machine's CPU (`examples/python/maskable_ppo.py`), against a \
+             random masked agent and coda's learned policy (greedy) on the same jobs:",
         ),
     ];
     let mut s = String::new();
