@@ -2,7 +2,8 @@
 # The Python package's measurements, into benches/results/python/ (`coda report` renders them):
 # the wheel's build time (fresh target folder, then after a one-file change), the environment
 # stepped by coda's learned policy against `coda simulate` on the same jobs, and Ray with 1 and
-# 2 local workers (and a two-node local cluster) on labelling and rollouts, outputs compared.
+# 2 local workers (and a two-node local cluster) on labelling and rollouts, outputs compared;
+# labelling against worker processes; MaskablePPO on the environment (with CODA_SB3_PY).
 # Run after scripts/setup_python.sh, on a quiet machine (every timing is wall-clock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,4 +77,13 @@ with open(sys.argv[1], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=rows[0].keys(), lineterminator="\n")
     w.writeheader(); w.writerows(rows)
 PY
+# 4. Labelling against worker processes (what a Ray node of that many cores gives).
+rm -f "$out/label_scaling.csv"
+$py benches/python/label_scaling.py --workers 1,2 --rounds 8 --csv "$out/label_scaling.csv"
+
+# 5. MaskablePPO for three minutes, with a Python that has sb3-contrib (and PyTorch) and the
+# coda wheel: CODA_SB3_PY=/path/to/python (skipped without it).
+if [ -n "${CODA_SB3_PY:-}" ]; then
+  "$CODA_SB3_PY" examples/python/maskable_ppo.py --minutes 3 --device cpu --out "$out/ppo" | tail -3
+fi
 cat "$out"/*.csv
