@@ -15,9 +15,13 @@ py=.venv-py/bin/python
 export PATH="$(pwd)/.venv-py/bin:$PATH"
 cargo build --release --locked -q
 cp target/release/coda /tmp/coda-bench-py
-machine_txt "$out" "bash scripts/bench_python.sh" "one run at a time"
+# CODA_KEEP_WHEEL=1 keeps wheel.csv (7 minutes to remake) and says so in machine.txt.
+runs="one run at a time"
+[ -n "${CODA_KEEP_WHEEL:-}" ] && runs="$runs; wheel.csv kept from commit ${CODA_KEEP_WHEEL}"
+machine_txt "$out" "bash scripts/bench_python.sh" "$runs"
 
 # 1. The wheel: from nothing (HiGHS and every crate compiled), then after touching the bindings.
+if [ -z "${CODA_KEEP_WHEEL:-}" ]; then
 tmp=$(mktemp -d)
 s=$(date +%s)
 CARGO_TARGET_DIR=$tmp maturin build --release --locked -o "$tmp/w" > /dev/null 2>&1
@@ -29,6 +33,7 @@ again=$(( $(date +%s) - s ))
 size=$(stat -c %s "$tmp"/w/*.whl)
 rm -rf "$tmp"
 { echo "build,wall_s,wheel_bytes"; printf "fresh target folder,%s,%s\none file changed,%s,%s\n" "$fresh" "$size" "$again" "$size"; } > "$out/wheel.csv"
+fi
 
 # 2. The environment against `coda simulate` (learned policy, greedy decoding, same jobs).
 rm -f "$out/env_vs_cli.csv"
@@ -38,8 +43,8 @@ $py examples/python/learned_through_env.py --trace philly --whole --slots 1024 -
 # 3. Ray: 1 and 2 local workers, then a local cluster of two one-CPU nodes.
 ray_csv="$out/ray.csv"
 echo "work,ray,workers,tasks,wall_s,speedup,output_same_as_first" > "$ray_csv"
-lab=(label --sizes 3x6,4x8 --rounds 6 --seed 11 --node-limit 200 --time-limit 1000)
-rol=(rollouts --cluster 4x8 --take 200 --length 50 --episodes 4 --seeds 2)
+lab=(label --sizes 3x6,4x8 --rounds 12 --seed 11 --node-limit 200 --time-limit 1000)
+rol=(rollouts --cluster 4x8 --take 1200 --length 300 --episodes 4 --seeds 4)
 strip() { $py -c "import json,sys; [print(json.dumps({k: v for k, v in json.loads(l).items() if k != 'solve_s'}, sort_keys=True)) for l in open(sys.argv[1])]" "$1"; }
 run() {  # work, ray description, workers, first output, output, command...
   local work=$1 what=$2 w=$3 first=$4 file=$5; shift 5

@@ -30,6 +30,7 @@ __all__ = [
     "CodaError",
     "ClusterEnv",
     "load",
+    "load_trace",
     "schedule",
     "solve",
     "score",
@@ -105,6 +106,13 @@ def _spec(trace: str, options: Mapping[str, Any]) -> str:
     spec.update({k: (os.fspath(v) if isinstance(v, os.PathLike) else v)
                  for k, v in options.items() if v is not None})
     return json.dumps(spec)
+
+
+def load_trace(trace: str, **options: Any) -> dict:
+    """A trace's jobs on its cluster, as ``coda simulate`` loads them (``options``: its flags,
+    e.g. ``cluster="4x8"``, ``take=100``, ``seed=1``): ``{"trace", "cluster_spec", "cluster",
+    "jobs", "skipped"}``; ``cluster`` and each job are what a snapshot file holds."""
+    return json.loads(_native.load_trace(_spec(trace, options)))
 
 
 def simulate(trace: str, policy: str = "learned", **options: Any) -> dict:

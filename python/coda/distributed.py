@@ -9,9 +9,12 @@
   trace, sampled from level 1's and level 2's distributions), one task per (window, seed), one
   CSV row each in a fixed order; resumable. ``--local`` runs the same in this process: the
   reference the Ray run equals.
-* ``sweep`` — ``coda compare`` over a grid of traces × seeds, one task per (trace, seed,
-  policy); each cell's ``comparison.csv`` is ``coda compare``'s but for the two wall-time
-  columns (``wall_s``, ``events_per_s``). Resumable: finished runs are kept as JSON.
+* ``sweep`` — ``coda compare`` over a grid of traces × seeds (× the values of one simulate
+  option with ``--vary``, e.g. ``restart_s=30,60,120``: a sensitivity grid over the simulator's
+  settings), one task per (cell, policy); each cell's ``comparison.csv`` is ``coda compare``'s
+  with the same options but for the two wall-time columns (``wall_s``, ``events_per_s``).
+  Resumable: finished runs are kept as JSON. The performance model's estimates are varied by
+  ``coda sensitivity`` on one machine (it re-fits the model per setting); not sharded here.
 
 ``ray.init()`` starts a local Ray by default (``--workers`` CPUs); ``--address`` joins a
 cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on others). Every
@@ -175,26 +178,40 @@ def _simulate(spec: str, policy: str) -> str:
     return _native.simulate(spec, policy)
 
 
+def _value(text: str):
+    """A `--vary` value as JSON (numbers, true/false) or else as text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def sweep(args) -> dict:
     policies = args.policies.split(",")
-    cells = [(t, int(s)) for t in args.traces.split(",") for s in args.seeds.split(",")]
+    vary_key, vary_values = None, [None]
+    if args.vary:
+        vary_key, _, values = args.vary.partition("=")
+        vary_values = [_value(v) for v in values.split(",")]
+    cells = [(t, int(s), v) for t in args.traces.split(",") for s in args.seeds.split(",")
+             for v in vary_values]
     tasks, paths = [], []
-    for trace, seed in cells:
-        d = os.path.join(args.out, f"{trace}-seed{seed}")
+    for trace, seed, value in cells:
+        d = os.path.join(args.out, _cell(trace, seed, vary_key, value))
         os.makedirs(d, exist_ok=True)
         opts = {"trace": trace, "seed": seed, "cluster": args.cluster, "take": args.take}
+        if vary_key:
+            opts[vary_key] = value
         spec = json.dumps({k: v for k, v in opts.items() if v is not None})
         for p in policies:
             path = os.path.join(d, f"{p}.json")
-            paths.append(path)
             if not os.path.exists(path):
                 tasks.append((spec, p))
-    todo_paths = [p for p in paths if not os.path.exists(p)]
+                paths.append(path)
     submit, get, wait = _runner(args, _simulate)
     t0 = time.perf_counter()
 
     def write(task, result):
-        path = todo_paths[tasks.index(task)]
+        path = paths[tasks.index(task)]
         summary = json.loads(result)
         summary.pop("jobs")
         tmp = path + ".tmp"
@@ -202,8 +219,8 @@ def sweep(args) -> dict:
             json.dump(summary, f)
         os.replace(tmp, path)
     _ordered(tasks, submit, write, get, wait)
-    for trace, seed in cells:
-        d = os.path.join(args.out, f"{trace}-seed{seed}")
+    for trace, seed, value in cells:
+        d = os.path.join(args.out, _cell(trace, seed, vary_key, value))
         runs = []
         for p in policies:
             with open(os.path.join(d, f"{p}.json"), encoding="utf-8") as f:
@@ -211,6 +228,10 @@ def sweep(args) -> dict:
         with open(os.path.join(d, "comparison.csv"), "w", encoding="utf-8") as f:
             f.write(_native.comparison_csv([json.dumps(r) for r in runs]))
     return {"runs": len(tasks), "wall_s": time.perf_counter() - t0}
+
+
+def _cell(trace: str, seed: int, key: Optional[str], value) -> str:
+    return f"{trace}-seed{seed}" + (f"-{key}={value}" if key else "")
 
 
 def main(argv: Optional[Iterable[str]] = None) -> int:
@@ -251,6 +272,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     sw.add_argument("--policies", default="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,random")
     sw.add_argument("--cluster")
     sw.add_argument("--take", type=int)
+    sw.add_argument("--vary", help="one simulate option over values, e.g. restart_s=30,60,120 "
+                    "(a cell per value)")
     sw.add_argument("--out", default="out/sweep")
 
     args = ap.parse_args(argv)

@@ -191,6 +191,23 @@ fn simulate(py: Python<'_>, spec: &str, policy: &str) -> PyResult<String> {
     .map_err(err)
 }
 
+/// A trace's jobs on its cluster (`spec`: `coda simulate`'s flags as a JSON object): `{"trace",
+/// "cluster_spec", "cluster", "jobs", "skipped"}` as JSON, the jobs as a snapshot holds them.
+#[pyfunction]
+fn load_trace(py: Python<'_>, spec: &str) -> PyResult<String> {
+    let spec: ReplaySpec = parse(spec, "load_trace")?;
+    py.detach(move || {
+        spec.check("load_trace")?;
+        let w = spec.workload(perf())?;
+        Ok(serde_json::json!({
+            "trace": w.trace, "cluster_spec": w.cluster_spec, "cluster": w.cluster,
+            "jobs": w.jobs, "skipped": w.skipped,
+        })
+        .to_string())
+    })
+    .map_err(err)
+}
+
 /// `coda compare`'s `comparison.csv` of run summaries (each as `simulate` returns it).
 #[pyfunction]
 fn comparison_csv(summaries: Vec<String>) -> PyResult<String> {
@@ -481,6 +498,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(load_trace, m)?)?;
     m.add_function(wrap_pyfunction!(comparison_csv, m)?)?;
     m.add_function(wrap_pyfunction!(gap, m)?)?;
     m.add_function(wrap_pyfunction!(label_ids, m)?)?;

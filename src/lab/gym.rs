@@ -7,10 +7,14 @@
 //!    round (snapshot order, the first `slots - 1` shown), the last slot ends the round's level 1
 //!    (every job not picked waits). The order jobs are picked in is the order they are placed in.
 //! 2. **option** — the picked job's allocation: slot `k` is its `k`-th option (workers, PS,
-//!    mode, GPU type; the program's `y_jk` list), the last slot is wait. Asked again, with the
-//!    options tried masked, when the option chosen cannot be placed (its fallback).
+//!    mode, GPU type; the program's `y_jk` list), the last slot is wait. Asked again when the
+//!    option chosen cannot be placed (its fallback), with the options tried and those whose GPU
+//!    type has fewer GPUs free than they need masked.
 //! 3. **place** — level 2: the server that takes the job's next workers, among the candidates
 //!    ([`crate::policies::learned::Candidates`]).
+//!
+//! A step with only one possible answer — a fallback with no option left that fits (wait), a
+//! placement with one candidate — is a forced move, made without asking.
 //!
 //! The steps drive the learned policy's own decoding ([`LearnedScheduler::place_by`]): keep
 //! pass, selection, largest first, fallbacks, masks and the shared packer — so every schedule
@@ -38,7 +42,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::lab::learn::rl::{Given, efficiencies};
+use crate::lab::learn::rl::{Given, efficiencies, jct_reward};
 use crate::lab::replay::{Replay, ReplaySpec};
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
@@ -70,7 +74,8 @@ pub enum Reward {
     /// Minus the job-hours the round's jobs spend in the system until the next round.
     #[default]
     Jct,
-    /// The placement efficiency (speed in context ÷ packed alone) summed over level 2's steps.
+    /// The placement efficiency (speed in context ÷ packed alone) summed over the jobs level 2
+    /// placed in the round.
     Efficiency,
 }
 
@@ -296,18 +301,7 @@ fn episode(
         };
         let out = sim.apply(&schedule)?;
         let reward = match opts.reward {
-            Reward::Jct => {
-                let mut in_system = 0.0;
-                for j in &snap.jobs {
-                    let end = out
-                        .completed
-                        .iter()
-                        .find(|c| c.0 == j.id)
-                        .map_or(out.end_s, |c| c.1.min(out.end_s));
-                    in_system += (end - out.start_s).max(0.0);
-                }
-                -in_system / 3600.0
-            }
+            Reward::Jct => jct_reward(&snap, &out),
             // Only the jobs of the schedule (a plan level 2 gave up on placed nothing).
             Reward::Efficiency => placed
                 .iter()
@@ -389,14 +383,15 @@ impl Agent<'_> {
         }
     }
 
-    /// An option step for job `j` with `tried` masked; `None`: wait. `hint`: the policy's
-    /// answer (`Some(None)`: wait), with hints on.
+    /// An option step for job `j`, the options `allowed` refuses masked; `None`: wait. `hint`:
+    /// the policy's answer (`Some(None)`: wait), with hints on. A step whose only valid slot is
+    /// wait is not asked (a forced move).
     fn option(
         &mut self,
         rows: &Level1Rows,
         snap: &ClusterSnapshot,
         j: usize,
-        tried: &[usize],
+        allowed: &dyn Fn(usize) -> bool,
         hint: Option<Option<usize>>,
     ) -> Option<usize> {
         let slots = self.opts.slots;
@@ -404,13 +399,14 @@ impl Agent<'_> {
             .split_last()
             .expect("every job has a wait row");
         let shown = options.len().min(slots - 1);
+        let mut mask: Vec<bool> = (0..slots - 1).map(|k| k < shown && allowed(k)).collect();
+        if !mask.iter().any(|&m| m) {
+            return None;
+        }
+        mask.push(true);
         let mut r: Vec<&[f32]> = options[..shown].iter().map(Vec::as_slice).collect();
         r.resize(slots - 1, &[]);
         r.push(wait);
-        let mut mask: Vec<bool> = (0..slots - 1)
-            .map(|k| k < shown && !tried.contains(&k))
-            .collect();
-        mask.push(true);
         // An option beyond the slots shown cannot be hinted.
         let hint = hint.and_then(|h| match h {
             Some(k) => (k < shown).then_some(k),
@@ -469,7 +465,7 @@ impl Agent<'_> {
             let j = window[a];
             decided[j] = true;
             let hint = alloc.as_ref().map(|al| al.choices[j].first().copied());
-            first[j] = self.option(&rows, snap, j, &[], hint);
+            first[j] = self.option(&rows, snap, j, &|_| true, hint);
             if first[j].is_some() {
                 order.push(j);
             }
@@ -505,14 +501,18 @@ struct EnvChooser<'a, 'b> {
 }
 
 impl Chooser for EnvChooser<'_, '_> {
-    fn option(&mut self, j: usize, tried: &[usize]) -> Option<usize> {
+    fn option(&mut self, j: usize, tried: &[usize], fits: &dyn Fn(usize) -> bool) -> Option<usize> {
         if tried.is_empty() {
             return self.first[j];
         }
+        // Options tried, and those whose GPUs are not free now, are masked: the policy's
+        // decoding passes over the latter without a try, so its next attempt is the first of
+        // its remaining choices that fits.
+        let allowed = |k: usize| !tried.contains(&k) && fits(k);
         let hint = self
             .alloc
-            .map(|a| a.choices[j].iter().copied().find(|k| !tried.contains(k)));
-        self.agent.option(self.rows, self.snap, j, tried, hint)
+            .map(|a| a.choices[j].iter().copied().find(|&k| allowed(k)));
+        self.agent.option(self.rows, self.snap, j, &allowed, hint)
     }
 
     fn server(&mut self, job: usize, rows: &[f32]) -> usize {
@@ -521,6 +521,9 @@ impl Chooser for EnvChooser<'_, '_> {
         }
         let slots = self.agent.opts.slots;
         let r: Vec<&[f32]> = rows.chunks(PLACE_FEATURES.len()).take(slots).collect();
+        if r.len() == 1 {
+            return 0; // one candidate: a forced move, not asked
+        }
         let mask = (0..slots).map(|i| i < r.len()).collect();
         let hint = self.alloc.and_then(|_| {
             let scores = self.agent.policy.net().level2_scores(rows);

@@ -19,38 +19,64 @@ use crate::sim::{self, JobRecord, SimConfig, Simulator, Unplaceable};
 use crate::workload::trace::{CpuMemMode, TraceOptions};
 use crate::workload::{self, Workload};
 
-/// What a replay runs: the workload, the simulator and the policy settings (`coda simulate
-/// --help` documents each field under its flag's name).
+/// What a replay runs: the workload, the simulator and the policy settings. Each field is the
+/// `coda simulate` flag of the same name (dashes for underscores), with its default; `coda
+/// simulate --help` says more.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-#[allow(missing_docs)]
 pub struct ReplaySpec {
+    /// `philly`, `itp-cluster02`, `itp-cluster06`, `itp`, `alibaba`, or a CSV path.
     pub trace: String,
+    /// `NxG`, `NxG:TYPE`, `alibaba-nodes` or a cluster JSON file; `None`: the trace's own.
     pub cluster: Option<String>,
+    /// Seed of the trace's model assignment and of every random choice of the policy.
     pub seed: u64,
+    /// Whether jobs offer CPU/memory tiers (`fungible`) or get their demand (`fixed`).
     pub cpu_mem: CpuMemMode,
+    /// Cores per GPU every server gets instead of its own.
     pub cpu_per_gpu: Option<f64>,
+    /// Only the first N jobs (after `skip`).
     pub take: Option<usize>,
+    /// Jobs left out at the start of the trace.
     pub skip: usize,
+    /// Folder of the shipped data.
     pub datasets: PathBuf,
+    /// Seconds between rounds.
     pub round_s: f64,
+    /// Seconds a job loses when its allocation or placement changes (an estimate).
     pub restart_s: f64,
+    /// In-service credit κ of the objective.
     pub in_service_credit: f64,
+    /// Simulated time at which the run stops.
     pub horizon_s: Option<f64>,
-    /// `None`: measured by a FIFO replay (the command line's `auto`).
+    /// Contention the trace durations already contain; `None`: measured by a FIFO replay (the
+    /// command line's `auto`).
     pub contention_allowance: Option<f64>,
+    /// Start of the tracked window (fraction of the jobs in arrival order).
     pub track_from: f64,
+    /// End of the tracked window.
     pub track_to: f64,
+    /// `ilp` policy: seconds per round.
     pub ilp_time_limit: f64,
+    /// `ilp` policy: branch-and-bound node limit per round.
     pub ilp_node_limit: Option<u64>,
+    /// `ilp` policy: the configuration program's work limit per round.
     pub ilp_work_limit: Option<u64>,
+    /// `ilp` policy: jobs each round's program decides.
     pub ilp_max_jobs: usize,
+    /// `ilp` policy: rounds between re-solves of an unchanged round.
     pub ilp_revisit_rounds: u32,
+    /// `tiresias` policy: its promote knob.
     pub tiresias_promote_knob: f64,
+    /// `ilp` policy: also start every solve from the learned policy's schedule.
     pub ilp_policy_start: bool,
+    /// `learned` policy: its weights file (default: the shipped ones).
     pub policy_weights: Option<PathBuf>,
+    /// `learned` policy: decodings per round (1: greedy).
     pub policy_samples: usize,
+    /// Leave out jobs the cluster can never run instead of refusing the workload.
     pub skip_unplaceable: bool,
+    /// Decide every round, idle ones included.
     pub every_round: bool,
 }
 

@@ -8,6 +8,7 @@ mod errors;
 mod fidelity;
 mod fuzz;
 mod generate;
+mod gym;
 mod ilp;
 mod layout;
 mod learn;

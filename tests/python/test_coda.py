@@ -52,6 +52,13 @@ def test_quick_start_round():
     assert coda.score(snap, ilp) == pytest.approx(optimum, abs=1e-6)
 
 
+def test_a_trace_loads_as_snapshot_jobs():
+    t = coda.load_trace("philly", cluster="4x8", take=25, seed=2)
+    assert (t["cluster_spec"], len(t["jobs"])) == ("4x8", 25)
+    snap = {"time_s": 0.0, "cluster": t["cluster"], "jobs": t["jobs"][:6]}
+    assert coda.score(snap, coda.schedule(snap, scheduler="drf")) > 0
+
+
 def test_errors_name_file_line_and_field(tmp_path):
     snap = coda.load(SMALL)
     snap["jobs"][0]["total_iterations"] = -5
@@ -232,11 +239,15 @@ def _rows(path):
 
 def test_ray_sweep_equals_coda_compare(ray_cluster, tmp_path):
     address, env = ray_cluster
+    grid = ["--policies", "fifo,drf,learned", "--cluster", "4x8", "--take", "60"]
     distributed(env, "--address", address, "sweep", "--traces", "philly", "--seeds", "0,1",
-                "--policies", "fifo,drf,learned", "--cluster", "4x8", "--take", "60",
-                "--out", str(tmp_path / "sweep"))
-    for seed in (0, 1):
-        cli("compare", "--trace", "philly", "--seed", str(seed), "--policies", "fifo,drf,learned",
-            "--cluster", "4x8", "--take", "60", "--quiet", "--out", str(tmp_path / f"cmp{seed}"))
-        assert _rows(tmp_path / "sweep" / f"philly-seed{seed}" / "comparison.csv") == _rows(
-            tmp_path / f"cmp{seed}" / "comparison.csv")
+                *grid, "--out", str(tmp_path / "sweep"))
+    distributed(env, "--address", address, "sweep", "--traces", "philly", "--seeds", "0",
+                "--vary", "restart_s=30,120", *grid, "--out", str(tmp_path / "vary"))
+    cells = [(f"sweep/philly-seed{s}", ["--seed", str(s)]) for s in (0, 1)]
+    cells += [(f"vary/philly-seed0-restart_s={r}", ["--restart-s", str(r)]) for r in (30, 120)]
+    for i, (cell, flags) in enumerate(cells):
+        cli("compare", "--trace", "philly", *flags, *grid, "--quiet",
+            "--out", str(tmp_path / f"cmp{i}"))
+        assert _rows(tmp_path / cell / "comparison.csv") == _rows(
+            tmp_path / f"cmp{i}" / "comparison.csv")

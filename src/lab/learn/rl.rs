@@ -187,20 +187,11 @@ pub fn rollout(
             efficiencies(perf, &snap, &schedule)?
         };
         let out = sim.apply(&schedule)?;
-        let mut in_system = 0.0;
-        for j in &snap.jobs {
-            let end = out
-                .completed
-                .iter()
-                .find(|c| c.0 == j.id)
-                .map_or(out.end_s, |c| c.1.min(out.end_s));
-            in_system += (end - out.start_s).max(0.0);
-        }
         rounds.push(round_sample(
             &snap,
             sampled,
             &efficiency,
-            -in_system / 3600.0,
+            jct_reward(&snap, &out),
         ));
     }
     let records = sim.records();
@@ -227,6 +218,21 @@ pub fn rollout(
         },
         finished: (finished, n),
     })
+}
+
+/// Level 1's reward for a round (see the module docs): minus the job-hours the round's jobs
+/// spend in the system from the decision to the next round (to their finish, if sooner).
+pub fn jct_reward(snap: &ClusterSnapshot, out: &crate::sim::RoundOutcome) -> f64 {
+    let mut in_system = 0.0;
+    for j in &snap.jobs {
+        let end = out
+            .completed
+            .iter()
+            .find(|c| c.0 == j.id)
+            .map_or(out.end_s, |c| c.1.min(out.end_s));
+        in_system += (end - out.start_s).max(0.0);
+    }
+    -in_system / 3600.0
 }
 
 fn round_sample(

@@ -87,7 +87,7 @@ impl LearnedScheduler<'_> {
         let mut first: Vec<Option<usize>> = vec![None; snap.jobs.len()];
         for &j in order {
             first[j] = chooser
-                .option(j, &[])
+                .option(j, &[], &|_| true)
                 .filter(|&k| k < pricing.options(JobPos(j)).len());
         }
         // Keep pass: a job whose first choice is what it runs now stays on its GPUs.
@@ -159,20 +159,29 @@ impl LearnedScheduler<'_> {
         let job = &pricing.snapshot().jobs[j];
         let options = pricing.options(JobPos(j));
         let mut tried: Vec<usize> = Vec::new();
-        // A chooser naming an option twice, or none, ends the job's choices: it waits.
-        while let Some(k) = chooser
-            .option(j, &tried)
-            .filter(|&k| k < options.len() && !tried.contains(&k))
-        {
-            tried.push(k);
+        // Whether option `k`'s GPU type has that many GPUs free now (one that does not is
+        // passed over without a try).
+        let fits = |st: &PlaceState, k: usize| {
             let o = &options[k];
-            let Some(t) = st.type_index(&o.gpu_type) else {
-                continue;
+            st.type_index(&o.gpu_type).is_some_and(|t| {
+                u64::from(o.workers * job.demand.gpus_per_worker) <= st.free_of_type[t]
+            })
+        };
+        loop {
+            let next = chooser.option(j, &tried, &|k| fits(st, k));
+            // A chooser naming an option twice, or none, ends the job's choices: it waits.
+            let Some(k) = next.filter(|&k| k < options.len() && !tried.contains(&k)) else {
+                break;
             };
-            let need = u64::from(o.workers * job.demand.gpus_per_worker);
-            if need > st.free_of_type[t] {
+            tried.push(k);
+            if !fits(st, k) {
                 continue;
             }
+            let o = &options[k];
+            let t = st
+                .type_index(&o.gpu_type)
+                .expect("fits: the type is in the cluster");
+            let need = u64::from(o.workers * job.demand.gpus_per_worker);
             let task = PlaceTask {
                 job: j,
                 workers: o.workers,
@@ -319,7 +328,9 @@ impl LearnedScheduler<'_> {
 pub trait Chooser {
     /// Job `j`'s next option (an index in [`RoundPricing::options`]) after `tried`, the options
     /// already tried for it this round in order (empty: its first choice); `None`: it waits.
-    fn option(&mut self, j: usize, tried: &[usize]) -> Option<usize>;
+    /// `fits(k)`: whether option `k`'s GPU type has that many GPUs free now (an option that
+    /// does not is passed over without a try; for a first choice, always true).
+    fn option(&mut self, j: usize, tried: &[usize], fits: &dyn Fn(usize) -> bool) -> Option<usize>;
     /// Level 2's server for job `job`: the index of one of the candidates whose rows
     /// ([`PLACE_FEATURES`] values each) `rows` holds end to end.
     fn server(&mut self, job: usize, rows: &[f32]) -> usize;
@@ -335,7 +346,12 @@ struct Scores<'a, 'r> {
 }
 
 impl Chooser for Scores<'_, '_> {
-    fn option(&mut self, j: usize, tried: &[usize]) -> Option<usize> {
+    fn option(
+        &mut self,
+        j: usize,
+        tried: &[usize],
+        _fits: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
         self.alloc.choices[j].get(tried.len()).copied()
     }
 
