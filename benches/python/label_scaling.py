@@ -53,7 +53,7 @@ def main() -> None:
         print(f"{w} workers: {len(ids)} rounds in {wall:.1f} s "
               f"(x{rows[0][2] / wall:.2f} of 1 worker), same labels: {same}", flush=True)
     if a.csv:
-        machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores"
+        machine = f"{platform.system()} {platform.machine()} {os.cpu_count()} cores"
         new = not os.path.exists(a.csv)
         with open(a.csv, "a", encoding="utf-8") as f:
             if new:

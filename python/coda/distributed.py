@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import os
 import sys
@@ -66,11 +65,11 @@ def _resume_labels(path: str) -> set[str]:
 def _ordered(tasks: list, submit: Callable[[Any], Any], write: Callable[[Any, Any], None],
              get: Callable, wait: Optional[Callable]) -> None:
     """Submits every task and writes results in task order as soon as all before are done."""
-    refs = [submit(t) for t in tasks]
-    if wait is None:  # in-process: results are values already
-        for t, r in zip(tasks, refs):
-            write(t, r)
+    if wait is None:  # in this process: each result written as soon as it is made
+        for t in tasks:
+            write(t, submit(t))
         return
+    refs = [submit(t) for t in tasks]
     index = {r: i for i, r in enumerate(refs)}
     results: dict[int, Any] = {}
     pending, nxt = list(refs), 0

@@ -5,7 +5,6 @@ sharded runs equal to the single-machine ones."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import shutil
