@@ -1,7 +1,7 @@
 //! The simulator as a step-by-step environment, one decision per step, as the hierarchical policy
 //! makes them (the Python package's `coda.ClusterEnv`, registered as `coda/Cluster-v0`).
 //!
-//! Each round ([`Simulator::next_round`]) is decided in three kinds of step, every one a choice
+//! Each round ([`Simulator::next_round`](crate::sim::Simulator::next_round)) is decided in three kinds of step, every one a choice
 //! among `slots` padded slots with a mask of the valid ones:
 //! 1. **pick** — which job level 1 decides next: slot `i` is the `i`-th undecided job of the
 //!    round (snapshot order, the first `slots - 1` shown), the last slot ends the round's level 1
@@ -21,7 +21,7 @@
 //! is valid whatever the actions, and the policy's greedy answers ([`GymOptions::hints`])
 //! reproduce `coda simulate --policy learned --policy-samples 1`. The round's schedule is
 //! back-filled as every coda policy's is ([`GymOptions::backfill`]), then applied
-//! ([`Simulator::apply`]). One decoding per round: the sampled proposals the `learned` policy
+//! ([`Simulator::apply`](crate::sim::Simulator::apply)). One decoding per round: the sampled proposals the `learned` policy
 //! compares by default (`--policy-samples 8`) are not an agent's to make. Jobs decide at their
 //! demand (`cpu_mem` `fixed`): tiers are not offered.
 //!
