@@ -129,7 +129,13 @@ impl ReplaySpec {
     /// Checks every field's range (the command line's parsers check the same ones one by one)
     /// and the fields that relate two of them; `origin` names where the spec came from.
     pub fn check(&self, origin: &str) -> Result<()> {
-        let bad = |field: &str, v: f64, why: &str| Err(Error::setting(origin, field, v, why));
+        self.check_named(origin, &str::to_string)
+    }
+
+    /// [`ReplaySpec::check`], each field named by `name` (the command line names its flags).
+    pub fn check_named(&self, origin: &str, name: &dyn Fn(&str) -> String) -> Result<()> {
+        let bad =
+            |field: &str, v: f64, why: &str| Err(Error::setting(origin, &name(field), v, why));
         let finite_pos = |v: f64| v.is_finite() && v > 0.0;
         if self.trace.is_empty() {
             return Err(Error::setting(origin, "trace", "", "a trace is needed"));
@@ -140,7 +146,8 @@ impl ReplaySpec {
             }
         }
         if self.track_from >= self.track_to {
-            return bad("track_to", self.track_to, "must be above track_from");
+            let why = format!("must be above {} {}", name("track_from"), self.track_from);
+            return bad("track_to", self.track_to, &why);
         }
         if self.ilp_time_limit.is_nan() || self.ilp_time_limit <= 0.0 {
             return bad("ilp_time_limit", self.ilp_time_limit, "must be above 0");
@@ -175,6 +182,14 @@ impl ReplaySpec {
             if v == 0 {
                 return bad(f, 0.0, "must be at least 1");
             }
+        }
+        if self.restart_s > self.round_s {
+            let why = format!(
+                "must be at most {} {}: a restart costs at most one round",
+                name("round_s"),
+                self.round_s
+            );
+            return bad("restart_s", self.restart_s, &why);
         }
         self.objective(origin).map(|_| ())
     }

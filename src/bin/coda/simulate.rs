@@ -198,7 +198,9 @@ impl SimArgs {
     }
 
     fn check(&self) -> coda::Result<()> {
-        self.spec().check("command line")
+        // Errors name the flags, as the rest of the command line's do.
+        self.spec()
+            .check_named("command line", &|f| format!("--{}", f.replace('_', "-")))
     }
 
     /// The contention allowance for `workload`: given, or measured by a FIFO replay.
