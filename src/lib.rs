@@ -95,11 +95,18 @@ pub mod io {
 /// # Ok::<(), coda::Error>(())
 /// ```
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
+    exact_round(ilp::CheckedSettings::default()).schedule(snapshot)
+}
+
+/// The scheduler [`schedule`] runs, with other solver settings: the integer program on the
+/// whole round (shipped performance model, default objective) started from the best heuristic
+/// schedule, then back-filled.
+pub fn exact_round(settings: ilp::CheckedSettings) -> policies::Backfill<'static> {
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
-    let exact = ExactScheduler::new(perf, objective, ilp::CheckedSettings::default())
+    let exact = ExactScheduler::new(perf, objective, settings)
         .with_start(Box::new(policies::BestHeuristic::new(perf, objective)));
-    policies::Backfill::new(Box::new(exact), perf, objective).schedule(snapshot)
+    policies::Backfill::new(Box::new(exact), perf, objective)
 }
 
 /// Schedules one round with a scheduler of the caller's choice — the learned policy

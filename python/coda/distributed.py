@@ -35,33 +35,6 @@ from typing import Any, Callable, Iterable, Optional
 from . import _native
 
 
-def _resume_labels(path: str) -> set[str]:
-    """Ids already in the labels file; drops a last line cut short (as ``coda label`` does)."""
-    if not os.path.exists(path):
-        return set()
-    with open(path, "rb") as f:
-        data = f.read()
-    done, keep = set(), 0
-    lines = data.split(b"\n")
-    for n, line in enumerate(lines):
-        if not line:
-            continue
-        last = n == len(lines) - 1  # no newline after it
-        try:
-            done.add(json.loads(line)["id"])
-            keep += len(line) + 1
-        except (ValueError, KeyError):
-            if last:
-                print(f"{path}:{n + 1}: dropping a label cut short by an interrupted run",
-                      file=sys.stderr)
-            else:
-                raise _native.CodaError(f"{path}:{n + 1}: field `(line)`: not a label")
-    if keep < len(data):
-        with open(path, "r+b") as f:
-            f.truncate(keep)
-    return done
-
-
 def _ordered(tasks: list, submit: Callable[[Any], Any], write: Callable[[Any, Any], None],
              get: Callable, wait: Optional[Callable]) -> None:
     """Submits every task and writes results in task order as soon as all before are done."""
@@ -114,7 +87,7 @@ def label(args) -> dict:
         "node_limit": args.node_limit, "work_limit": args.work_limit,
     })
     ids = _native.label_ids(spec)
-    done = _resume_labels(args.out)
+    done = set(_native.resume(args.out))  # coda label's own resume
     todo = [i for i in ids if i not in done]
     chunks = [todo[i:i + args.chunk] for i in range(0, len(todo), args.chunk)]
     submit, get, wait = _runner(args, _label_chunk)

@@ -11,7 +11,7 @@ use std::time::Instant;
 use coda::ilp::{SolveProgram, SolveRequest};
 use coda::lab::gym::{Ask, GymEpisode, GymOptions, OBS_WIDTH, Phase, Step};
 use coda::lab::learn::rl::{Decoding, Episode, rollout};
-use coda::lab::learn::{LabelSpec, label_round, read_labels};
+use coda::lab::learn::{LabelSpec, label_round, read_labels, relative_gap, resume_labels};
 use coda::lab::replay::ReplaySpec;
 use coda::lab::report::{Comparison, RunSummary};
 use coda::objective::RoundPricing;
@@ -67,17 +67,9 @@ fn scheduler(
     samples: usize,
     time_limit: f64,
 ) -> coda::Result<Box<dyn Scheduler + 'static>> {
-    let perf = perf();
-    let objective = Objective::default();
     if name == "ilp" {
         let settings = solve_settings(time_limit, None, (seed % u64::from(u32::MAX)) as u32);
-        let exact = coda::ExactScheduler::new(perf, objective, settings.checked()?)
-            .with_start(Box::new(BestHeuristic::new(perf, objective)));
-        return Ok(Box::new(coda::policies::Backfill::new(
-            Box::new(exact),
-            perf,
-            objective,
-        )));
+        return Ok(Box::new(coda::exact_round(settings.checked()?)));
     }
     let kind: PolicyKind = name.parse()?;
     let mut opts = PolicyOptions {
@@ -85,7 +77,7 @@ fn scheduler(
         ..PolicyOptions::default()
     };
     opts.learned.samples = samples.max(1);
-    kind.build(perf, &opts)
+    kind.build(perf(), &opts)
 }
 
 /// Schedules one round (a `ClusterSnapshot` as JSON); returns the schedule as JSON.
@@ -235,10 +227,9 @@ fn gap(
         let mut rows = Vec::new();
         for f in &labels {
             for l in read_labels(f)? {
-                let reference = if l.proven { l.objective } else { l.best_bound };
-                if !(l.proven || include_unproven) || !reference.is_finite() {
+                let Some(reference) = l.reference(include_unproven) else {
                     continue;
-                }
+                };
                 let pricing = RoundPricing::new(perf, &l.snapshot, objective);
                 for p in &policies {
                     let mut s = scheduler(p, 0, coda::policies::learned::DEFAULT_SAMPLES, 60.0)?;
@@ -254,7 +245,7 @@ fn gap(
                     rows.push(serde_json::json!({
                         "round": l.id, "policy": p, "objective": value, "reference": reference,
                         "proven": l.proven, "valid": valid, "decision_s": decision_s,
-                        "gap": (reference - value) / reference.abs().max(1e-9),
+                        "gap": relative_gap(reference, value),
                     }));
                 }
             }
@@ -314,6 +305,15 @@ impl LabelIn {
 fn label_ids(spec: &str) -> PyResult<Vec<String>> {
     let spec = parse::<LabelIn>(spec, "label")?.spec();
     Ok(spec.rounds().into_iter().map(|r| r.0).collect())
+}
+
+/// The ids already in a labels file, as `coda label` resumes it (a last line cut short by an
+/// interrupted run is dropped from the file).
+#[pyfunction]
+fn resume(path: PathBuf) -> PyResult<Vec<String>> {
+    let mut ids: Vec<String> = resume_labels(&path).map_err(err)?.into_iter().collect();
+    ids.sort();
+    Ok(ids)
 }
 
 /// Labels the rounds of `spec` whose ids are `ids`: one JSON line each (newline included),
@@ -503,6 +503,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gap, m)?)?;
     m.add_function(wrap_pyfunction!(label_ids, m)?)?;
     m.add_function(wrap_pyfunction!(label, m)?)?;
+    m.add_function(wrap_pyfunction!(resume, m)?)?;
     m.add_function(wrap_pyfunction!(rollout_episode, m)?)?;
     m.add_function(wrap_pyfunction!(obs_width, m)?)?;
     m.add_class::<NativeEpisode>()?;

@@ -49,7 +49,7 @@ use crate::objective::{Objective, RoundPricing};
 use crate::perf::{CalibratedPerf, PerfModel};
 use crate::policies::Backfill;
 use crate::policies::learned::features::{self, L1_WIDTH, Level1Rows, PLACE_FEATURES};
-use crate::policies::learned::{Allocation, Chooser, LearnedScheduler, Placer, PolicyNet};
+use crate::policies::learned::{Allocation, Chooser, LearnedScheduler, Placer, PolicyNet, argmax};
 use crate::scheduler::{RunLog, Scheduler};
 use crate::workload::trace::CpuMemMode;
 
@@ -525,17 +525,10 @@ impl Chooser for EnvChooser<'_, '_> {
             return 0; // one candidate: a forced move, not asked
         }
         let mask = (0..slots).map(|i| i < r.len()).collect();
-        let hint = self.alloc.and_then(|_| {
-            let scores = self.agent.policy.net().level2_scores(rows);
-            // The first best, as the policy's argmax takes it.
-            let mut best = 0;
-            for (i, &x) in scores.iter().enumerate() {
-                if x > scores[best] {
-                    best = i;
-                }
-            }
-            (best < slots).then_some(best)
-        });
+        let hint = self
+            .alloc
+            .map(|_| argmax(&self.agent.policy.net().level2_scores(rows)))
+            .filter(|&b| b < slots);
         let id = self.snap.jobs[job].id;
         self.agent
             .ask(Phase::Place, Some(id), &r, mask, hint)

@@ -186,10 +186,9 @@ fn rows_of(
     net: &PolicyNet,
     include_unproven: bool,
 ) -> coda::Result<Vec<Row>> {
-    let reference = if l.proven { l.objective } else { l.best_bound };
-    if !(l.proven || include_unproven) || !reference.is_finite() {
+    let Some(reference) = l.reference(include_unproven) else {
         return Ok(Vec::new());
-    }
+    };
     let snap = &l.snapshot;
     let pricing = RoundPricing::new(perf, snap, objective);
     let learned = LearnedScheduler::new(perf, objective, net.clone());
@@ -278,7 +277,7 @@ fn rows_of(
                 objective,
                 reference,
                 proven: l.proven,
-                gap: (reference - objective) / reference.abs().max(1e-9),
+                gap: coda::lab::learn::relative_gap(reference, objective),
                 isolated: part(&|j| j.isolated),
                 coloc_loss: part(&|j| j.coloc_loss),
                 pcie_loss: part(&|j| j.pcie_loss),

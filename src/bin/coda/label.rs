@@ -5,7 +5,7 @@
 //! already in the file are skipped, a line cut short by an interrupted run is dropped.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -101,56 +101,6 @@ enum Round {
     Cut(Box<coda::ClusterSnapshot>),
 }
 
-/// The ids already in `path`; a last line cut short (no newline, not JSON) is dropped from the
-/// file, any other unreadable line is an error naming it.
-fn resume(path: &Path) -> coda::Result<std::collections::HashSet<String>> {
-    let mut done = std::collections::HashSet::new();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
-        Err(e) => return Err(coda::Error::io(path, e)),
-    };
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut keep = 0usize;
-    for (n, line) in lines.iter().enumerate() {
-        match serde_json::from_str::<serde_json::Value>(line.trim_end()) {
-            Ok(v) => {
-                let id = v.get("id").and_then(|x| x.as_str()).ok_or_else(|| {
-                    coda::Error::invalid(
-                        &path.display().to_string(),
-                        n as u64 + 1,
-                        "id",
-                        "",
-                        "a label without an id",
-                    )
-                })?;
-                done.insert(id.to_string());
-                keep += line.len();
-            }
-            Err(_) if n + 1 == lines.len() && !line.ends_with('\n') => {
-                eprintln!(
-                    "{}:{}: dropping a label cut short by an interrupted run",
-                    path.display(),
-                    n + 1
-                );
-            }
-            Err(e) => {
-                return Err(coda::Error::invalid(
-                    &path.display().to_string(),
-                    n as u64 + 1,
-                    "(line)",
-                    "",
-                    format!("not a label: {e}"),
-                ));
-            }
-        }
-    }
-    if keep < text.len() {
-        coda::io::write_atomic(path, &text.as_bytes()[..keep])?;
-    }
-    Ok(done)
-}
-
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
@@ -222,7 +172,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             r.0.push_str("-tiers");
         }
     }
-    let done = resume(&args.out)?;
+    let done = coda::lab::learn::resume_labels(&args.out)?;
     let todo: Vec<_> = rounds
         .into_iter()
         .filter(|r| !done.contains(&r.0))

@@ -16,7 +16,8 @@ use rayon::prelude::*;
 use crate::plots::{plot_jct_cdf, plot_utilization};
 use crate::range;
 
-/// What both commands share: the workload, the simulator and the policy settings.
+/// What both commands share: the workload, the simulator and the policy settings (defaults:
+/// [`ReplaySpec::default`], the one place they are set).
 #[derive(Args, Debug, Clone)]
 pub struct SimArgs {
     /// `philly`, `itp-cluster02`, `itp-cluster06`, `itp`, `alibaba`, or the path of a CSV in
@@ -47,11 +48,11 @@ pub struct SimArgs {
     #[arg(long, default_value = "datasets")]
     pub datasets: PathBuf,
     /// Seconds between scheduling rounds.
-    #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
+    #[arg(long, default_value_t = ReplaySpec::default().round_s, value_parser = range::round_s)]
     pub round_s: f64,
     /// Seconds a running job loses when its allocation or placement changes (an estimate; at
     /// most one round).
-    #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
+    #[arg(long, default_value_t = ReplaySpec::default().restart_s, value_parser = range::non_negative)]
     pub restart_s: f64,
     /// In-service credit κ of the objective the `ilp` policy maximises (what a round in
     /// service is worth to any job; 0: the pure fraction-of-remaining-work objective).
@@ -67,13 +68,13 @@ pub struct SimArgs {
     pub contention_allowance: Allowance,
     /// Tracked window, as fractions of the jobs in arrival order: metrics leave out warm-up and
     /// tail (Blox does the same).
-    #[arg(long, default_value_t = 0.1, value_parser = range::fraction)]
+    #[arg(long, default_value_t = ReplaySpec::default().track_from, value_parser = range::fraction)]
     pub track_from: f64,
     /// End of the tracked window.
-    #[arg(long, default_value_t = 0.9, value_parser = range::fraction)]
+    #[arg(long, default_value_t = ReplaySpec::default().track_to, value_parser = range::fraction)]
     pub track_to: f64,
     /// `ilp` policy: seconds per round.
-    #[arg(long, default_value_t = 10.0, value_parser = range::time_limit)]
+    #[arg(long, default_value_t = ReplaySpec::default().ilp_time_limit, value_parser = range::time_limit)]
     pub ilp_time_limit: f64,
     /// `ilp` policy: branch-and-bound node limit per round (makes runs repeatable; >= 1: a
     /// limit of 0 stops every round before any schedule).
@@ -86,7 +87,7 @@ pub struct SimArgs {
     /// `ilp` policy: jobs each round's program decides (the waiting ones the objective values
     /// most, half kept for them, and the running ones it values least; other running jobs are
     /// held where they are, other waiting jobs wait unless back-fill starts them).
-    #[arg(long, default_value_t = 12, value_parser = range::at_least_one)]
+    #[arg(long, default_value_t = ReplaySpec::default().ilp_max_jobs, value_parser = range::at_least_one)]
     pub ilp_max_jobs: usize,
     /// `ilp` policy: re-solve a round in which nothing changed since the last decision (same
     /// jobs, each where it was put) only every this many rounds; 1: every round.
@@ -94,7 +95,7 @@ pub struct SimArgs {
     pub ilp_revisit_rounds: u32,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
     /// returns to the highest queue; 0 disables promotion).
-    #[arg(long, default_value_t = 4.0, value_parser = range::non_negative)]
+    #[arg(long, default_value_t = ReplaySpec::default().tiresias_promote_knob, value_parser = range::non_negative)]
     pub tiresias_promote_knob: f64,
     /// `ilp` policy: also start every round's solve from the learned policy's schedule (a MIP
     /// start; the best heuristic's is always offered).
@@ -213,9 +214,6 @@ impl SimArgs {
     }
 }
 
-/// One finished run.
-pub type Run = Replay;
-
 fn bar_style() -> ProgressStyle {
     ProgressStyle::with_template(
         "{prefix:>9} [{elapsed_precise}] {bar:30} {pos}/{len} jobs done  {msg}",
@@ -231,7 +229,7 @@ pub fn run_one(
     allowance: f64,
     perf: &dyn PerfModel,
     bar: &ProgressBar,
-) -> coda::Result<Run> {
+) -> coda::Result<Replay> {
     bar.set_prefix(policy.to_string());
     bar.set_length(workload.jobs.len() as u64);
     let run = args
@@ -279,7 +277,7 @@ fn solves_csv(solves: &[coda::scheduler::RoundSolve]) -> String {
     out
 }
 
-fn write_run(dir: &Path, run: &Run, title: &str) -> coda::Result<()> {
+fn write_run(dir: &Path, run: &Replay, title: &str) -> coda::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::Io {
         path: dir.to_path_buf(),
         source: e,
@@ -375,14 +373,14 @@ pub fn compare(
         .num_threads(crate::cap_threads(threads.unwrap_or(0)))
         .build()
         .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
-    let runs: Vec<coda::Result<Run>> = pool.install(|| {
+    let runs: Vec<coda::Result<Replay>> = pool.install(|| {
         policies
             .par_iter()
             .zip(bars.par_iter())
             .map(|(p, bar)| run_one(*p, &workload, args, allowance, perf, bar))
             .collect()
     });
-    let runs: Vec<Run> = runs.into_iter().collect::<coda::Result<_>>()?;
+    let runs: Vec<Replay> = runs.into_iter().collect::<coda::Result<_>>()?;
     let what = format!("{} on {}", workload.trace, workload.cluster_spec);
     for r in &runs {
         write_run(

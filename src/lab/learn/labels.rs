@@ -262,6 +262,76 @@ pub fn label_round(
     })
 }
 
+/// The ids already in the labels file `path` (`coda label` and `python -m coda.distributed
+/// label` resume from it); a last line cut short (no newline, not JSON) is dropped from the
+/// file, any other unreadable line is an error naming it.
+pub fn resume_labels(path: &std::path::Path) -> Result<std::collections::HashSet<String>> {
+    let mut done = std::collections::HashSet::new();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut keep = 0usize;
+    for (n, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<serde_json::Value>(line.trim_end()) {
+            Ok(v) => {
+                let id = v.get("id").and_then(|x| x.as_str()).ok_or_else(|| {
+                    Error::invalid(
+                        &path.display().to_string(),
+                        n as u64 + 1,
+                        "id",
+                        "",
+                        "a label without an id",
+                    )
+                })?;
+                done.insert(id.to_string());
+                keep += line.len();
+            }
+            Err(_) if n + 1 == lines.len() && !line.ends_with('\n') => {
+                eprintln!(
+                    "{}:{}: dropping a label cut short by an interrupted run",
+                    path.display(),
+                    n + 1
+                );
+            }
+            Err(e) => {
+                return Err(Error::invalid(
+                    &path.display().to_string(),
+                    n as u64 + 1,
+                    "(line)",
+                    "",
+                    format!("not a label: {e}"),
+                ));
+            }
+        }
+    }
+    if keep < text.len() {
+        crate::util::write_atomic(path, &text.as_bytes()[..keep])?;
+    }
+    Ok(done)
+}
+
+/// A policy's gap to a label's reference: `(reference - objective) / |reference|` (`coda gap`,
+/// `coda.gap`).
+pub fn relative_gap(reference: f64, objective: f64) -> f64 {
+    (reference - objective) / reference.abs().max(1e-9)
+}
+
+impl RoundLabel {
+    /// What a policy is scored against: the proven optimum, or with `include_unproven` the
+    /// bound of a round the solver did not close; `None` for a round left out.
+    pub fn reference(&self, include_unproven: bool) -> Option<f64> {
+        let r = if self.proven {
+            self.objective
+        } else {
+            self.best_bound
+        };
+        ((self.proven || include_unproven) && r.is_finite()).then_some(r)
+    }
+}
+
 /// Decodes a valid schedule of the priced round into one [`JobLabel`] per job (snapshot order).
 pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<JobLabel>> {
     let snapshot = pricing.snapshot();

@@ -18,5 +18,5 @@ pub mod train;
 pub use examples::{TierExample, tier_examples};
 pub use labels::{
     JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, read_labels, rebuild,
-    trace_rounds,
+    relative_gap, resume_labels, trace_rounds,
 };

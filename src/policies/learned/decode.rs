@@ -366,8 +366,8 @@ impl Chooser for Scores<'_, '_> {
     }
 }
 
-/// The index of the highest value, the first on ties.
-pub(super) fn argmax(v: &[f32]) -> usize {
+/// The index of the highest value, the first on ties (the policy's greedy choice).
+pub fn argmax(v: &[f32]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x > v[best] {

@@ -46,9 +46,9 @@ mod net;
 pub mod tiers;
 
 pub use decode::{
-    CANDIDATES_PER_BUCKET, Candidates, Chooser, Sampled, SampledStep, keep_mode, plan_of,
+    CANDIDATES_PER_BUCKET, Candidates, Chooser, Sampled, SampledStep, argmax, keep_mode, plan_of,
 };
-use decode::{allocation, argmax, gumbel};
+use decode::{allocation, gumbel};
 pub use layers::Dense;
 pub use net::{EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
 pub use tiers::TierHead;
