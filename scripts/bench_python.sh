@@ -64,12 +64,14 @@ run label "local" 1 "$d/l1" "$d/l1" --workers 1 "${lab[@]}"
 run label "local" 2 "$d/l1" "$d/l2" --workers 2 "${lab[@]}"
 run rollouts "local" 1 "$d/r1" "$d/r1" --workers 1 "${rol[@]}"
 run rollouts "local" 2 "$d/r1" "$d/r2" --workers 2 "${rol[@]}"
-export RAY_AUTH_MODE=token
-ray start --head --port=6391 --num-cpus=1 --include-dashboard=false --disable-usage-stats > /dev/null 2>&1
-ray start --address=127.0.0.1:6391 --num-cpus=1 --disable-usage-stats > /dev/null 2>&1
-run label "two nodes x 1 CPU" 2 "$d/l1" "$d/l3" --address 127.0.0.1:6391 "${lab[@]}"
-run rollouts "two nodes x 1 CPU" 2 "$d/r1" "$d/r3" --address 127.0.0.1:6391 "${rol[@]}"
-ray stop --force > /dev/null 2>&1
+# Two nodes started with `ray start`, authenticated by their own token in $d/ray (never ~/.ray).
+$py -m coda.raycluster up --dir "$d/ray" --nodes 2 --cpus 1 > /dev/null
+trap '$py -m coda.raycluster down --dir "$d/ray"' EXIT
+( . "$d/ray/env.sh"
+  run label "two nodes x 1 CPU" 2 "$d/l1" "$d/l3" --address "$CODA_RAY_ADDRESS" "${lab[@]}"
+  run rollouts "two nodes x 1 CPU" 2 "$d/r1" "$d/r3" --address "$CODA_RAY_ADDRESS" "${rol[@]}" )
+$py -m coda.raycluster down --dir "$d/ray"
+trap - EXIT
 rm -rf "$d"
 # Speed-up against the 1-worker run of the same work.
 $py - "$ray_csv" <<'PY'

@@ -16,8 +16,10 @@
   Resumable: finished runs are kept as JSON. The performance model's estimates are varied by
   ``coda sensitivity`` on one machine (it re-fits the model per setting); not sharded here.
 
-``ray.init()`` starts a local Ray by default (``--workers`` CPUs); ``--address`` joins a
-cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on others). Every
+``ray.init()`` starts a local Ray by default (``--workers`` CPUs), authenticated by a fresh token
+in a temporary folder (never ``~/.ray``: :mod:`coda.raycluster`); ``--address`` joins a cluster
+(``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on others), with its token
+from ``--token-file`` or the environment (``RAY_AUTH_MODE=token``, ``RAY_AUTH_TOKEN_PATH``). Every
 task runs one round, episode or replay on one core (HiGHS and the simulator single-threaded), so
 the speed-up is the number of cores Ray offers, up to the number of tasks.
 """
@@ -25,14 +27,17 @@ the speed-up is the number of cores Ray offers, up to the number of tasks.
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Iterable, Optional
 
-from . import _native
+from . import _native, raycluster
 
 
 def _ordered(tasks: list, submit: Callable[[Any], Any], write: Callable[[Any, Any], None],
@@ -56,13 +61,36 @@ def _ordered(tasks: list, submit: Callable[[Any], Any], write: Callable[[Any, An
 
 
 def _ray(args):
-    import ray
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return sys.modules["ray"]
+    if args.address:
+        if args.token_file:
+            raycluster.use_credentials({"RAY_AUTH_MODE": "token",
+                                        "RAY_AUTH_TOKEN_PATH": os.path.abspath(args.token_file)})
+        import ray
 
-    if not ray.is_initialized():
-        if args.address:
+        try:
             ray.init(address=args.address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
+        except (ray.exceptions.AuthenticationError, ConnectionError) as e:
+            hint = "" if raycluster.has_token() else (
+                "; a cluster started with `ray start` (token authentication) needs its token: "
+                "pass --token-file (the file its nodes were given as RAY_AUTH_TOKEN_PATH)")
+            raise SystemExit(f"error: could not join the Ray cluster at {args.address}: "
+                             f"{type(e).__name__}: {e}{hint}") from None
+    else:
+        # A local cluster of this process's own: a fresh token in a temporary folder, not the
+        # one ray.init() would otherwise make and save into ~/.ray.
+        if os.environ.get("RAY_AUTH_MODE", "token").lower() == "token" and not raycluster.has_token():
+            folder = tempfile.mkdtemp(prefix="coda-ray-")
+            atexit.register(shutil.rmtree, folder, True)
+            raycluster.use_credentials(raycluster.credentials(folder))
+        import ray
+
+        # "local": a new instance even when a cluster started by `ray start` runs on this
+        # machine (ray.init() would join that one, and refuse num_cpus).
+        ray.init(address="local", num_cpus=args.workers, include_dashboard=False,
+                 log_to_driver=False)
+        atexit.register(ray.shutdown)
     return ray
 
 
@@ -209,6 +237,8 @@ def _cell(trace: str, seed: int, key: Optional[str], value) -> str:
 def main(argv: Optional[Iterable[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m coda.distributed", description=__doc__.split("\n")[0])
     ap.add_argument("--address", help="join this Ray cluster (default: start a local one)")
+    ap.add_argument("--token-file", help="with --address: the cluster's token file (what its "
+                    "nodes were given as RAY_AUTH_TOKEN_PATH)")
     ap.add_argument("--workers", type=int, default=os.cpu_count(),
                     help="CPUs of the local Ray (default: every core)")
     ap.add_argument("--local", action="store_true", help="no Ray: run in this process")

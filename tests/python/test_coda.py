@@ -7,8 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import coda
+from coda import raycluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CODA = os.environ.get("CODA_BIN", str(ROOT / "target" / "release" / "coda"))
@@ -175,24 +174,48 @@ def test_gap_scores_baselines_as_the_command_line(tmp_path):
 
 
 # --- Ray: a local "cluster" of two nodes, one CPU each -------------------------------------
+# Everything Ray needs comes from the cluster's own folder: HOME is an empty folder nobody may
+# write into, so a token left in ~/.ray by earlier work cannot make these tests pass.
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    ray = shutil.which("ray", path=os.path.dirname(sys.executable))
-    assert ray, "the ray command is installed with the package's test extra"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, RAY_AUTH_MODE="token")
-    common = ["--num-cpus=1", "--disable-usage-stats"]
-    subprocess.run([ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
-                    *common], check=True, env=env, capture_output=True)
-    try:
-        subprocess.run([ray, "start", f"--address=127.0.0.1:{port}", *common], check=True,
-                       env=env, capture_output=True)
-        yield f"127.0.0.1:{port}", env
-    finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
+def bare_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    home.chmod(0o555)
+    yield home
+    home.chmod(0o755)
+    assert not any(home.iterdir())
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory, bare_home):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    environ["HOME"] = str(bare_home)
+    with raycluster.LocalCluster(str(tmp_path_factory.mktemp("ray")), nodes=2, cpus=1,
+                                 environ=environ) as c:
+        yield c.address, c.env
+
+
+def test_ray_needs_its_token_and_the_error_says_so(ray_cluster, tmp_path):
+    address, env = ray_cluster
+    bare = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    r = subprocess.run([sys.executable, "-m", "coda.distributed", "--address", address, "sweep",
+                        "--policies", "fifo", "--take", "5", "--out", str(tmp_path)],
+                       cwd=ROOT, env=bare, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "--token-file" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_local_ray_run_writes_nothing_into_home(bare_home, tmp_path):
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    environ["HOME"] = str(bare_home)
+    spec = ["sweep", "--traces", "philly", "--policies", "fifo", "--cluster", "4x8",
+            "--take", "20"]
+    r = distributed(environ, "--workers", "1", *spec, "--out", str(tmp_path / "ray"))
+    assert r["runs"] == 1
+    distributed(environ, "--local", *spec, "--out", str(tmp_path / "local"))
+    assert _rows(tmp_path / "ray" / "philly-seed0" / "comparison.csv") == _rows(
+        tmp_path / "local" / "philly-seed0" / "comparison.csv")
+    assert not any(bare_home.iterdir())
 
 
 def distributed(env, *args) -> dict:
