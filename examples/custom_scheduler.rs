@@ -37,7 +37,8 @@ impl Scheduler for LeastGpuTimeFirst<'_> {
             .iter()
             .filter(|j| j.run.current.is_none())
             .collect();
-        let gpu_time = |j: &coda::Job| j.remaining_iterations() * f64::from(j.requested_or_min().0);
+        let gpu_time =
+            |j: &coda::model::Job| j.remaining_iterations() * f64::from(j.requested_or_min().0);
         waiting.sort_by(|a, b| gpu_time(a).total_cmp(&gpu_time(b)).then(a.id.cmp(&b.id)));
         // No random choice is made with the consolidated rule; the packer asks for a generator.
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
@@ -59,10 +60,12 @@ impl Scheduler for LeastGpuTimeFirst<'_> {
 fn main() -> coda::Result<()> {
     let perf = CalibratedPerf::shipped();
     let wl = workload::load(
-        "philly",
-        Path::new("datasets"),
-        Some("4x8"),
-        Some(300),
+        workload::TraceRef {
+            name: "philly",
+            datasets: Path::new("datasets"),
+            cluster: Some("4x8"),
+            take: Some(300),
+        },
         &TraceOptions::default(),
         perf,
     )?;

@@ -50,8 +50,9 @@ fn main() -> coda::Result<()> {
                     "{} returned an invalid schedule",
                     p.name()
                 );
-                Ok((optimum - objective.score(perf, &snapshot, &s)?.total)
-                    / optimum.abs().max(1e-9))
+                // The gap `coda gap` reports: relative to the optimum.
+                let value = objective.score(perf, &snapshot, &s)?.total;
+                Ok(coda::learn::RoundLabel::gap_to(optimum, value))
             };
             let (g_learned, g_pollux) = (gap(&mut learned)?, gap(pollux.as_mut())?);
             let is_proven = exact.report.status == SolveStatus::Optimal;

@@ -18,10 +18,12 @@ fn main() -> coda::Result<()> {
     // The trace's jobs, durations converted on the replay cluster itself (a job alone takes its
     // trace duration), models assigned from seed 0.
     let wl = workload::load(
-        &trace,
-        Path::new("datasets"),
-        Some("4x8"),
-        Some(take),
+        workload::TraceRef {
+            name: &trace,
+            datasets: Path::new("datasets"),
+            cluster: Some("4x8"),
+            take: Some(take),
+        },
         &TraceOptions::default(),
         perf,
     )?;

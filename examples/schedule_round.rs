@@ -54,7 +54,7 @@ fn main() -> coda::Result<()> {
     );
     // Fix-and-solve: the running jobs held where they are for half the time, then all freed;
     // the bound is the whole program's.
-    let running: Vec<coda::JobId> = snapshot
+    let running: Vec<coda::model::JobId> = snapshot
         .jobs
         .iter()
         .filter(|j| j.run.current.is_some())

@@ -45,7 +45,7 @@ pub enum Error {
         column: String,
     },
     /// A field holds a value that cannot be used (unparsable, NaN, negative, zero...).
-    #[error("{file}:{line}: field `{field}` = {value:?}: {reason}")]
+    #[error("{file}:{line}: field `{field}` = {value:?}: {expected}")]
     InvalidField {
         /// The file (or `<input>` for data given in memory).
         file: String,
@@ -55,8 +55,21 @@ pub enum Error {
         field: String,
         /// The offending value as written.
         value: String,
-        /// Why it is rejected.
-        reason: String,
+        /// What it must be.
+        expected: Expected,
+    },
+    /// A job with a field no job can have ([`crate::model::Job::check`]); a snapshot or trace
+    /// reports it as an [`Error::InvalidField`] with its file and path.
+    #[error("job {job}: field `{field}` = {value}: {expected}")]
+    InvalidJob {
+        /// The job.
+        job: crate::id::JobId,
+        /// The field (`total_iterations`, `demand.cpu_per_worker`, `tiers[2].mem_per_worker_gib`...).
+        field: String,
+        /// The offending value.
+        value: String,
+        /// What it must be.
+        expected: Expected,
     },
     /// A JSON document does not parse or does not match the schema.
     #[error("{file}:{line}:{column}: field `{field}`: {message}")]
@@ -131,7 +144,7 @@ pub enum Error {
         violations: Vec<crate::violation::Violation>,
     },
     /// A setting outside its range: solver, simulator, objective, policy or generator settings.
-    #[error("{settings}: setting `{field}` = {value}: {reason}")]
+    #[error("{settings}: setting `{field}` = {value}: {expected}")]
     InvalidSetting {
         /// Which settings (`solve settings`, `simulator`, `objective`, `policy options`...).
         settings: String,
@@ -139,8 +152,8 @@ pub enum Error {
         field: String,
         /// Its value.
         value: String,
-        /// The range it must lie in.
-        reason: String,
+        /// What it must be.
+        expected: Expected,
     },
     /// A name that is not one of the known ones (a policy, a cluster spec).
     #[error("unknown {what} `{name}`: {reason}")]
@@ -182,6 +195,103 @@ pub enum Error {
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What a refused setting or field must be: one of the few kinds the checks use, each a value a
+/// caller can match on, with its words for the message; [`Expected::Other`] for a rule of its
+/// own.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Expected {
+    /// A finite number > 0.
+    Positive,
+    /// A finite number >= 0.
+    NonNegative,
+    /// A time limit: seconds > 0, or infinity for none.
+    TimeLimit,
+    /// A number in [0, 1].
+    Fraction,
+    /// A number strictly between 0 and 1.
+    OpenFraction,
+    /// A whole number >= 1.
+    AtLeastOne,
+    /// A number at least this.
+    AtLeast(f64),
+    /// A number in `[lo, hi]`.
+    Within(f64, f64),
+    /// At most another setting's value (its name, its value).
+    AtMost(String, f64),
+    /// Above another setting's value (its name, its value).
+    Above(String, f64),
+    /// One of these names.
+    OneOf(Vec<String>),
+    /// A rule of its own, in words.
+    Other(String),
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Positive => f.write_str("must be a finite number > 0"),
+            Expected::NonNegative => f.write_str("must be a finite number >= 0"),
+            Expected::TimeLimit => f.write_str("must be > 0 seconds (or `inf` for no limit)"),
+            Expected::Fraction => f.write_str("must be in [0, 1]"),
+            Expected::OpenFraction => f.write_str("must be strictly between 0 and 1"),
+            Expected::AtLeastOne => f.write_str("must be >= 1"),
+            Expected::AtLeast(v) => write!(f, "must be a number >= {v}"),
+            Expected::Within(lo, hi) => write!(f, "must be in [{lo}, {hi}]"),
+            Expected::AtMost(name, v) => write!(f, "must be at most {name} {v}"),
+            Expected::Above(name, v) => write!(f, "must be above {name} {v}"),
+            Expected::OneOf(names) => write!(f, "known: {}", names.join(", ")),
+            Expected::Other(words) => f.write_str(words),
+        }
+    }
+}
+
+impl Expected {
+    /// Whether `v` is such a number (the numeric kinds; [`Expected::OneOf`] and
+    /// [`Expected::Other`] admit nothing here: their checks are their callers').
+    pub fn admits(&self, v: f64) -> bool {
+        match self {
+            Expected::Positive => v.is_finite() && v > 0.0,
+            Expected::NonNegative => v.is_finite() && v >= 0.0,
+            Expected::TimeLimit => v > 0.0,
+            Expected::Fraction => (0.0..=1.0).contains(&v),
+            Expected::OpenFraction => v > 0.0 && v < 1.0,
+            Expected::AtLeastOne => v >= 1.0 && v.fract() == 0.0,
+            Expected::AtLeast(lo) => v.is_finite() && v >= *lo,
+            Expected::Within(lo, hi) => (*lo..=*hi).contains(&v),
+            Expected::AtMost(_, hi) => v <= *hi,
+            Expected::Above(_, lo) => v > *lo,
+            Expected::OneOf(_) | Expected::Other(_) => false,
+        }
+    }
+
+    /// `text` as a number this admits, or the message a command line shows (clap's value
+    /// parsers call this).
+    pub fn parse(&self, text: &str) -> std::result::Result<f64, String> {
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}` is not a number"))?;
+        if self.admits(v) {
+            Ok(v)
+        } else {
+            Err(self.to_string())
+        }
+    }
+}
+
+impl From<&str> for Expected {
+    fn from(words: &str) -> Self {
+        Expected::Other(words.to_string())
+    }
+}
+
+impl From<String> for Expected {
+    fn from(words: String) -> Self {
+        Expected::Other(words)
+    }
+}
+
 impl Error {
     /// An [`Error::Io`] on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -196,13 +306,13 @@ impl Error {
         settings: &str,
         field: &str,
         value: impl ToString,
-        reason: impl Into<String>,
+        expected: impl Into<Expected>,
     ) -> Self {
         Error::InvalidSetting {
             settings: settings.to_string(),
             field: field.to_string(),
             value: value.to_string(),
-            reason: reason.into(),
+            expected: expected.into(),
         }
     }
 
@@ -212,14 +322,14 @@ impl Error {
         line: u64,
         field: &str,
         value: impl ToString,
-        reason: impl Into<String>,
+        expected: impl Into<Expected>,
     ) -> Self {
         Error::InvalidField {
             file: file.to_string(),
             line,
             field: field.to_string(),
             value: value.to_string(),
-            reason: reason.into(),
+            expected: expected.into(),
         }
     }
 }

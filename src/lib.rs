@@ -4,21 +4,45 @@
 //! and where its tasks run — servers, sockets, PCIe switches — aware that co-located jobs
 //! interfere and that a job spread over servers pays network overhead.
 //!
-//! Data flows one way, and the modules are layered the same way (each imports only from the
-//! ones listed before it, and no two files of one folder import each other round a cycle:
-//! `tests/it/layout.rs` checks both):
+//! ## Which entry point for which use
+//!
+//! | you want to… | call | what it is |
+//! |---|---|---|
+//! | decide one round, the best coda can | [`schedule`] | [`policies::ExactRound`] at its defaults: the integer program on the whole round, from the best heuristic start, back-filled |
+//! | decide one round with any scheduler, checked | [`schedule_with`] | the snapshot checked, the schedule validated |
+//! | solve one round exactly and read the report (bound, gap, start, fix-and-solve) | [`policies::ExactRound::solve`] | the one exact-round recipe (`coda solve`, `coda label`, Python's `solve`) |
+//! | the program step by step (starts, held jobs, relaxation, MPS) | [`ilp::SolveRequest`] | what the recipe is built from |
+//! | a policy by name, as a replay runs it | [`policies::PolicyKind::build`] | the baselines, `learned*`, and `ilp` (the program on a window of jobs each round, back-filled, revisited) |
+//! | the learned policy alone (milliseconds, no solver) | [`policies::learned::LearnedScheduler`] | levels 1 and 2, plain Rust |
+//! | replay a trace | [`replay::Replay::run`] | `coda simulate`'s flags as data; [`replay::RunWriter`] writes its files |
+//! | step the simulator yourself | [`sim::Simulator::next_round`], [`sim::Simulator::apply`] | the round-level environment |
+//! | step every decision (an RL agent) | [`replay::env::GymEpisode`] | the Python package's `coda/Cluster-v0` |
+//! | check a policy against the exact program | [`learn::label_round`], [`learn::RoundLabel::gap_to`] | expert labels and gaps (`coda label`, `coda gap`) |
+//! | re-check the program on a tiny round | [`ilp::brute_force`] | exhaustive search |
+//!
+//! ## The crate as a newcomer should read it
+//!
+//! Data flows one way, and the modules are layered the same way: each imports only from the
+//! ones before it in this list, no two files of one folder import each other round a cycle,
+//! and no module names the root's re-exports (`tests/it/layout.rs` checks all three).
+//! [`model`] owns the data every scheduler reads and writes — the cluster and its topology,
+//! jobs, the round's [`ClusterSnapshot`] and the [`Schedule`] with its validation; [`perf`]
+//! prices a placement ([`PerfModel`], fitted on `datasets/`); [`objective`] turns those
+//! prices into the one value a round is worth ([`Objective`], and the round priced once);
+//! [`Scheduler`] is the one trait of everything that decides; [`ilp`] is the exact program,
+//! [`policies`] the baselines, the learned policy and the recipes built on the program;
+//! [`sim`] replays decisions over time, with observers; [`workload`] turns traces and
+//! cluster specs into jobs and servers; [`replay`] is a whole trace replay as data, run and
+//! written, with its decision-level environment; [`learn`] makes what the learned policy
+//! learns from (labels, rollouts) and, behind the `train` feature, trains it. The command line
+//! (`src/bin/coda`) and the Python package (`python/`) only parse, call these, and print.
 //!
 //! ```text
-//! id → violation → error → util → model → perf → objective → scheduler → ilp → policies → sim → workload → lab
-//!
-//! trace (datasets/*.csv) → ClusterSnapshot → Scheduler ─┬─ ilp: SolveRequest (RoundPricing → Formulation → Backend) → decode
-//!                                                        └─ policies: sizing → packer
-//!                        → Schedule (validated) → Simulator (next_round / apply, PerfModel) → Metrics
+//! trace (datasets/*.csv) → workload → ClusterSnapshot → Scheduler ─┬─ ilp: SolveRequest (RoundPricing → Formulation → Backend) → decode
+//!                                                                 ├─ policies: sizing → packer; learned: level 1 → level 2
+//!                                                                 └─ policies::ExactRound: the program from the best start, back-filled
+//!                        → Schedule (validated) → sim::Simulator (next_round / apply, PerfModel, observers) → replay: metrics, CSVs, plots
 //! ```
-//!
-//! The library is everything but [`lab`], the command line's workbench (calibration, solve-time
-//! scaling, run reports, training): public so the binary, benchmarks and tests reach it, not part
-//! of what the library promises to keep.
 //!
 //! ```
 //! use coda::workload::{GenerateOptions, generate};
@@ -43,7 +67,7 @@
 // `ilp/backend.rs`; everything else is safe code.
 #![deny(unsafe_code)]
 
-pub mod error;
+mod error;
 mod id;
 mod util;
 mod violation;
@@ -54,21 +78,23 @@ mod violation;
 struct ReadmeDoctests;
 
 pub mod ilp;
-pub mod lab;
+pub mod learn;
 pub mod model;
 pub mod objective;
 pub mod perf;
+#[cfg(feature = "plots")]
+pub mod plots;
 pub mod policies;
+pub mod replay;
 pub mod scheduler;
 pub mod sim;
 pub mod workload;
 
 // The root holds what one round needs: the input, the output, the decision, its price and
-// its errors. Everything else lives in its module (`coda::model::TaskRange`,
+// its errors. Everything else lives in its module (`coda::model::Job`,
 // `coda::objective::RoundPricing`, `coda::ilp::SolveReport`, `coda::workload::generate`...).
-pub use error::{Error, Result};
-pub use ilp::{ExactScheduler, SolveSettings};
-pub use model::{Assignment, Cluster, ClusterSnapshot, Job, JobId, Schedule, Server, Violation};
+pub use error::{Error, Expected, Result};
+pub use model::{ClusterSnapshot, Schedule};
 pub use objective::Objective;
 pub use perf::{CalibratedPerf, PerfModel};
 pub use scheduler::Scheduler;
@@ -83,10 +109,10 @@ pub mod io {
 /// Schedules one round with the shipped performance model, the default objective and the
 /// default solver settings (60 s limit, optimality): the integer program (the compact one on
 /// small rounds, the configuration program from 40 servers × jobs: [`ilp::SolveProgram::Auto`])
-/// started from the best of keeping the running jobs and the heuristics' schedules, never returning less than that
-/// start, then back-filled ([`policies::Backfill`]). The snapshot is checked first, as an
-/// instance file is (an error names the field). Build an [`ExactScheduler`] yourself to read
-/// the solve's report ([`ExactScheduler::last_report`]).
+/// started from the best of keeping the running jobs and the heuristics' schedules, never
+/// returning less than that start, then back-filled — [`policies::ExactRound`] at its
+/// defaults. The snapshot is checked first, as an instance file is (an error names the field).
+/// Run [`policies::ExactRound::solve`] yourself to read the solve's report.
 ///
 /// ```
 /// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
@@ -95,23 +121,13 @@ pub mod io {
 /// # Ok::<(), coda::Error>(())
 /// ```
 pub fn schedule(snapshot: &ClusterSnapshot) -> Result<Schedule> {
-    exact_round(ilp::CheckedSettings::default()).schedule(snapshot)
-}
-
-/// The scheduler [`schedule`] runs, with other solver settings: the integer program on the
-/// whole round (shipped performance model, default objective) started from the best heuristic
-/// schedule, then back-filled.
-pub fn exact_round(settings: ilp::CheckedSettings) -> policies::Backfill<'static> {
-    let perf = CalibratedPerf::shipped();
-    let objective = Objective::default();
-    let exact = ExactScheduler::new(perf, objective, settings)
-        .with_start(Box::new(policies::BestHeuristic::new(perf, objective)));
-    policies::Backfill::new(Box::new(exact), perf, objective)
+    let mut exact = policies::ExactRound::default().scheduler(CalibratedPerf::shipped())?;
+    schedule_with(snapshot, &mut exact)
 }
 
 /// Schedules one round with a scheduler of the caller's choice — the learned policy
 /// ([`policies::learned::LearnedScheduler`]), a baseline ([`policies::PolicyKind::build`]) or an
-/// [`ExactScheduler`] with other settings — after checking the snapshot as [`schedule`] does;
+/// [`policies::ExactRound`] with other settings — after checking the snapshot as [`schedule`] does;
 /// a schedule that does not validate is [`Error::InvalidSchedule`] with every violation, never
 /// returned.
 ///

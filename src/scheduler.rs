@@ -4,15 +4,13 @@
 //! A scheduler proposes; [`crate::Schedule::validate`] decides whether the proposal can run.
 //! Heuristics may change how good a schedule is, never whether it is feasible.
 
-use std::sync::{Arc, Mutex};
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::model::{ClusterSnapshot, Schedule};
 
 /// How a solve ended (written `optimal`, `gap_limit`, `time_limit`, `node_limit`, `infeasible`,
-/// `no_solution`). Here, below every solver, so that a scheduler's round log is typed.
+/// `no_solution`). Here, below every solver, so that a scheduler's round events are typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SolveStatus {
@@ -45,7 +43,7 @@ impl std::fmt::Display for SolveStatus {
     }
 }
 
-/// What an optimising scheduler records of one round's solve ([`RunLog::solves`]).
+/// What an optimising scheduler records of one round's solve ([`RoundEvent::Solved`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoundSolve {
     /// The round's time (the snapshot's), seconds.
@@ -107,11 +105,18 @@ pub trait Scheduler {
     fn keeps_when_none_wait(&self) -> bool {
         false
     }
+
+    /// What the scheduler has to report of the round it decided last — its solve, the jobs it
+    /// back-filled, a round it kept without asking — taken out (a second call returns nothing).
+    /// The loop that owns the scheduler hands it to its observers
+    /// ([`crate::sim::Observe::observe_round`]). None by default; a scheduler keeps only its
+    /// last round's events, and a wrapper returns its inner scheduler's followed by its own.
+    fn take_events(&mut self) -> Vec<RoundEvent> {
+        Vec::new()
+    }
 }
 
-/// What a scheduler reports as it decides, one event at a time, to the [`RunLog`] it was built
-/// with: the caller reads the log, the scheduler only writes it (so a wrapper around a
-/// scheduler forwards nothing).
+/// What a scheduler reports of one round ([`Scheduler::take_events`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RoundEvent {
     /// The exact program solved a round, under these limits.
@@ -135,42 +140,18 @@ pub enum RoundEvent {
     },
 }
 
-/// The observer schedulers report to: a handle the caller keeps one clone of and hands another
-/// to the scheduler it builds (for instance [`crate::policies::PolicyKind::build_observed`]).
-/// Clones share one log; it is `Send`, so a scheduler built on one thread may run on another.
-///
-/// ```
-/// use coda::scheduler::RunLog;
-/// use coda::policies::{PolicyKind, PolicyOptions};
-/// let snapshot = coda::ClusterSnapshot::from_json_file("examples/instances/small.json")?;
-/// let log = RunLog::default();
-/// let perf = coda::CalibratedPerf::shipped();
-/// let mut ilp = PolicyKind::Ilp.build_observed(perf, &PolicyOptions::default(), &log)?;
-/// ilp.schedule(&snapshot)?;
-/// assert_eq!(log.solves().len(), 1);
-/// # Ok::<(), coda::Error>(())
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct RunLog(Arc<Mutex<Vec<RoundEvent>>>);
+/// Every event of a run, in order: what the observer of a replay keeps
+/// keeps, and what its summary says of the rounds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoundEvents(pub Vec<RoundEvent>);
 
-impl RunLog {
-    /// Records an event.
-    pub fn record(&self, event: RoundEvent) {
-        // A poisoned log (a scheduler panicked mid-write) still holds every whole event.
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(event);
-    }
-
-    /// Every event so far, in order.
-    pub fn events(&self) -> Vec<RoundEvent> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Every exact solve so far, one per round.
+impl RoundEvents {
+    /// Every exact solve, one per round solved.
     pub fn solves(&self) -> Vec<RoundSolve> {
-        self.events()
-            .into_iter()
+        self.0
+            .iter()
             .filter_map(|e| match e {
-                RoundEvent::Solved { solve, .. } => Some(solve),
+                RoundEvent::Solved { solve, .. } => Some(solve.clone()),
                 _ => None,
             })
             .collect()
@@ -182,7 +163,7 @@ impl RunLog {
     pub fn notes(&self) -> Vec<String> {
         let (mut solved, mut no_solution, mut start_kept, mut limits) = (0u64, 0u64, 0u64, None);
         let (mut filled, mut seen, mut kept, mut every) = (0u64, 0u64, 0u64, 1u32);
-        for e in self.events() {
+        for e in &self.0 {
             match e {
                 RoundEvent::Solved {
                     solve,
@@ -195,13 +176,13 @@ impl RunLog {
                     } else if solve.returned_start {
                         start_kept += 1;
                     }
-                    limits = Some((time_limit_s, node_limit));
+                    limits = Some((*time_limit_s, *node_limit));
                 }
                 RoundEvent::BackFilled(n) => filled += n,
                 RoundEvent::Revisited { kept: k, every: n } => {
                     seen += 1;
-                    kept += u64::from(k);
-                    every = n;
+                    kept += u64::from(*k);
+                    every = *n;
                 }
             }
         }

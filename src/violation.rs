@@ -6,12 +6,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::id::JobId;
+use crate::id::{GpuType, JobId, ServerIdx};
 
 /// One reason a schedule cannot run. `validate` returns all of them, not just the first.
 ///
 /// ```
-/// use coda::{ClusterSnapshot, Schedule, Violation};
+/// use coda::{ClusterSnapshot, Schedule};
+/// use coda::model::Violation;
 /// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
 /// let mut schedule = coda::workload::current_schedule(&snapshot);
 /// // The same job assigned twice is one violation among however many there are.
@@ -41,21 +42,21 @@ pub enum Violation {
         /// The job.
         job: JobId,
         /// The server index.
-        server: usize,
+        server: ServerIdx,
     },
     /// A worker names a GPU index the server does not have.
     UnknownGpu {
         /// The job.
         job: JobId,
         /// The server.
-        server: usize,
+        server: ServerIdx,
         /// The GPU index.
         gpu: u32,
     },
     /// One GPU is given to two tasks (of the same or different jobs).
     GpuDoubleBooked {
         /// The server.
-        server: usize,
+        server: ServerIdx,
         /// The GPU.
         gpu: u32,
         /// The job that holds it first.
@@ -101,9 +102,9 @@ pub enum Violation {
         /// The job.
         job: JobId,
         /// The server.
-        server: usize,
+        server: ServerIdx,
         /// The server's GPU type.
-        gpu_type: String,
+        gpu_type: GpuType,
     },
     /// A job's workers sit on servers of different GPU types (data-parallel training would run at
     /// the slowest type's pace; coda keeps each job on one type).
@@ -111,7 +112,7 @@ pub enum Violation {
         /// The job.
         job: JobId,
         /// The GPU types used, sorted.
-        gpu_types: Vec<String>,
+        gpu_types: Vec<GpuType>,
     },
     /// An assignment names a CPU/memory tier its job does not offer.
     UnknownTier {
@@ -125,7 +126,7 @@ pub enum Violation {
     /// Tasks on a server ask for more CPU cores than it has.
     CpuOverCapacity {
         /// The server.
-        server: usize,
+        server: ServerIdx,
         /// Cores asked for.
         used: f64,
         /// Cores available.
@@ -134,7 +135,7 @@ pub enum Violation {
     /// Tasks on a server ask for more memory than it has.
     MemoryOverCapacity {
         /// The server.
-        server: usize,
+        server: ServerIdx,
         /// GiB asked for.
         used_gib: f64,
         /// GiB available.

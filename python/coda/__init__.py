@@ -67,9 +67,10 @@ def schedule(
     samples: int = 8,
     time_limit: float = 60.0,
 ) -> dict:
-    """Schedules one round. ``scheduler``: ``"ilp"`` (the exact program on the whole round, as
-    ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
-    ``learned-rl``, ``drf``, ``tiresias``...). The schedule is validated before it is returned."""
+    """Schedules one round. ``scheduler``: ``"exact"`` (the exact program on the whole round,
+    back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
+    ``learned-rl``, ``drf``, ``tiresias``, ``ilp`` — the replay policy that solves a window of
+    jobs each round...). The schedule is validated before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
         _native.schedule(text, scheduler, seed, samples, time_limit, origin)

@@ -8,16 +8,17 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use coda::ilp::{SolveProgram, SolveRequest};
-use coda::lab::gym::{Ask, GymEpisode, GymOptions, OBS_WIDTH, Phase, Step};
-use coda::lab::learn::rl::{Decoding, Episode, rollout};
-use coda::lab::learn::{LabelSpec, label_round, read_labels, relative_gap, resume_labels};
-use coda::lab::replay::ReplaySpec;
-use coda::lab::report::{Comparison, RunSummary};
+use coda::ilp::SolveProgram;
+use coda::ilp::SolveSettings;
+use coda::learn::rl::{Decoding, Episode, JobPool, rollout};
+use coda::learn::{LabelSpec, label_round, read_labels, resume_labels};
 use coda::objective::RoundPricing;
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
-use coda::policies::{BestHeuristic, PolicyKind, PolicyOptions};
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Scheduler, SolveSettings};
+use coda::policies::{ExactRound, PolicyKind, PolicyOptions};
+use coda::replay::Replay;
+use coda::replay::env::{Ask, GymEpisode, GymOptions, OBS_WIDTH, Phase, Step};
+use coda::replay::{Comparison, RunSummary};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Scheduler};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -59,17 +60,20 @@ fn solve_settings(time_limit: f64, node_limit: Option<u64>, seed: u32) -> SolveS
     }
 }
 
-/// The scheduler named `name`: `ilp` (the whole round's integer program, as `coda::schedule`),
-/// or any policy of `coda simulate --policy`.
+/// The scheduler named `name`: `exact` (the whole round's integer program, as
+/// `coda::schedule`: [`ExactRound`]), or any policy of `coda simulate --policy` (`ilp` among
+/// them: the windowed, back-filled, revisiting policy of a replay).
 fn scheduler(
     name: &str,
     seed: u64,
     samples: usize,
     time_limit: f64,
 ) -> coda::Result<Box<dyn Scheduler + 'static>> {
-    if name == "ilp" {
+    if name == "exact" {
         let settings = solve_settings(time_limit, None, (seed % u64::from(u32::MAX)) as u32);
-        return Ok(Box::new(coda::exact_round(settings.checked()?)));
+        return Ok(Box::new(
+            ExactRound::with_settings(settings).scheduler(perf())?,
+        ));
     }
     let kind: PolicyKind = name.parse()?;
     let mut opts = PolicyOptions {
@@ -147,14 +151,12 @@ fn solve(
     let (instance, origin) = (instance.to_string(), origin.to_string());
     py.detach(move || {
         let perf = perf();
-        let objective = Objective::default();
         let snap = ClusterSnapshot::from_json_str(&instance, &origin)?;
-        let start = BestHeuristic::new(perf, objective).schedule(&snap)?;
-        let solved = SolveRequest::new(&snap, perf, objective)?
-            .settings(solve_settings(time_limit, node_limit, seed).checked()?)
-            .program(program)
-            .candidates([start])
-            .solve()?;
+        let solved = ExactRound {
+            program,
+            ..ExactRound::with_settings(solve_settings(time_limit, node_limit, seed))
+        }
+        .solve(perf, &snap)?;
         Ok(to_json(&serde_json::json!({
             "schedule": solved.schedule,
             "report": solved.report,
@@ -167,7 +169,7 @@ fn solve(
 /// what `coda simulate --json` prints, with `jobs`: one record per job.
 #[pyfunction]
 fn simulate(py: Python<'_>, spec: &str, policy: &str) -> PyResult<String> {
-    let spec: ReplaySpec = parse(spec, "simulate")?;
+    let spec = Replay::from_json(spec, "simulate").map_err(err)?;
     let policy = policy.to_string();
     py.detach(move || {
         spec.check("simulate")?;
@@ -175,7 +177,7 @@ fn simulate(py: Python<'_>, spec: &str, policy: &str) -> PyResult<String> {
         let perf = perf();
         let workload = spec.workload(perf)?;
         let allowance = spec.allowance(&workload, perf)?;
-        let run = spec.run(kind, &workload, allowance, perf, &mut |_| {})?;
+        let run = spec.run(kind, &workload, allowance, perf, &mut [])?;
         let mut v = serde_json::to_value(&run.summary).expect("a summary serialises");
         v["jobs"] = serde_json::to_value(&run.records).expect("records serialise");
         Ok(v.to_string())
@@ -187,7 +189,7 @@ fn simulate(py: Python<'_>, spec: &str, policy: &str) -> PyResult<String> {
 /// "cluster_spec", "cluster", "jobs", "skipped"}` as JSON, the jobs as a snapshot holds them.
 #[pyfunction]
 fn load_trace(py: Python<'_>, spec: &str) -> PyResult<String> {
-    let spec: ReplaySpec = parse(spec, "load_trace")?;
+    let spec = Replay::from_json(spec, "load_trace").map_err(err)?;
     py.detach(move || {
         spec.check("load_trace")?;
         let w = spec.workload(perf())?;
@@ -236,16 +238,11 @@ fn gap(
                     let t = Instant::now();
                     let schedule = s.schedule(&l.snapshot)?;
                     let decision_s = t.elapsed().as_secs_f64();
-                    let valid = schedule.validate(&l.snapshot).is_empty();
-                    let value = if valid {
-                        pricing.score(&schedule)?.total
-                    } else {
-                        f64::NAN
-                    };
+                    let scored = l.score(&pricing, reference, &schedule)?;
                     rows.push(serde_json::json!({
-                        "round": l.id, "policy": p, "objective": value, "reference": reference,
-                        "proven": l.proven, "valid": valid, "decision_s": decision_s,
-                        "gap": relative_gap(reference, value),
+                        "round": l.id, "policy": p, "objective": scored.objective,
+                        "reference": reference, "proven": l.proven, "valid": scored.valid,
+                        "decision_s": decision_s, "gap": scored.gap,
                     }));
                 }
             }
@@ -255,55 +252,10 @@ fn gap(
     .map_err(err)
 }
 
-/// What `coda label` labels, as a JSON object: `sizes` (`[[servers, jobs], ...]`), `rounds`,
-/// `seed`, `running_fraction`, `time_limit`, `node_limit`, `work_limit`.
-#[derive(serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct LabelIn {
-    sizes: Vec<(usize, usize)>,
-    rounds: usize,
-    seed: u64,
-    running_fraction: f64,
-    time_limit: f64,
-    node_limit: Option<u64>,
-    work_limit: Option<u64>,
-}
-
-impl Default for LabelIn {
-    fn default() -> Self {
-        LabelIn {
-            sizes: vec![(2, 4), (3, 6), (4, 8)],
-            rounds: 10,
-            seed: 0,
-            running_fraction: 0.3,
-            time_limit: 10.0,
-            node_limit: None,
-            work_limit: None,
-        }
-    }
-}
-
-impl LabelIn {
-    fn spec(self) -> LabelSpec {
-        LabelSpec {
-            sizes: self.sizes,
-            rounds: self.rounds,
-            seed: self.seed,
-            running_fraction: self.running_fraction,
-            settings: SolveSettings {
-                time_limit_s: self.time_limit,
-                node_limit: self.node_limit,
-                work_limit: self.work_limit,
-                ..SolveSettings::default()
-            },
-        }
-    }
-}
-
 /// The ids of a label spec's rounds, in the order `coda label` writes them.
 #[pyfunction]
 fn label_ids(spec: &str) -> PyResult<Vec<String>> {
-    let spec = parse::<LabelIn>(spec, "label")?.spec();
+    let spec = parse::<LabelSpec>(spec, "label")?;
     Ok(spec.rounds().into_iter().map(|r| r.0).collect())
 }
 
@@ -320,9 +272,10 @@ fn resume(path: PathBuf) -> PyResult<Vec<String>> {
 /// byte for byte what `coda label` appends for them.
 #[pyfunction]
 fn label(py: Python<'_>, spec: &str, ids: Vec<String>) -> PyResult<Vec<String>> {
-    let spec = parse::<LabelIn>(spec, "label")?.spec();
+    let spec = parse::<LabelSpec>(spec, "label")?;
     py.detach(move || {
-        spec.settings.checked()?;
+        let settings = spec.settings();
+        settings.checked()?;
         let perf = perf();
         let objective = Objective::default();
         let rounds = spec.rounds();
@@ -337,7 +290,7 @@ fn label(py: Python<'_>, spec: &str, ids: Vec<String>) -> PyResult<Vec<String>> 
                 ));
             };
             let snap = spec.snapshot(*seed, *servers, *jobs, perf)?;
-            let l = label_round(id, &snap, perf, &objective, &spec.settings)?;
+            let l = label_round(id, &snap, perf, &objective, &settings)?;
             out.push(format!("{}\n", to_json(&l)));
         }
         Ok(out)
@@ -362,7 +315,7 @@ fn rollout_episode(
     greedy: bool,
     weights: Option<PathBuf>,
 ) -> PyResult<String> {
-    let spec: ReplaySpec = parse(spec, "rollout")?;
+    let spec = Replay::from_json(spec, "rollout").map_err(err)?;
     py.detach(move || {
         spec.check("rollout")?;
         let perf = perf();
@@ -372,15 +325,12 @@ fn rollout_episode(
             Some(p) => PolicyNet::load(p)?,
             None => LearnedScheduler::shipped(perf, objective)?.net().clone(),
         };
-        let ep = Episode::window(
-            &workload.trace,
-            &workload.jobs,
-            start,
-            len,
-            &workload.cluster,
-            perf as &dyn PerfModel,
-            objective,
-        )?;
+        let pool = JobPool {
+            name: &workload.trace,
+            jobs: &workload.jobs,
+            cluster: &workload.cluster,
+        };
+        let ep = Episode::window(pool, start..start + len, perf as &dyn PerfModel, objective)?;
         let decoding = if greedy {
             Decoding::Greedy
         } else {
@@ -468,7 +418,7 @@ impl NativeEpisode {
         spec: &str,
         options: &str,
     ) -> PyResult<(NativeEpisode, StepOut<'py>)> {
-        let spec: ReplaySpec = parse(spec, "env")?;
+        let spec = Replay::from_json(spec, "env").map_err(err)?;
         let opts: GymOptions = parse(options, "env")?;
         let slots = opts.slots;
         let (inner, first) = py

@@ -2,6 +2,7 @@
 //! must match exactly.
 
 use crate::error::{Error, Result};
+use crate::model::ServerIdx;
 use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
@@ -24,27 +25,36 @@ impl Default for BruteForceLimits {
 /// Sorted `k`-tuples of `0..n`: strictly increasing (subsets) or, with `repeat`, non-decreasing
 /// (multisets).
 fn tuples(n: usize, k: usize, repeat: bool) -> Vec<Vec<usize>> {
-    fn rec(
-        start: usize,
+    /// The tuples so far, and the one being built.
+    struct Tuples {
         n: usize,
         k: usize,
         repeat: bool,
-        cur: &mut Vec<usize>,
-        out: &mut Vec<Vec<usize>>,
-    ) {
-        if cur.len() == k {
-            out.push(cur.clone());
-            return;
-        }
-        for i in start..n {
-            cur.push(i);
-            rec(if repeat { i } else { i + 1 }, n, k, repeat, cur, out);
-            cur.pop();
+        cur: Vec<usize>,
+        out: Vec<Vec<usize>>,
+    }
+    impl Tuples {
+        fn rec(&mut self, start: usize) {
+            if self.cur.len() == self.k {
+                self.out.push(self.cur.clone());
+                return;
+            }
+            for i in start..self.n {
+                self.cur.push(i);
+                self.rec(if self.repeat { i } else { i + 1 });
+                self.cur.pop();
+            }
         }
     }
-    let mut out = Vec::new();
-    rec(0, n, k, repeat, &mut Vec::with_capacity(k), &mut out);
-    out
+    let mut t = Tuples {
+        n,
+        k,
+        repeat,
+        cur: Vec::with_capacity(k),
+        out: Vec::new(),
+    };
+    t.rec(0);
+    t.out
 }
 
 /// Every assignment of one job (one-GPU workers; PS as server multisets; each at every CPU/memory
@@ -81,11 +91,16 @@ fn candidates(snapshot: &ClusterSnapshot, job: &crate::model::Job) -> Result<Vec
                             workers: set
                                 .iter()
                                 .map(|&i| WorkerTask {
-                                    server: gpus[i].0,
+                                    server: ServerIdx(gpus[i].0),
                                     gpus: vec![gpus[i].1],
                                 })
                                 .collect(),
-                            ps: ps.iter().map(|&s| PsTask { server: s }).collect(),
+                            ps: ps
+                                .iter()
+                                .map(|&s| PsTask {
+                                    server: ServerIdx(s),
+                                })
+                                .collect(),
                         });
                     }
                 }
@@ -118,35 +133,48 @@ pub fn brute_force(
             ),
         });
     }
-    let mut best = (f64::NEG_INFINITY, Schedule::default());
-    let mut scored = 0u64;
-    let mut current = Schedule::default();
     // Every schedule of the search is scored against one pricing of the round.
-    let pricing = RoundPricing::new(perf, snapshot, *objective);
-    fn rec(
-        k: usize,
-        cands: &[Vec<Assignment>],
-        current: &mut Schedule,
-        pricing: &RoundPricing<'_>,
-        best: &mut (f64, Schedule),
-        scored: &mut u64,
-    ) {
-        if k == cands.len() {
+    let mut search = Enumeration {
+        cands: &cands,
+        pricing: RoundPricing::new(perf, snapshot, *objective),
+        current: Schedule::default(),
+        best: (f64::NEG_INFINITY, Schedule::default()),
+        scored: 0,
+    };
+    search.rec(0);
+    Ok((search.best.0, search.best.1, search.scored))
+}
+
+/// The depth-first search over every job's choices: the schedule being built, the best so far
+/// and how many were scored.
+struct Enumeration<'c, 'p> {
+    cands: &'c [Vec<Assignment>],
+    pricing: RoundPricing<'p>,
+    current: Schedule,
+    best: (f64, Schedule),
+    scored: u64,
+}
+
+impl Enumeration<'_, '_> {
+    /// Jobs `k..` decided every way, each complete schedule scored.
+    fn rec(&mut self, k: usize) {
+        if k == self.cands.len() {
             // Invalid combinations (GPU given twice, capacity, mixed types) and unpriceable
             // shapes are not schedules: skipped, exactly as the integer program cannot take them.
-            if let Ok(s) = pricing.score(current) {
-                *scored += 1;
-                if s.total > best.0 + 1e-12 {
-                    *best = (s.total, current.clone());
+            if let Ok(s) = self.pricing.score(&self.current) {
+                self.scored += 1;
+                if s.total > self.best.0 + 1e-12 {
+                    self.best = (s.total, self.current.clone());
                 }
             }
             return;
         }
         // Job k waits (None) or takes one of its candidate assignments.
+        let cands = self.cands;
         for choice in std::iter::once(None).chain(cands[k].iter().map(Some)) {
             if let Some(a) = choice {
                 // Cheap pruning: no GPU twice.
-                let clash = current.assignments.iter().any(|b| {
+                let clash = self.current.assignments.iter().any(|b| {
                     b.workers.iter().any(|x| {
                         a.workers
                             .iter()
@@ -156,14 +184,12 @@ pub fn brute_force(
                 if clash {
                     continue;
                 }
-                current.assignments.push(a.clone());
+                self.current.assignments.push(a.clone());
             }
-            rec(k + 1, cands, current, pricing, best, scored);
+            self.rec(k + 1);
             if choice.is_some() {
-                current.assignments.pop();
+                self.current.assignments.pop();
             }
         }
     }
-    rec(0, &cands, &mut current, &pricing, &mut best, &mut scored);
-    Ok((best.0, best.1, scored))
 }

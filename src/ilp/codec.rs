@@ -9,6 +9,7 @@ use good_lp::Variable;
 use super::columns::{ColumnMap, Columns};
 use crate::error::{Error, Result};
 use crate::model::JobPos;
+use crate::model::ServerIdx;
 use crate::model::{Assignment, ClusterSnapshot, PsTask, Schedule, WorkerTask};
 use crate::objective::{RoundPricing, Sharing, same_assignment};
 
@@ -92,7 +93,7 @@ impl Columns<'_> {
                 cur.tier = tier;
                 for w in &cur.workers {
                     for &g in &w.gpus {
-                        if let Some((b, pos)) = self.topology.switch_of(w.server, g) {
+                        if let Some((b, pos)) = self.topology.switch_of(w.server.0, g) {
                             taken[b.0][pos] = true;
                         }
                     }
@@ -126,7 +127,7 @@ impl Columns<'_> {
             for s in servers {
                 for chunk in by_server[&s].chunks(gpw.max(1)) {
                     workers.push(WorkerTask {
-                        server: s,
+                        server: ServerIdx(s),
                         gpus: chunk.to_vec(),
                     });
                 }
@@ -135,7 +136,9 @@ impl Columns<'_> {
             for (s, q) in jv.q.iter().enumerate() {
                 if let Some(qv) = q {
                     for _ in 0..(r(*qv) as usize) {
-                        ps.push(PsTask { server: s });
+                        ps.push(PsTask {
+                            server: ServerIdx(s),
+                        });
                     }
                 }
             }
@@ -184,18 +187,18 @@ impl Columns<'_> {
             let mut per_server: HashMap<usize, f64> = HashMap::new();
             let mut per_switch: HashMap<crate::model::SwitchId, f64> = HashMap::new();
             for w in &a.workers {
-                *per_server.entry(w.server).or_default() += 1.0;
+                *per_server.entry(w.server.0).or_default() += 1.0;
                 for &g in &w.gpus {
                     let (b, _) = self
                         .topology
-                        .switch_of(w.server, g)
+                        .switch_of(w.server.0, g)
                         .expect("valid schedule");
                     *per_switch.entry(b).or_default() += 1.0;
                 }
             }
             let mut ps_on: HashMap<usize, f64> = HashMap::new();
             for p in &a.ps {
-                *ps_on.entry(p.server).or_default() += 1.0;
+                *ps_on.entry(p.server.0).or_default() += 1.0;
             }
             for (s, &n) in &per_server {
                 x[idx(jv.m[*s].expect("option's type"))] = n;
@@ -220,7 +223,7 @@ impl Columns<'_> {
             let slots = self.topology.slots();
             for (&(s, so), &tv) in &jv.t {
                 let on = a.workers.iter().any(|w| {
-                    w.server == s
+                    w.server == ServerIdx(s)
                         && w.gpus
                             .iter()
                             .any(|&g| slots[s].get(g as usize).is_some_and(|sl| sl.socket == so))

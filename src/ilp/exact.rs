@@ -5,14 +5,15 @@ use crate::error::Result;
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundEvent, RoundSolve, RunLog, Scheduler};
+use crate::scheduler::{RoundEvent, RoundSolve, Scheduler};
 
 /// The contention-aware integer program solved by HiGHS, started from the best of keeping the
 /// running jobs where they are and a heuristic's schedule ([`ExactScheduler::with_start`]), and
 /// never returning less than that start.
 ///
 /// ```
-/// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
+/// use coda::{CalibratedPerf, ClusterSnapshot, Objective, Scheduler};
+/// use coda::ilp::{ExactScheduler, SolveSettings};
 /// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
 /// let settings = SolveSettings { time_limit_s: 10.0, ..SolveSettings::default() }.checked()?;
 /// let mut exact = ExactScheduler::new(CalibratedPerf::shipped(), Objective::default(), settings);
@@ -31,8 +32,8 @@ pub struct ExactScheduler<'a> {
     /// Heuristics (or a learned policy) whose schedules are candidate starts every round.
     start: Vec<Box<dyn Scheduler + 'a>>,
     last: Option<SolveReport>,
-    /// Where each round's solve is reported.
-    log: RunLog,
+    /// The last round's solve, until taken ([`Scheduler::take_events`]).
+    events: Vec<RoundEvent>,
 }
 
 impl<'a> ExactScheduler<'a> {
@@ -44,14 +45,8 @@ impl<'a> ExactScheduler<'a> {
             settings,
             start: Vec::new(),
             last: None,
-            log: RunLog::default(),
+            events: Vec::new(),
         }
-    }
-
-    /// Reports every round's solve to `log` ([`RoundEvent::Solved`]).
-    pub fn with_log(mut self, log: RunLog) -> Self {
-        self.log = log;
-        self
     }
 
     /// Also offers `heuristic`'s schedule of each round as a start (a MIP start, and the
@@ -79,6 +74,7 @@ impl<'a> ExactScheduler<'a> {
         snapshot: &ClusterSnapshot,
         held: &[JobId],
     ) -> Result<Schedule> {
+        self.events.clear();
         let candidates: Vec<Schedule> = self
             .start
             .iter_mut()
@@ -102,29 +98,12 @@ impl<'a> ExactScheduler<'a> {
             request = request.warm_start(keep);
         }
         let s = request.solve()?;
-        let r = &s.report;
-        let status = r.status;
-        let solve = RoundSolve {
-            time_s: snapshot.time_s,
-            jobs: snapshot.jobs.len(),
-            held: held.len(),
-            status,
-            objective: r.objective,
-            start_objective: r.start_objective,
-            returned_start: r.returned_start,
-            best_bound: r.best_bound,
-            gap: r.gap,
-            build_s: r.build_time_s,
-            solve_s: r.wall_time_s,
-            nodes: r.nodes,
-            columns: r.columns.as_ref().map(|c| c.columns),
-            search_nodes: r.columns.as_ref().map(|c| c.search_nodes),
-        };
-        self.log.record(RoundEvent::Solved {
+        let solve = RoundSolve::of(snapshot, held.len(), &s.report);
+        self.events = vec![RoundEvent::Solved {
             solve,
             time_limit_s: self.settings.time_limit_s,
             node_limit: self.settings.node_limit,
-        });
+        }];
         self.last = Some(s.report);
         Ok(s.schedule)
     }
@@ -160,9 +139,13 @@ impl Scheduler for ExactScheduler<'_> {
         "ilp"
     }
 
-    /// The solver's schedule if it beats the start, else the start; the log
-    /// ([`ExactScheduler::with_log`]) says which, round by round.
+    /// The solver's schedule if it beats the start, else the start; its event
+    /// ([`RoundEvent::Solved`]) says which.
     fn schedule(&mut self, snapshot: &ClusterSnapshot) -> Result<Schedule> {
         self.schedule_holding(snapshot, &[])
+    }
+
+    fn take_events(&mut self) -> Vec<RoundEvent> {
+        std::mem::take(&mut self.events)
     }
 }

@@ -20,6 +20,7 @@ mod columns;
 mod config;
 mod exact;
 mod formulation;
+mod report;
 mod settings;
 mod solve;
 mod window;
@@ -27,10 +28,10 @@ mod window;
 pub use brute::{BruteForceLimits, brute_force};
 pub use exact::ExactScheduler;
 pub use formulation::ModelSize;
-pub use settings::{CheckedSettings, SolveSettings};
-pub use solve::{
-    ColumnStats, FixReport, SolveProgram, SolveReport, SolveRequest, SolveStatus, Solved,
-    relative_gap,
+pub use report::{
+    ColumnStats, FixReport, SolveProgram, SolveReport, SolveStatus, Solved, relative_gap,
 };
+pub use settings::{CheckedSettings, SolveSettings};
+pub use solve::SolveRequest;
 pub use window::WindowedIlp;
 pub(crate) use window::ranked;

@@ -14,7 +14,8 @@ pub(crate) const PROVEN_GAP: f64 = 1e-6;
 ///
 /// ```
 /// // Settings are checked where they are used: a negative time limit is a typed error.
-/// use coda::{CalibratedPerf, ClusterSnapshot, ExactScheduler, Objective, Scheduler, SolveSettings};
+/// use coda::{CalibratedPerf, ClusterSnapshot, Objective, Scheduler};
+/// use coda::ilp::{ExactScheduler, SolveSettings};
 /// let snapshot = ClusterSnapshot::from_json_file("examples/instances/small.json")?;
 /// let bad = SolveSettings { time_limit_s: -1.0, ..SolveSettings::default() };
 /// assert!(matches!(bad.checked(), Err(coda::Error::InvalidSetting { .. })));

@@ -103,4 +103,8 @@ impl Scheduler for WindowedIlp<'_> {
         );
         self.exact.schedule_holding(&sub, &held)
     }
+
+    fn take_events(&mut self) -> Vec<crate::scheduler::RoundEvent> {
+        self.exact.take_events()
+    }
 }

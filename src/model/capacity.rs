@@ -101,7 +101,12 @@ mod tests {
 
     fn cluster() -> Cluster {
         Cluster {
-            servers: vec![Server::uniform("a", "V100", 1, 1, 4, 10.0, 64.0, 100.0)],
+            servers: vec![Server::uniform(
+                "a",
+                "V100",
+                [1, 1, 4],
+                crate::model::HostResources::new(10.0, 64.0, 100.0),
+            )],
         }
     }
 

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::id::GpuType;
+
 /// One machine of the cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -13,7 +15,7 @@ pub struct Server {
     /// A name for reports (`node-07`); indices, not names, identify servers in a [`crate::Schedule`].
     pub name: String,
     /// GPU type, lower case (`v100`, `a100`, `t4`, ...). All GPUs of a server share one type.
-    pub gpu_type: String,
+    pub gpu_type: GpuType,
     /// GPUs per PCIe switch, per CPU socket: `topology[socket][switch]` = number of GPUs.
     pub topology: Vec<Vec<u32>>,
     /// CPU cores available to jobs.
@@ -40,26 +42,53 @@ pub struct GpuSlot {
     pub switch: u32,
 }
 
+/// What a server offers besides its GPUs: CPU cores and memory for jobs, and its NIC.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostResources {
+    /// CPU cores available to jobs.
+    pub cpu_cores: f64,
+    /// Memory available to jobs, GiB.
+    pub memory_gib: f64,
+    /// NIC bandwidth, Gbit/s.
+    pub nic_gbps: f64,
+}
+
+impl HostResources {
+    /// `cpu_cores` cores and `memory_gib` GiB for jobs, a NIC of `nic_gbps` Gbit/s.
+    pub const fn new(cpu_cores: f64, memory_gib: f64, nic_gbps: f64) -> Self {
+        HostResources {
+            cpu_cores,
+            memory_gib,
+            nic_gbps,
+        }
+    }
+}
+
 impl Server {
-    /// A server of `sockets` sockets, each with `switches` PCIe switches of `gpus_per_switch` GPUs.
-    #[allow(clippy::too_many_arguments)] // one argument per field; a builder would add nothing
+    /// A server of `sockets` sockets, each with `switches` PCIe switches of `gpus_per_switch`
+    /// GPUs (`layout = [sockets, switches, gpus_per_switch]`), and `host`'s cores, memory and
+    /// NIC.
+    ///
+    /// ```
+    /// use coda::model::{HostResources, Server};
+    /// let host = HostResources { cpu_cores: 40.0, memory_gib: 512.0, nic_gbps: 100.0 };
+    /// let s = Server::uniform("node-1", "v100", [2, 2, 2], host);
+    /// assert_eq!(s.num_gpus(), 8);
+    /// ```
     pub fn uniform(
         name: impl Into<String>,
-        gpu_type: impl Into<String>,
-        sockets: u32,
-        switches: u32,
-        gpus_per_switch: u32,
-        cpu_cores: f64,
-        memory_gib: f64,
-        nic_gbps: f64,
+        gpu_type: impl Into<GpuType>,
+        layout: [u32; 3],
+        host: HostResources,
     ) -> Self {
+        let [sockets, switches, gpus_per_switch] = layout;
         Server {
             name: name.into(),
             gpu_type: gpu_type.into(),
             topology: vec![vec![gpus_per_switch; switches as usize]; sockets as usize],
-            cpu_cores,
-            memory_gib,
-            nic_gbps,
+            cpu_cores: host.cpu_cores,
+            memory_gib: host.memory_gib,
+            nic_gbps: host.nic_gbps,
             nvlink: false,
         }
     }
@@ -132,5 +161,18 @@ impl Cluster {
     /// Precomputed socket/switch of every GPU of every server (`[server][gpu]`).
     pub fn slot_table(&self) -> Vec<Vec<GpuSlot>> {
         self.servers.iter().map(Server::gpu_slots).collect()
+    }
+}
+
+impl std::ops::Index<crate::id::ServerIdx> for Vec<Server> {
+    type Output = Server;
+    fn index(&self, i: crate::id::ServerIdx) -> &Server {
+        &self[i.0]
+    }
+}
+
+impl std::ops::IndexMut<crate::id::ServerIdx> for Vec<Server> {
+    fn index_mut(&mut self, i: crate::id::ServerIdx) -> &mut Server {
+        &mut self[i.0]
     }
 }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Assignment;
-pub use crate::id::{JobId, JobPos};
+use crate::error::{Error, Expected, Result};
+pub use crate::id::{GpuType, JobId, JobPos, ServerIdx};
 
 /// How a job synchronises its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,7 +109,7 @@ pub struct Job {
     pub ps: TaskRange,
     /// GPU types the job may run on; empty = any.
     #[serde(default)]
-    pub gpu_types: Vec<String>,
+    pub gpu_types: Vec<GpuType>,
     /// Per-GPU batch size for all-reduce models (the model's profiled default when absent).
     #[serde(default)]
     pub local_batch: Option<u32>,
@@ -173,48 +174,54 @@ impl Job {
         (self.total_iterations - self.run.done_iterations).max(0.0)
     }
 
-    /// Checks every field for values no job can have; the error names the field.
-    pub fn check(&self) -> Result<(), (String, String, String)> {
-        let bad = |field: &str, value: String, reason: &str| {
-            Err((field.to_string(), value, reason.to_string()))
+    /// Checks every field for values no job can have: [`Error::InvalidJob`] naming the field,
+    /// its value and what it must be.
+    pub fn check(&self) -> Result<()> {
+        let bad = |field: &str, value: String, expected: Expected| {
+            Err(Error::InvalidJob {
+                job: self.id,
+                field: field.to_string(),
+                value,
+                expected,
+            })
         };
         if !self.arrival_s.is_finite() || self.arrival_s < 0.0 {
             return bad(
                 "arrival_s",
                 self.arrival_s.to_string(),
-                "must be finite and >= 0",
+                Expected::NonNegative,
             );
         }
         if !self.total_iterations.is_finite() || self.total_iterations <= 0.0 {
             return bad(
                 "total_iterations",
                 self.total_iterations.to_string(),
-                "must be finite and > 0",
+                Expected::Positive,
             );
         }
         if !self.run.done_iterations.is_finite() || self.run.done_iterations < 0.0 {
             return bad(
                 "done_iterations",
                 self.run.done_iterations.to_string(),
-                "must be finite and >= 0",
+                Expected::NonNegative,
             );
         }
         if self.run.done_iterations >= self.total_iterations {
             return bad(
                 "done_iterations",
                 self.run.done_iterations.to_string(),
-                "must be below total_iterations (a finished job is not part of a snapshot)",
+                "must be below total_iterations (a finished job is not part of a snapshot)".into(),
             );
         }
         if self.model.trim().is_empty() {
-            return bad("model", self.model.clone(), "must not be empty");
+            return bad("model", self.model.clone(), "must not be empty".into());
         }
         let d = &self.demand;
         if d.gpus_per_worker == 0 {
             return bad(
                 "demand.gpus_per_worker",
                 "0".into(),
-                "every worker needs at least one GPU",
+                "every worker needs at least one GPU".into(),
             );
         }
         for (field, v) in [
@@ -224,11 +231,15 @@ impl Job {
             ("demand.mem_per_ps_gib", d.mem_per_ps_gib),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return bad(field, v.to_string(), "must be finite and >= 0");
+                return bad(field, v.to_string(), Expected::NonNegative);
             }
         }
         if self.tiers.len() > usize::from(u8::MAX) {
-            return bad("tiers", self.tiers.len().to_string(), "at most 255 tiers");
+            return bad(
+                "tiers",
+                self.tiers.len().to_string(),
+                "at most 255 tiers".into(),
+            );
         }
         for (k, t) in self.tiers.iter().enumerate() {
             for (field, v) in [
@@ -239,7 +250,7 @@ impl Job {
                     return bad(
                         &format!("tiers[{k}].{field}"),
                         v.to_string(),
-                        "must be finite and >= 0",
+                        Expected::NonNegative,
                     );
                 }
             }
@@ -248,14 +259,14 @@ impl Job {
             return bad(
                 "workers",
                 format!("{}..={}", self.workers.min, self.workers.max),
-                "need 1 <= min <= max",
+                "need 1 <= min <= max".into(),
             );
         }
         if self.ps.min > self.ps.max {
             return bad(
                 "ps",
                 format!("{}..={}", self.ps.min, self.ps.max),
-                "need min <= max",
+                "need min <= max".into(),
             );
         }
         if let Some(r) = self.requested
@@ -264,19 +275,19 @@ impl Job {
             return bad(
                 "requested",
                 format!("{} workers, {} ps", r.workers, r.ps),
-                "must lie within the workers and ps ranges",
+                "must lie within the workers and ps ranges".into(),
             );
         }
         match self.arch {
             Architecture::AllReduce if self.ps.max != 0 => bad(
                 "ps",
                 format!("{}..={}", self.ps.min, self.ps.max),
-                "all-reduce jobs have no PS",
+                "all-reduce jobs have no PS".into(),
             ),
             Architecture::ParameterServer if self.ps.min == 0 => bad(
                 "ps.min",
                 "0".into(),
-                "a PS job needs at least one parameter server",
+                "a PS job needs at least one parameter server".into(),
             ),
             _ => Ok(()),
         }
@@ -302,7 +313,7 @@ struct JobFields {
     workers: TaskRange,
     ps: TaskRange,
     #[serde(default)]
-    gpu_types: Vec<String>,
+    gpu_types: Vec<GpuType>,
     #[serde(default)]
     local_batch: Option<u32>,
     #[serde(default)]
@@ -353,9 +364,7 @@ impl TryFrom<JobFields> for Job {
                 current: f.current,
             },
         };
-        job.check().map_err(|(field, value, reason)| {
-            format!("job {}: field `{field}` = {value}: {reason}", job.id)
-        })?;
+        job.check().map_err(|e| e.to_string())?;
         if job.local_batch == Some(0) {
             return Err(format!(
                 "job {}: field `local_batch` = 0: must be >= 1",

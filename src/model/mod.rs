@@ -11,9 +11,10 @@ mod topology;
 mod validate;
 
 pub(crate) use capacity::{CoreMemLedger, fits_in};
-pub use cluster::{Cluster, GpuSlot, Server};
+pub use cluster::{Cluster, GpuSlot, HostResources, Server};
 pub use job::{
-    Architecture, Job, JobId, JobPos, Request, RunState, TaskDemand, TaskRange, WorkerTier,
+    Architecture, GpuType, Job, JobId, JobPos, Request, RunState, ServerIdx, TaskDemand, TaskRange,
+    WorkerTier,
 };
 pub use schedule::{Assignment, Footprint, PsTask, Schedule, WorkerTask};
 pub use snapshot::{ClusterSnapshot, MAX_GPUS_PER_SERVER, MAX_SERVERS};

@@ -3,15 +3,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::cluster::GpuSlot;
-use crate::id::JobId;
+use crate::id::{JobId, ServerIdx};
 
 /// One worker task: a server and the GPUs it uses there. Socket and PCIe switch follow from the
 /// GPU indices and the server's topology.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerTask {
-    /// Server index in the cluster.
-    pub server: usize,
+    /// The server.
+    pub server: ServerIdx,
     /// GPU indices on that server.
     pub gpus: Vec<u32>,
 }
@@ -20,8 +20,8 @@ pub struct WorkerTask {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PsTask {
-    /// Server index in the cluster.
-    pub server: usize,
+    /// The server.
+    pub server: ServerIdx,
 }
 
 /// A job's allocation and placement for one round.
@@ -51,9 +51,9 @@ impl Assignment {
     pub fn gpus_per_server(&self) -> Vec<(usize, u32)> {
         let mut m: Vec<(usize, u32)> = Vec::new();
         for w in &self.workers {
-            match m.iter_mut().find(|(s, _)| *s == w.server) {
+            match m.iter_mut().find(|(s, _)| *s == w.server.0) {
                 Some((_, n)) => *n += w.gpus.len() as u32,
-                None => m.push((w.server, w.gpus.len() as u32)),
+                None => m.push((w.server.0, w.gpus.len() as u32)),
             }
         }
         m.sort_unstable();
@@ -63,15 +63,19 @@ impl Assignment {
     /// Where the tasks sit, given the cluster's slot table (`Cluster::slot_table`).
     pub fn footprint(&self, slots: &[Vec<GpuSlot>]) -> Footprint {
         let mut f = Footprint::default();
-        for w in self.workers.iter().filter(|w| w.server < slots.len()) {
-            f.worker_servers.push(w.server);
+        for w in self
+            .workers
+            .iter()
+            .filter(|w| w.server < ServerIdx(slots.len()))
+        {
+            f.worker_servers.push(w.server.0);
             for slot in w
                 .gpus
                 .iter()
-                .filter_map(|&g| slots[w.server].get(g as usize))
+                .filter_map(|&g| slots[w.server.0].get(g as usize))
             {
-                f.switches.push((w.server, slot.switch));
-                f.sockets.push((w.server, slot.socket));
+                f.switches.push((w.server.0, slot.switch));
+                f.sockets.push((w.server.0, slot.socket));
             }
         }
         f.task_servers = self
@@ -112,8 +116,8 @@ impl Assignment {
         let mut s: Vec<usize> = self
             .workers
             .iter()
-            .map(|w| w.server)
-            .chain(self.ps.iter().map(|p| p.server))
+            .map(|w| w.server.0)
+            .chain(self.ps.iter().map(|p| p.server.0))
             .collect();
         s.sort_unstable();
         s.dedup();
@@ -169,14 +173,14 @@ pub struct Schedule {
 
 impl Schedule {
     /// Reads a schedule file; type errors name the line, column and JSON path.
-    pub fn from_json_file(path: impl AsRef<std::path::Path>) -> crate::Result<Self> {
+    pub fn from_json_file(path: impl AsRef<std::path::Path>) -> crate::error::Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| crate::error::Error::io(path, e))?;
         crate::util::json::parse_json(&text, &path.display().to_string())
     }
 
     /// Writes the schedule as pretty JSON, atomically.
-    pub fn to_json_file(&self, path: impl AsRef<std::path::Path>) -> crate::Result<()> {
+    pub fn to_json_file(&self, path: impl AsRef<std::path::Path>) -> crate::error::Result<()> {
         crate::util::json::write_json_atomic(path.as_ref(), self)
     }
 

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::{Cluster, Job, JobId};
-use crate::error::{Error, Result};
+use crate::error::{Error, Expected, Result};
 use crate::util::json::{parse_json, with_line, write_json_atomic};
 
 /// The most GPUs one server may hold. Real servers hold 8–16 (NVIDIA HGX: 8; the largest
@@ -58,7 +58,7 @@ impl PartialEq for JobIndex {
 }
 
 /// A worker's demand as a cache key: GPUs, cores and memory (as bits), allowed GPU types.
-type WorkerKind = (u32, u64, u64, Vec<String>);
+type WorkerKind = (u32, u64, u64, Vec<super::GpuType>);
 
 /// What [`ClusterSnapshot::check`] learned about the cluster, per kind of task demand.
 #[derive(Default)]
@@ -135,11 +135,26 @@ impl ClusterSnapshot {
                 0,
                 "time_s",
                 self.time_s,
-                "must be finite and >= 0",
+                Expected::NonNegative,
             ));
         }
-        // Sizes first, before anything sums or allocates by them: a topology's GPU count must
-        // stay far inside the integer types and tables built per GPU.
+        self.check_cluster(origin)?;
+        self.check_jobs(origin)?;
+        // Running jobs must be running somewhere they can: their current placements together form
+        // a valid schedule (a scheduler that keeps everyone in place must be able to).
+        if let Some(v) = self.current_schedule().validate(self).first() {
+            return Err(Error::InvalidInstance {
+                context: origin.into(),
+                reason: format!("current placements conflict: {v}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The cluster's sizes (first, before anything sums or allocates by them: a topology's GPU
+    /// count must stay far inside the integer types and tables built per GPU), that it has
+    /// servers and GPUs, and every server's capacities and GPU type.
+    fn check_cluster(&self, origin: &str) -> Result<()> {
         if self.cluster.servers.len() > MAX_SERVERS {
             return Err(Error::invalid(
                 origin,
@@ -174,22 +189,18 @@ impl ClusterSnapshot {
             });
         }
         for (i, s) in self.cluster.servers.iter().enumerate() {
-            for (field, v, strictly) in [
-                ("cpu_cores", s.cpu_cores, false),
-                ("memory_gib", s.memory_gib, false),
-                ("nic_gbps", s.nic_gbps, true),
+            for (field, v, expected) in [
+                ("cpu_cores", s.cpu_cores, Expected::NonNegative),
+                ("memory_gib", s.memory_gib, Expected::NonNegative),
+                ("nic_gbps", s.nic_gbps, Expected::Positive),
             ] {
-                if !v.is_finite() || v < 0.0 || (strictly && v == 0.0) {
+                if !expected.admits(v) {
                     return Err(Error::invalid(
                         origin,
                         0,
                         &format!("cluster.servers[{i}].{field}"),
                         v,
-                        if strictly {
-                            "must be finite and > 0"
-                        } else {
-                            "must be finite and >= 0"
-                        },
+                        expected,
                     ));
                 }
             }
@@ -203,6 +214,12 @@ impl ClusterSnapshot {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Every job: a unique id, fields no job can have, a size the cluster can host, a current
+    /// placement of its own on the cluster's servers.
+    fn check_jobs(&self, origin: &str) -> Result<()> {
         let mut ids = HashSet::with_capacity(self.jobs.len());
         let mut fits = FitCache::default();
         for (k, job) in self.jobs.iter().enumerate() {
@@ -212,8 +229,14 @@ impl ClusterSnapshot {
                     reason: format!("jobs[{k}]: duplicate job id {}", job.id),
                 });
             }
-            job.check().map_err(|(field, value, reason)| {
-                Error::invalid(origin, 0, &format!("jobs[{k}].{field}"), value, reason)
+            job.check().map_err(|e| match e {
+                Error::InvalidJob {
+                    field,
+                    value,
+                    expected,
+                    ..
+                } => Error::invalid(origin, 0, &format!("jobs[{k}].{field}"), value, expected),
+                other => other,
             })?;
             self.check_fits(job, origin, &mut fits)?;
             if let Some(cur) = &job.run.current {
@@ -236,14 +259,6 @@ impl ClusterSnapshot {
                     });
                 }
             }
-        }
-        // Running jobs must be running somewhere they can: their current placements together form
-        // a valid schedule (a scheduler that keeps everyone in place must be able to).
-        if let Some(v) = self.current_schedule().validate(self).first() {
-            return Err(Error::InvalidInstance {
-                context: origin.into(),
-                reason: format!("current placements conflict: {v}"),
-            });
         }
         Ok(())
     }
@@ -389,8 +404,8 @@ impl ClusterSnapshot {
     }
 
     /// The schedule that keeps every running job where it is (valid for a checked snapshot).
-    pub fn current_schedule(&self) -> crate::Schedule {
-        crate::Schedule {
+    pub fn current_schedule(&self) -> super::schedule::Schedule {
+        super::schedule::Schedule {
             assignments: self
                 .jobs
                 .iter()

@@ -143,10 +143,23 @@ mod tests {
 
     #[test]
     fn every_gpu_maps_to_its_switch_and_back() {
-        let mut odd = Server::uniform("a", "v100", 2, 2, 2, 8.0, 64.0, 10.0);
+        let mut odd = Server::uniform(
+            "a",
+            "v100",
+            [2, 2, 2],
+            crate::model::HostResources::new(8.0, 64.0, 10.0),
+        );
         odd.topology = vec![vec![1, 0, 3], vec![2]];
         let cluster = Cluster {
-            servers: vec![Server::uniform("b", "v100", 2, 2, 2, 8.0, 64.0, 10.0), odd],
+            servers: vec![
+                Server::uniform(
+                    "b",
+                    "v100",
+                    [2, 2, 2],
+                    crate::model::HostResources::new(8.0, 64.0, 10.0),
+                ),
+                odd,
+            ],
         };
         let t = Topology::of(&cluster);
         // 4 switches on the first server, 3 non-empty ones on the second.

@@ -41,7 +41,7 @@ pub use pricing::{OptionFacts, RoundPricing};
 
 use crate::error::{Error, Result};
 use crate::model::{
-    Architecture, Assignment, ClusterSnapshot, Job, JobId, MAX_GPUS_PER_SERVER, Schedule,
+    Architecture, Assignment, ClusterSnapshot, GpuType, Job, JobId, MAX_GPUS_PER_SERVER, Schedule,
 };
 use crate::perf::{JobQuery, PerfModel, PlacementShape, ServerSize, Speed};
 
@@ -113,12 +113,28 @@ pub struct JobOption {
     /// Placement mode.
     pub mode: Mode,
     /// GPU type of every worker.
-    pub gpu_type: String,
+    pub gpu_type: GpuType,
     /// Cores and memory of every worker ([`crate::model::Job::tiers`]; 0: the demand). The
     /// option's terms are priced at this tier's speed ([`crate::PerfModel::cpu_mem_speed`]).
     pub tier: u8,
     /// Coefficients.
     pub terms: OptionTerms,
+}
+
+/// Which of a job's options: its workers, PS, mode, GPU type and tier (a [`JobOption`] less
+/// its terms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionShape {
+    /// Workers.
+    pub workers: u32,
+    /// Parameter servers.
+    pub ps: u32,
+    /// Placement mode.
+    pub mode: Mode,
+    /// GPU type of every worker.
+    pub gpu_type: GpuType,
+    /// CPU/memory tier of every worker.
+    pub tier: u8,
 }
 
 /// Score of one job in a schedule.
@@ -252,12 +268,11 @@ impl Objective {
     /// sets the intra-server part.
     fn shape(
         job: &Job,
-        workers: u32,
-        ps: u32,
-        mode: Mode,
+        o: &OptionShape,
         ps_local: f64,
         server: Option<ServerSize>,
     ) -> Option<PlacementShape> {
+        let (workers, ps, mode) = (o.workers, o.ps, o.mode);
         let g = job.demand.gpus_per_worker.max(1);
         let gpus = workers * g;
         let mut shape = match (job.arch, mode) {
@@ -286,32 +301,34 @@ impl Objective {
         Some(shape)
     }
 
-    /// Coefficients of one option on servers of `server`'s size (the largest of its GPU type;
-    /// `None`: one large enough for all its GPUs), its workers at CPU/memory tier `tier`, or
-    /// `None` if the option is impossible or outside what the performance model prices (a tier
-    /// the job lacks included).
-    #[allow(clippy::too_many_arguments)] // one per field of the option, plus the model and job
+    /// Coefficients of option `o` of `job` on servers of `server`'s size (the largest of its
+    /// GPU type; `None`: one large enough for all its GPUs), its workers at the option's
+    /// CPU/memory tier, or `None` if the option is impossible or outside what the performance
+    /// model prices (a tier the job lacks included).
     pub fn option_terms(
         &self,
         perf: &dyn PerfModel,
         job: &Job,
-        workers: u32,
-        ps: u32,
-        mode: Mode,
-        gpu_type: &str,
+        o: OptionShape,
         server: Option<ServerSize>,
-        tier: u8,
     ) -> Option<OptionTerms> {
+        let OptionShape {
+            workers,
+            ps,
+            mode,
+            gpu_type,
+            tier,
+        } = o;
         job.worker_share(tier)?;
         let q = JobQuery::of(job);
         // The whole step scales with the tier's speed (as the simulator runs it), so every
         // term below is priced at the cores and memory the option grants.
         let f = crate::perf::tier_speed(perf, job, tier);
-        let speed = |sh: &PlacementShape| perf.speed(&q, gpu_type, sh).map(|x| x.scaled(f));
+        let speed = |sh: &PlacementShape| perf.speed(&q, &gpu_type, sh).map(|x| x.scaled(f));
         // PS jobs on one server have every PS next to every worker.
         let all_local = job.arch == Architecture::ParameterServer && mode == Mode::Single;
         let f_mode = if all_local { 1.0 } else { 0.0 };
-        let shape = Self::shape(job, workers, ps, mode, f_mode, server)?;
+        let shape = Self::shape(job, &o, f_mode, server)?;
         let s = speed(&shape).ok()?;
         // Every term of the option is a difference of values measured against the same
         // uncontended pace (the shape priced here), so contention costs credit too.
@@ -320,15 +337,9 @@ impl Objective {
         let (base, slope) = if job.arch == Architecture::ParameterServer {
             // One end of the interpolation is the shape priced above.
             let (b0, b1) = if all_local {
-                (
-                    at(&Self::shape(job, workers, ps, mode, 0.0, server)?)?,
-                    here,
-                )
+                (at(&Self::shape(job, &o, 0.0, server)?)?, here)
             } else {
-                (
-                    here,
-                    at(&Self::shape(job, workers, ps, mode, 1.0, server)?)?,
-                )
+                (here, at(&Self::shape(job, &o, 1.0, server)?)?)
             };
             (b0, (b1 - b0) / f64::from(workers * ps))
         } else {
@@ -381,7 +392,7 @@ impl Objective {
         job: &Job,
     ) -> Vec<JobOption> {
         let g = job.demand.gpus_per_worker;
-        let types: Vec<&(String, Vec<(u32, u64)>)> = shape
+        let types: Vec<&(GpuType, Vec<(u32, u64)>)> = shape
             .types
             .iter()
             .filter(|(t, sizes)| job.allows_gpu(t) && sizes.iter().any(|&(n, _)| n >= g))
@@ -418,14 +429,19 @@ impl Objective {
                             if mode == Mode::Multi && !shape.multi_server {
                                 continue;
                             }
-                            if let Some(terms) =
-                                self.option_terms(perf, job, w, p, mode, t, shape.largest(t), tier)
-                            {
+                            let o = OptionShape {
+                                workers: w,
+                                ps: p,
+                                mode,
+                                gpu_type: *t,
+                                tier,
+                            };
+                            if let Some(terms) = self.option_terms(perf, job, o, shape.largest(t)) {
                                 out.push(JobOption {
                                     workers: w,
                                     ps: p,
                                     mode,
-                                    gpu_type: t.clone(),
+                                    gpu_type: *t,
                                     tier,
                                     terms,
                                 });
@@ -504,11 +520,11 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
             .map(|w| {
                 let mut g = w.gpus.clone();
                 g.sort_unstable();
-                (w.server, g)
+                (w.server.0, g)
             })
             .collect();
         w.sort();
-        let mut p: Vec<usize> = x.ps.iter().map(|p| p.server).collect();
+        let mut p: Vec<usize> = x.ps.iter().map(|p| p.server.0).collect();
         p.sort_unstable();
         (w, p)
     };
@@ -527,9 +543,9 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
 /// 4294967295`); the options, and so the program's size, stay bounded by the cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClusterShape {
-    types: Vec<(String, Vec<(u32, u64)>)>,
+    types: Vec<(GpuType, Vec<(u32, u64)>)>,
     /// Per GPU type (by name), its largest server.
-    largest: Vec<(String, ServerSize)>,
+    largest: Vec<(GpuType, ServerSize)>,
     capacities: Vec<(f64, f64, u64)>,
     multi_socket: bool,
     multi_server: bool,
@@ -537,8 +553,8 @@ pub(crate) struct ClusterShape {
 
 impl ClusterShape {
     pub(crate) fn of(cluster: &crate::model::Cluster) -> Self {
-        let mut types: Vec<(String, Vec<(u32, u64)>)> = Vec::new();
-        let mut largest: Vec<(String, ServerSize)> = Vec::new();
+        let mut types: Vec<(GpuType, Vec<(u32, u64)>)> = Vec::new();
+        let mut largest: Vec<(GpuType, ServerSize)> = Vec::new();
         let mut capacities: Vec<(f64, f64, u64)> = Vec::new();
         for s in &cluster.servers {
             let size = ServerSize::of(s);
@@ -547,12 +563,12 @@ impl ClusterShape {
                     *l = size
                 }
                 Some(_) => {}
-                None => largest.push((s.gpu_type.clone(), size)),
+                None => largest.push((s.gpu_type, size)),
             }
             let sizes = match types.iter_mut().find(|(t, _)| *t == s.gpu_type) {
                 Some((_, v)) => v,
                 None => {
-                    types.push((s.gpu_type.clone(), Vec::new()));
+                    types.push((s.gpu_type, Vec::new()));
                     &mut types.last_mut().expect("just pushed").1
                 }
             };
@@ -567,7 +583,7 @@ impl ClusterShape {
                 None => capacities.push((s.cpu_cores, s.memory_gib, 1)),
             }
         }
-        types.sort_by(|a, b| a.0.cmp(&b.0));
+        types.sort_by_key(|t| t.0);
         ClusterShape {
             types,
             largest,

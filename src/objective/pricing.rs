@@ -13,10 +13,10 @@ use super::{
     ClusterShape, JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment,
 };
 use crate::error::{Error, Result};
-use crate::model::JobPos;
 use crate::model::{
     Architecture, Assignment, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
 };
+use crate::model::{GpuType, JobPos};
 use crate::perf::{Occupancy, PerfModel};
 
 /// What the objective reads of one assignment: the option it takes and how it sits.
@@ -29,7 +29,7 @@ pub struct OptionFacts {
     /// Placement mode.
     pub mode: Mode,
     /// GPU type of its (first) worker.
-    pub gpu_type: String,
+    pub gpu_type: GpuType,
     /// CPU/memory tier of its workers.
     pub tier: u8,
     /// Worker–PS pairs on the same server.
@@ -52,7 +52,7 @@ pub struct RoundPricing<'a> {
     model_of: Vec<usize>,
     /// Per server, the index of its GPU type in `gpu_types`.
     type_of: Vec<usize>,
-    gpu_types: Vec<String>,
+    gpu_types: Vec<GpuType>,
     /// `slowdown − 1` of a model next to another on a GPU type, `[victim][other][type]`,
     /// flattened; filled on first use (NaN = not yet asked).
     coloc: Vec<std::cell::Cell<f64>>,
@@ -74,12 +74,12 @@ impl<'a> RoundPricing<'a> {
             .iter()
             .map(|j| intern(&mut models, &j.model))
             .collect();
-        let mut gpu_types: Vec<String> = Vec::new();
+        let mut gpu_types: Vec<GpuType> = Vec::new();
         let type_of = snapshot
             .cluster
             .servers
             .iter()
-            .map(|s| intern(&mut gpu_types, &s.gpu_type))
+            .map(|s| intern_type(&mut gpu_types, s.gpu_type))
             .collect();
         let cells = models.len() * models.len() * gpu_types.len();
         RoundPricing {
@@ -210,9 +210,7 @@ impl<'a> RoundPricing<'a> {
             workers: a.workers.len() as u32,
             ps: a.ps.len() as u32,
             mode,
-            gpu_type: self.snapshot.cluster.servers[a.workers[0].server]
-                .gpu_type
-                .clone(),
+            gpu_type: self.snapshot.cluster.servers[a.workers[0].server].gpu_type,
             tier: a.tier,
             local_pairs: fp.local_pairs as f64,
             footprint: fp,
@@ -242,12 +240,14 @@ impl<'a> RoundPricing<'a> {
                 .option_terms(
                     self.perf,
                     job,
-                    f.workers,
-                    f.ps,
-                    f.mode,
-                    &f.gpu_type,
+                    super::OptionShape {
+                        workers: f.workers,
+                        ps: f.ps,
+                        mode: f.mode,
+                        gpu_type: f.gpu_type,
+                        tier: f.tier,
+                    },
                     self.shape.largest(&f.gpu_type),
-                    f.tier,
                 )
                 .ok_or_else(|| unpriceable(job, f)),
         }
@@ -373,6 +373,17 @@ fn intern(list: &mut Vec<String>, name: &str) -> usize {
         Some(i) => i,
         None => {
             list.push(name.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+/// The index of GPU type `t` in `list`, appended if new.
+fn intern_type(list: &mut Vec<GpuType>, t: GpuType) -> usize {
+    match list.iter().position(|x| *x == t) {
+        Some(i) => i,
+        None => {
+            list.push(t);
             list.len() - 1
         }
     }

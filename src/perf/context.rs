@@ -407,7 +407,7 @@ fn slowest(
     let mut types: Vec<&str> = a
         .workers
         .iter()
-        .filter_map(|w| cluster.servers.get(w.server))
+        .filter_map(|w| cluster.servers.get(w.server.0))
         .map(|s| s.gpu_type.as_str())
         .collect();
     types.sort_unstable();
@@ -466,4 +466,37 @@ pub fn speeds(
             Ok((id, slowest(perf, job, &snapshot.cluster, a, &shape)?))
         })
         .collect()
+}
+
+/// Per job of `schedule`, its placement efficiency: the speed in context over the speed of the
+/// same workers and PS packed alone on servers of its GPU type (capped at 2: a packed shape is
+/// not always the fastest, PS locality can beat it). Level 2's reward in reinforcement learning
+/// and the environment's `efficiency` reward.
+pub(crate) fn placement_efficiencies(
+    perf: &dyn PerfModel,
+    snapshot: &ClusterSnapshot,
+    schedule: &Schedule,
+) -> Result<Vec<(JobId, f64)>> {
+    let speeds = speeds(perf, snapshot, schedule)?;
+    let mut out = Vec::with_capacity(speeds.len());
+    for ((id, s), a) in speeds.iter().zip(&schedule.assignments) {
+        let (Some(job), Some(w)) = (snapshot.job(*id), a.workers.first()) else {
+            continue;
+        };
+        let server = &snapshot.cluster.servers[w.server];
+        let shape = PlacementShape::packed(
+            a.workers.len() as u32,
+            a.ps.len() as u32,
+            job.demand.gpus_per_worker,
+            server.num_gpus(),
+        );
+        let alone = perf.speed(&JobQuery::of(job), &server.gpu_type, &shape)?;
+        let e = if alone.iterations_per_s > 0.0 {
+            (s.iterations_per_s / alone.iterations_per_s).clamp(0.0, 2.0)
+        } else {
+            1.0
+        };
+        out.push((*id, e));
+    }
+    Ok(out)
 }

@@ -26,7 +26,7 @@
 //!
 //! **Tiers.** What a scheduler may give a GPU of each model is a few levels of the surface (the
 //! option count must stay bounded): the job's default demand; `min`, the fewest cores and least
-//! memory keeping [`MIN_TIER_SPEED`] of the default's throughput; `sat`, the fewest cores and
+//! memory keeping 60 % (`MIN_TIER_SPEED`) of the default's throughput; `sat`, the fewest cores and
 //! least memory reaching 99 % of the surface's maximum; and, when `sat` needs more than twice the
 //! default's cores, `mid`, the measured core level whose throughput is closest to halfway.
 
@@ -35,13 +35,13 @@ use serde::{Deserialize, Serialize};
 /// Lowest tier's throughput as a share of the default demand's. A design choice, not a
 /// measurement: it bounds how far a scheduler may starve a job of cores to fit another (a `min`
 /// tier at 0.6 keeps every job above 60 % of its default pace).
-pub const MIN_TIER_SPEED: f64 = 0.6;
+pub(crate) const MIN_TIER_SPEED: f64 = 0.6;
 
 /// Share of the surface's maximum a `sat` tier reaches (the profiles are rounded to 2 digits).
 const SATURATION: f64 = 0.99;
 
 /// Synergy model → family (by input pipeline: image decoding, text tokens, audio features).
-pub const SYNERGY_FAMILY: [(&str, &str); 12] = [
+pub(crate) const SYNERGY_FAMILY: [(&str, &str); 12] = [
     ("alexnet", "image"),
     ("mobilenet", "image"),
     ("res18", "image"),
@@ -58,7 +58,7 @@ pub const SYNERGY_FAMILY: [(&str, &str); 12] = [
 ];
 
 /// Key of the pointwise median over every Synergy model.
-pub const ALL_MODELS: &str = "median-all";
+pub(crate) const ALL_MODELS: &str = "median-all";
 
 /// A throughput surface `min(G(cores), H(memory))` per GPU (see the module docs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,7 +151,8 @@ impl CpuMemSurface {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TierKind {
-    /// Fewest cores and least memory keeping [`MIN_TIER_SPEED`] of the default's throughput.
+    /// Fewest cores and least memory keeping 60 % (`MIN_TIER_SPEED`) of the default's
+    /// throughput.
     Min,
     /// Halfway (in throughput) between the default and `sat`.
     Mid,

@@ -24,7 +24,7 @@
 //! share of a synchronous step, so a step on `k` GPUs does `k` iterations of work
 //! ([`Speed::iterations_per_s`] = `k / step_time_s`).
 
-pub(crate) mod calibrate;
+pub mod calibrate;
 mod context;
 pub mod cpumem;
 mod demand;
@@ -34,6 +34,7 @@ mod params;
 use std::path::Path;
 use std::sync::OnceLock;
 
+pub(crate) use context::placement_efficiencies;
 pub use context::{
     Occupancy, PlacementShape, ServerSize, packed, placement_shapes, probe_job, speed_alone,
     speeds, tier_speed,
@@ -288,7 +289,7 @@ pub trait PerfModel: Send + Sync {
     }
 }
 
-/// The performance model calibrated on `datasets/` (`coda calibrate`, [`crate::lab::calibrate`]).
+/// The performance model calibrated on `datasets/` (`coda calibrate`, [`crate::perf::calibrate`]).
 ///
 /// ```
 /// // The shipped model, fitted on datasets/ (`coda calibrate` rebuilds it byte for byte).
@@ -318,7 +319,7 @@ impl CalibratedPerf {
                 format!("estimates.{name}")
             },
             value: v.to_string(),
-            reason: format!("must be in {range}"),
+            expected: format!("must be in {range}").into(),
         };
         if !(0.0..1.0).contains(&e.colocation_coupling) {
             return Err(bad("colocation_coupling", e.colocation_coupling, "[0, 1)"));
@@ -377,10 +378,10 @@ impl CalibratedPerf {
             Error::InvalidField {
                 field,
                 value,
-                reason,
+                expected,
                 ..
             } => crate::util::json::with_line(
-                Error::invalid(&origin, 0, &field, value, reason),
+                Error::invalid(&origin, 0, &field, value, expected),
                 &text,
             ),
             other => other,

@@ -22,7 +22,7 @@
 //! policies are the exception and choose tiers with the placement, the greedy rule then only
 //! upgrading from the tiers they chose, with what is still free: `ilp` (the exact program's
 //! options carry a tier, `formulations/README.md`) and `learned*` whose weights hold a tier head
-//! (level 1 chooses each job's tier with its option, [`crate::policies::learned::tiers`]).
+//! (level 1 chooses each job's tier with its option, [`crate::policies::learned::TierHead`]).
 
 use crate::error::Result;
 use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, Schedule};
@@ -53,147 +53,212 @@ pub fn assign_tiers(
             a.tier = 0;
         }
     }
-    let jobs: Vec<usize> = schedule
-        .assignments
-        .iter()
-        .map(|a| {
-            snapshot
-                .job_index(a.job)
-                .filter(|&k| !snapshot.jobs[k].tiers.is_empty())
-                .unwrap_or(usize::MAX)
-        })
-        .collect();
-    if jobs.iter().all(|&k| k == usize::MAX) {
+    let Some(mut round) = TierRound::new(perf, snapshot, schedule)? else {
         return Ok(());
+    };
+    match rule {
+        TierRule::Tune => round.tune(schedule),
+        TierRule::Greedy => round.greedy(schedule),
     }
-    // Share of its remaining work each job does per second at its starting tier.
-    let speeds = perf::speeds(perf, snapshot, schedule)?;
-    let start: Vec<u8> = schedule.assignments.iter().map(|a| a.tier).collect();
-    let weight: Vec<f64> = speeds
-        .iter()
-        .zip(&jobs)
-        .map(|((_, s), &k)| match snapshot.jobs.get(k) {
-            Some(j) => s.iterations_per_s / j.remaining_iterations().max(1e-9),
-            None => 0.0,
-        })
-        .collect();
-    let cluster = &snapshot.cluster;
-    let mut ledger = CoreMemLedger::new(cluster);
-    for a in &schedule.assignments {
-        let Some(job) = snapshot.job(a.job) else {
-            continue;
-        };
-        let (c, m) = job.worker_hold(a.tier);
-        for w in &a.workers {
-            ledger.take(w.server, c, m);
+    Ok(())
+}
+
+/// Extra (server, cores, GiB) an assignment takes going from one tier to another.
+type Extra = Vec<(usize, f64, f64)>;
+
+/// A schedule's tiers being handed out: per assignment its job (by position; `usize::MAX` for a
+/// job without tiers), its share of remaining work per second at its starting tier, its
+/// starting tier and its speed at each tier, and the cores and memory still free.
+struct TierRound<'s> {
+    snapshot: &'s ClusterSnapshot,
+    jobs: Vec<usize>,
+    weight: Vec<f64>,
+    start: Vec<u8>,
+    by_tier: Vec<Vec<f64>>,
+    ledger: CoreMemLedger,
+}
+
+impl<'s> TierRound<'s> {
+    /// The round of `schedule` at its starting tiers; `None` when no assignment's job has tiers.
+    fn new(
+        perf: &dyn PerfModel,
+        snapshot: &'s ClusterSnapshot,
+        schedule: &Schedule,
+    ) -> Result<Option<Self>> {
+        let jobs: Vec<usize> = schedule
+            .assignments
+            .iter()
+            .map(|a| {
+                snapshot
+                    .job_index(a.job)
+                    .filter(|&k| !snapshot.jobs[k].tiers.is_empty())
+                    .unwrap_or(usize::MAX)
+            })
+            .collect();
+        if jobs.iter().all(|&k| k == usize::MAX) {
+            return Ok(None);
         }
-        for p in &a.ps {
-            ledger.take(p.server, job.demand.cpu_per_ps, job.demand.mem_per_ps_gib);
+        // Share of its remaining work each job does per second at its starting tier.
+        let speeds = perf::speeds(perf, snapshot, schedule)?;
+        let start: Vec<u8> = schedule.assignments.iter().map(|a| a.tier).collect();
+        let weight: Vec<f64> = speeds
+            .iter()
+            .zip(&jobs)
+            .map(|((_, s), &k)| match snapshot.jobs.get(k) {
+                Some(j) => s.iterations_per_s / j.remaining_iterations().max(1e-9),
+                None => 0.0,
+            })
+            .collect();
+        let mut ledger = CoreMemLedger::new(&snapshot.cluster);
+        for a in &schedule.assignments {
+            let Some(job) = snapshot.job(a.job) else {
+                continue;
+            };
+            let (c, m) = job.worker_hold(a.tier);
+            for w in &a.workers {
+                ledger.take(w.server.0, c, m);
+            }
+            for p in &a.ps {
+                ledger.take(p.server.0, job.demand.cpu_per_ps, job.demand.mem_per_ps_gib);
+            }
         }
+        // Each job's speed at each of its tiers, priced once (the greedy loop reads them often).
+        let by_tier: Vec<Vec<f64>> = jobs
+            .iter()
+            .map(|&k| match snapshot.jobs.get(k) {
+                Some(j) => (0..=j.tiers.len() as u8)
+                    .map(|t| perf::tier_speed(perf, j, t))
+                    .collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        Ok(Some(TierRound {
+            snapshot,
+            jobs,
+            weight,
+            start,
+            by_tier,
+            ledger,
+        }))
     }
-    // Extra (cores, GiB) per server an assignment takes going from tier `from` to `to`.
-    let extra = |a: &Assignment, k: usize, from: u8, to: u8| -> Vec<(usize, f64, f64)> {
-        let job = &snapshot.jobs[k];
+
+    /// Speed of assignment `i`'s job at tier `t`, relative to its demand.
+    fn speed_at(&self, i: usize, t: u8) -> f64 {
+        self.by_tier[i][usize::from(t)]
+    }
+
+    /// Extra (cores, GiB) per server assignment `a` of job `k` takes going from tier `from` to
+    /// `to`.
+    fn extra(&self, a: &Assignment, k: usize, from: u8, to: u8) -> Extra {
+        let job = &self.snapshot.jobs[k];
         let (Some(f), Some(t)) = (job.worker_share(from), job.worker_share(to)) else {
             return Vec::new();
         };
-        let mut per: Vec<(usize, f64, f64)> = Vec::new();
+        let mut per: Extra = Vec::new();
         for w in &a.workers {
-            match per.iter_mut().find(|(s, _, _)| *s == w.server) {
+            match per.iter_mut().find(|(s, _, _)| *s == w.server.0) {
                 Some(e) => {
                     e.1 += t.0 - f.0;
                     e.2 += t.1 - f.1;
                 }
-                None => per.push((w.server, t.0 - f.0, t.1 - f.1)),
+                None => per.push((w.server.0, t.0 - f.0, t.1 - f.1)),
             }
         }
         per
-    };
-    let fits = |ledger: &CoreMemLedger, per: &[(usize, f64, f64)]| {
+    }
+
+    /// Whether every server has room for its share of `per`.
+    fn fits(&self, per: &[(usize, f64, f64)]) -> bool {
+        let servers = self.snapshot.cluster.servers.len();
         per.iter()
-            .all(|&(s, c, m)| s < cluster.servers.len() && ledger.fits(s, c.max(0.0), m.max(0.0)))
-    };
-    // Each job's speed at each of its tiers, priced once (the greedy loop reads them often).
-    let by_tier: Vec<Vec<f64>> = jobs
-        .iter()
-        .map(|&k| match snapshot.jobs.get(k) {
-            Some(j) => (0..=j.tiers.len() as u8)
-                .map(|t| perf::tier_speed(perf, j, t))
-                .collect(),
-            None => Vec::new(),
-        })
-        .collect();
-    // Speed of assignment `i`'s job at tier `t`, relative to its demand.
-    let speed_at = |i: usize, t: u8| by_tier[i][usize::from(t)];
-    match rule {
-        TierRule::Tune => {
-            let mut order: Vec<usize> =
-                (0..jobs.len()).filter(|&i| jobs[i] != usize::MAX).collect();
-            // Shortest remaining time first = largest share of remaining work per second.
-            order.sort_by(|&a, &b| weight[b].total_cmp(&weight[a]).then(a.cmp(&b)));
-            for i in order {
-                let k = jobs[i];
-                let n = snapshot.jobs[k].tiers.len() as u8;
-                let best = (1..=n)
-                    .max_by(|&x, &y| speed_at(i, x).total_cmp(&speed_at(i, y)).then(y.cmp(&x)))
-                    .filter(|&t| speed_at(i, t) > 1.0);
-                let Some(t) = best else { continue };
-                let per = extra(&schedule.assignments[i], k, 0, t);
-                if fits(&ledger, &per) {
-                    for &(s, c, m) in &per {
-                        ledger.take(s, c, m);
-                    }
-                    schedule.assignments[i].tier = t;
-                }
+            .all(|&(s, c, m)| s < servers && self.ledger.fits(s, c.max(0.0), m.max(0.0)))
+    }
+
+    /// Takes `per` from the ledger and sets assignment `i`'s tier.
+    fn upgrade(&mut self, schedule: &mut Schedule, i: usize, t: u8, per: &[(usize, f64, f64)]) {
+        for &(s, c, m) in per {
+            self.ledger.take(s, c, m);
+        }
+        schedule.assignments[i].tier = t;
+    }
+
+    /// Synergy's TUNE: shortest remaining time first, each job its best-case tier if it fits,
+    /// else its demand.
+    fn tune(&mut self, schedule: &mut Schedule) {
+        let mut order: Vec<usize> = (0..self.jobs.len())
+            .filter(|&i| self.jobs[i] != usize::MAX)
+            .collect();
+        // Shortest remaining time first = largest share of remaining work per second.
+        order.sort_by(|&a, &b| self.weight[b].total_cmp(&self.weight[a]).then(a.cmp(&b)));
+        for i in order {
+            let k = self.jobs[i];
+            let n = self.snapshot.jobs[k].tiers.len() as u8;
+            let best = (1..=n)
+                .max_by(|&x, &y| {
+                    self.speed_at(i, x)
+                        .total_cmp(&self.speed_at(i, y))
+                        .then(y.cmp(&x))
+                })
+                .filter(|&t| self.speed_at(i, t) > 1.0);
+            let Some(t) = best else { continue };
+            let per = self.extra(&schedule.assignments[i], k, 0, t);
+            if self.fits(&per) {
+                self.upgrade(schedule, i, t, &per);
             }
         }
-        TierRule::Greedy => loop {
-            let mut best: Option<(f64, usize, u8)> = None;
-            for (i, &k) in jobs.iter().enumerate() {
-                if k == usize::MAX {
-                    continue;
-                }
-                let a = &schedule.assignments[i];
-                // Speeds relative to the starting tier's, at which `weight` was measured.
-                let now = speed_at(i, a.tier) / speed_at(i, start[i]);
-                // Tier 0 too: a job the exact program gave fewer cores may get its demand back.
-                for t in 0..=snapshot.jobs[k].tiers.len() as u8 {
-                    let gain = weight[i] * (speed_at(i, t) / speed_at(i, start[i]) - now);
-                    if gain <= 0.0 {
-                        continue;
-                    }
-                    let per = extra(a, k, a.tier, t);
-                    if !fits(&ledger, &per) {
-                        continue;
-                    }
-                    let cost: f64 = per
-                        .iter()
-                        .map(|&(s, c, m)| {
-                            let srv = &cluster.servers[s];
-                            c.max(0.0) / srv.cpu_cores.max(1e-9)
-                                + m.max(0.0) / srv.memory_gib.max(1e-9)
-                        })
-                        .sum();
-                    let ratio = gain / cost.max(1e-12);
-                    if best.is_none_or(|(r, _, _)| ratio > r) {
-                        best = Some((ratio, i, t));
-                    }
-                }
-            }
-            let Some((_, i, t)) = best else { break };
-            let per = extra(
+    }
+
+    /// Most gain per resource first, while any upgrade fits.
+    fn greedy(&mut self, schedule: &mut Schedule) {
+        while let Some((i, t)) = self.best_upgrade(schedule) {
+            let per = self.extra(
                 &schedule.assignments[i],
-                jobs[i],
+                self.jobs[i],
                 schedule.assignments[i].tier,
                 t,
             );
-            for &(s, c, m) in &per {
-                ledger.take(s, c, m);
-            }
-            schedule.assignments[i].tier = t;
-        },
+            self.upgrade(schedule, i, t, &per);
+        }
     }
-    Ok(())
+
+    /// The (assignment, tier) change that gains most per share of a server's cores and memory
+    /// it takes, among those that fit; `None` when none gains.
+    fn best_upgrade(&self, schedule: &Schedule) -> Option<(usize, u8)> {
+        let cluster = &self.snapshot.cluster;
+        let mut best: Option<(f64, usize, u8)> = None;
+        for (i, &k) in self.jobs.iter().enumerate() {
+            if k == usize::MAX {
+                continue;
+            }
+            let a = &schedule.assignments[i];
+            // Speeds relative to the starting tier's, at which `weight` was measured.
+            let now = self.speed_at(i, a.tier) / self.speed_at(i, self.start[i]);
+            // Tier 0 too: a job the exact program gave fewer cores may get its demand back.
+            for t in 0..=self.snapshot.jobs[k].tiers.len() as u8 {
+                let gain =
+                    self.weight[i] * (self.speed_at(i, t) / self.speed_at(i, self.start[i]) - now);
+                if gain <= 0.0 {
+                    continue;
+                }
+                let per = self.extra(a, k, a.tier, t);
+                if !self.fits(&per) {
+                    continue;
+                }
+                let cost: f64 = per
+                    .iter()
+                    .map(|&(s, c, m)| {
+                        let srv = &cluster.servers[s];
+                        c.max(0.0) / srv.cpu_cores.max(1e-9) + m.max(0.0) / srv.memory_gib.max(1e-9)
+                    })
+                    .sum();
+                let ratio = gain / cost.max(1e-12);
+                if best.is_none_or(|(r, _, _)| ratio > r) {
+                    best = Some((ratio, i, t));
+                }
+            }
+        }
+        best.map(|(_, i, t)| (i, t))
+    }
 }
 
 /// A scheduler whose placements get their tiers by a rule. Unless `joint`, the scheduler inside
@@ -226,5 +291,9 @@ impl Scheduler for WithTiers<'_> {
 
     fn keeps_when_none_wait(&self) -> bool {
         self.inner.keeps_when_none_wait()
+    }
+
+    fn take_events(&mut self) -> Vec<crate::scheduler::RoundEvent> {
+        self.inner.take_events()
     }
 }

@@ -15,7 +15,7 @@ use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
-use crate::scheduler::{RoundEvent, RunLog, Scheduler};
+use crate::scheduler::{RoundEvent, Scheduler};
 
 /// The highest-scoring schedule (under the objective) among stateless heuristics: `srtf`,
 /// `sjf-bco`, `optimus` and `pollux`. An exact solve is started from it.
@@ -75,8 +75,8 @@ pub struct Backfill<'a> {
     inner: Box<dyn Scheduler + 'a>,
     perf: &'a dyn PerfModel,
     objective: Objective,
-    /// Where each round's back-filled jobs are reported.
-    log: RunLog,
+    /// The last round's back-fill, until taken ([`Scheduler::take_events`]).
+    events: Vec<RoundEvent>,
 }
 
 impl<'a> Backfill<'a> {
@@ -90,14 +90,8 @@ impl<'a> Backfill<'a> {
             inner,
             perf,
             objective,
-            log: RunLog::default(),
+            events: Vec::new(),
         }
-    }
-
-    /// Reports the jobs back-filled in each round to `log` ([`RoundEvent::BackFilled`]).
-    pub fn with_log(mut self, log: RunLog) -> Self {
-        self.log = log;
-        self
     }
 }
 
@@ -110,71 +104,93 @@ impl Scheduler for Backfill<'_> {
     }
 
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        self.events.clear();
         let schedule = self.inner.schedule(snap)?;
-        let pricing = RoundPricing::new(self.perf, snap, self.objective);
-        let mut best = pricing.score(&schedule)?.total;
-        let mut packer = Packer::new(snap, self.perf);
-        for a in &schedule.assignments {
-            let Some(j) = snap.job_index(a.job) else {
-                return Ok(schedule);
-            };
-            if !packer.keep(&snap.jobs[j], a) {
-                return Ok(schedule);
-            }
-        }
-        let mut left: Vec<usize> = (0..snap.jobs.len())
-            .filter(|&j| {
-                !schedule
-                    .assignments
-                    .iter()
-                    .any(|a| a.job == snap.jobs[j].id)
-            })
-            .collect();
-        let value: Vec<f64> = (0..snap.jobs.len())
-            .map(|j| pricing.alone_value(JobPos(j)))
-            .collect();
-        left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
-        // Consolidated placement draws nothing; the stream is only the packer's signature.
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let mut added = 0;
-        for j in left {
-            if packer.free_gpus() == 0 {
-                break;
-            }
-            let job = &snap.jobs[j];
-            let (asked, ps) = job.requested_or_min();
-            for w in (job.workers.min..=asked.max(job.workers.min)).rev() {
-                let mut trial = packer.clone();
-                if !trial.place(job, w, ps, Placement::Consolidated, &mut rng) {
-                    continue;
-                }
-                let candidate = Schedule {
-                    assignments: trial.assignments().to_vec(),
-                };
-                let Ok(score) = pricing.score(&candidate) else {
-                    continue;
-                };
-                if score.total > best + GAIN_EPS {
-                    best = score.total;
-                    packer = trial;
-                    added += 1;
-                }
-                // One try per job, at the largest size that fits: each try re-scores the
-                // round, and a smaller size of a job that does not pay seldom does.
-                break;
-            }
-        }
+        let (filled, added) = back_fill(self.perf, self.objective, snap, schedule)?;
         if added > 0 {
-            self.log.record(RoundEvent::BackFilled(added));
+            self.events.push(RoundEvent::BackFilled(added));
         }
-        Ok(Schedule {
-            assignments: packer.into_assignments(),
-        })
+        Ok(filled)
     }
 
     fn keeps_when_none_wait(&self) -> bool {
         self.inner.keeps_when_none_wait()
     }
+
+    fn take_events(&mut self) -> Vec<RoundEvent> {
+        let mut events = self.inner.take_events();
+        events.append(&mut self.events);
+        events
+    }
+}
+
+/// [`Backfill`]'s pass on a schedule decided elsewhere: `schedule` with the waiting jobs it left
+/// out placed where that raises the round's objective, and how many were placed.
+pub fn back_fill(
+    perf: &dyn PerfModel,
+    objective: Objective,
+    snap: &ClusterSnapshot,
+    schedule: Schedule,
+) -> Result<(Schedule, u64)> {
+    let pricing = RoundPricing::new(perf, snap, objective);
+    let mut best = pricing.score(&schedule)?.total;
+    let mut packer = Packer::new(snap, perf);
+    for a in &schedule.assignments {
+        let Some(j) = snap.job_index(a.job) else {
+            return Ok((schedule, 0));
+        };
+        if !packer.keep(&snap.jobs[j], a) {
+            return Ok((schedule, 0));
+        }
+    }
+    let mut left: Vec<usize> = (0..snap.jobs.len())
+        .filter(|&j| {
+            !schedule
+                .assignments
+                .iter()
+                .any(|a| a.job == snap.jobs[j].id)
+        })
+        .collect();
+    let value: Vec<f64> = (0..snap.jobs.len())
+        .map(|j| pricing.alone_value(JobPos(j)))
+        .collect();
+    left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
+    // Consolidated placement draws nothing; the stream is only the packer's signature.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut added = 0;
+    for j in left {
+        if packer.free_gpus() == 0 {
+            break;
+        }
+        let job = &snap.jobs[j];
+        let (asked, ps) = job.requested_or_min();
+        for w in (job.workers.min..=asked.max(job.workers.min)).rev() {
+            let mut trial = packer.clone();
+            if !trial.place(job, w, ps, Placement::Consolidated, &mut rng) {
+                continue;
+            }
+            let candidate = Schedule {
+                assignments: trial.assignments().to_vec(),
+            };
+            let Ok(score) = pricing.score(&candidate) else {
+                continue;
+            };
+            if score.total > best + GAIN_EPS {
+                best = score.total;
+                packer = trial;
+                added += 1;
+            }
+            // One try per job, at the largest size that fits: each try re-scores the
+            // round, and a smaller size of a job that does not pay seldom does.
+            break;
+        }
+    }
+    Ok((
+        Schedule {
+            assignments: packer.into_assignments(),
+        },
+        added,
+    ))
 }
 
 /// Re-solving a round that has not changed: when the jobs are the ones of the last decision and
@@ -188,8 +204,10 @@ pub struct Revisit<'a> {
     every: u32,
     /// The jobs and the schedule of the last decision, and rounds kept since.
     last: Option<(Vec<crate::model::JobId>, Schedule, u32)>,
-    /// Where each round is reported, kept or not.
-    log: RunLog,
+    /// The last round, kept or re-decided, until taken ([`Scheduler::take_events`]).
+    events: Vec<RoundEvent>,
+    /// Whether the inner scheduler decided the last round (its events are then that round's).
+    asked: bool,
 }
 
 impl<'a> Revisit<'a> {
@@ -199,14 +217,9 @@ impl<'a> Revisit<'a> {
             inner,
             every: every.max(1),
             last: None,
-            log: RunLog::default(),
+            events: Vec::new(),
+            asked: false,
         }
-    }
-
-    /// Reports every round, kept or re-decided, to `log` ([`RoundEvent::Revisited`]).
-    pub fn with_log(mut self, log: RunLog) -> Self {
-        self.log = log;
-        self
     }
 }
 
@@ -216,6 +229,8 @@ impl Scheduler for Revisit<'_> {
     }
 
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        self.events.clear();
+        self.asked = false;
         let mut ids: Vec<_> = snap.jobs.iter().map(|j| j.id).collect();
         ids.sort_unstable();
         if let Some((last_ids, last, age)) = &mut self.last {
@@ -226,23 +241,32 @@ impl Scheduler for Revisit<'_> {
                     .all(|j| j.run.current.as_ref() == last.assignment(j.id));
             if unchanged && *age + 1 < self.every {
                 *age += 1;
-                self.log.record(RoundEvent::Revisited {
+                self.events.push(RoundEvent::Revisited {
                     kept: true,
                     every: self.every,
                 });
                 return Ok(snap.current_schedule());
             }
         }
-        self.log.record(RoundEvent::Revisited {
+        self.events.push(RoundEvent::Revisited {
             kept: false,
             every: self.every,
         });
         let s = self.inner.schedule(snap)?;
+        self.asked = true;
         self.last = Some((ids, s.clone(), 0));
         Ok(s)
     }
 
     fn keeps_when_none_wait(&self) -> bool {
         self.inner.keeps_when_none_wait()
+    }
+
+    fn take_events(&mut self) -> Vec<RoundEvent> {
+        let mut events = std::mem::take(&mut self.events);
+        if std::mem::take(&mut self.asked) {
+            events.extend(self.inner.take_events());
+        }
+        events
     }
 }

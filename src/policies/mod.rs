@@ -51,6 +51,7 @@
 
 mod baselines;
 pub mod cpumem;
+mod exact;
 mod expert;
 mod kind;
 pub mod learned;
@@ -62,7 +63,8 @@ use std::collections::HashMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-pub use baselines::POLLUX_RESTART_PENALTY;
+pub use exact::{ExactRound, ExactRoundScheduler, FixConfident, WarmStart};
+pub(crate) use expert::back_fill;
 pub use expert::{Backfill, BestHeuristic, Revisit};
 pub use kind::PolicyKind;
 pub use packer::{GpuChoice, Packer, Placement};
@@ -75,7 +77,7 @@ use crate::ilp::{ExactScheduler, SolveSettings, WindowedIlp};
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::scheduler::{RunLog, Scheduler};
+use crate::scheduler::{RoundEvent, Scheduler};
 
 /// How the policies are built: what every policy shares (seed, objective) and each policy's
 /// own settings, in its own struct.
@@ -168,60 +170,24 @@ impl Default for LearnedOptions {
 /// Default of [`IlpOptions::revisit_rounds`]: half an hour of 300-s rounds. On the first
 /// 150 Philly jobs on 4 × 8 GPUs the `ilp` policy solved 324 of 1,650 rounds instead of all
 /// 1,666, for an average JCT of 1.33 h (1.34 h solving every round).
-pub const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
+pub(crate) const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 
 impl PolicyKind {
     /// The policy, built with `opts` (checked: an invalid option is an error naming it), behind
-    /// a wrapper that checks every snapshot it is handed.
+    /// a wrapper that checks every snapshot it is handed. What it does round by round — its
+    /// solves, back-filled jobs, rounds kept without a decision — it reports through
+    /// [`Scheduler::take_events`].
     pub fn build<'a>(
         self,
         perf: &'a dyn PerfModel,
         opts: &PolicyOptions,
-    ) -> Result<Box<dyn Scheduler + 'a>> {
-        self.build_observed(perf, opts, &RunLog::default())
-    }
-
-    /// [`PolicyKind::build`], reporting what the policy does round by round — its solves,
-    /// back-filled jobs, rounds kept without a decision — to `log`.
-    pub fn build_observed<'a>(
-        self,
-        perf: &'a dyn PerfModel,
-        opts: &PolicyOptions,
-        log: &RunLog,
     ) -> Result<Box<dyn Scheduler + 'a>> {
         let base = Base::new(perf);
         let policy: Box<dyn Scheduler + 'a> = match self {
             PolicyKind::Fifo => Box::new(Fifo(base)),
             PolicyKind::Srtf => Box::new(Srtf(base)),
             PolicyKind::Drf => Box::new(Drf(base)),
-            PolicyKind::Tiresias => {
-                let t = &opts.tiresias.thresholds_gpu_s;
-                if t.iter().any(|x| !x.is_finite() || *x <= 0.0)
-                    || t.windows(2).any(|w| w[0] >= w[1])
-                {
-                    return Err(Error::setting(
-                        "policy options",
-                        "tiresias.thresholds_gpu_s",
-                        format!("{t:?}"),
-                        "must be positive, finite and ascending",
-                    ));
-                }
-                if !(opts.tiresias.promote_knob.is_finite() && opts.tiresias.promote_knob >= 0.0) {
-                    return Err(Error::setting(
-                        "policy options",
-                        "tiresias.promote_knob",
-                        opts.tiresias.promote_knob,
-                        "must be >= 0 (0 disables promotion)",
-                    ));
-                }
-                Box::new(Tiresias {
-                    base,
-                    thresholds: t.clone(),
-                    promote_knob: opts.tiresias.promote_knob,
-                    attained: HashMap::new(),
-                    last_time: None,
-                })
-            }
+            PolicyKind::Tiresias => Box::new(tiresias(base, &opts.tiresias)?),
             PolicyKind::Optimus => Box::new(Optimus(base)),
             PolicyKind::SjfBco => Box::new(SjfBco(base)),
             PolicyKind::Pollux => {
@@ -239,93 +205,110 @@ impl PolicyKind {
                 rule: cpumem::TierRule::Tune,
                 joint: false,
             }),
-            PolicyKind::Ilp => {
-                if opts.ilp.max_jobs == 0 {
-                    return Err(Error::setting(
-                        "policy options",
-                        "ilp.max_jobs",
-                        0,
-                        "must be >= 1",
-                    ));
-                }
-                let mut exact =
-                    ExactScheduler::new(perf, opts.objective, opts.ilp.solve.checked()?)
-                        .with_log(log.clone())
-                        .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
-                if opts.ilp.learned_start {
-                    exact = exact.with_start(Box::new(
-                        learned::LearnedScheduler::new(
-                            perf,
-                            opts.objective,
-                            learned_net(perf, opts)?,
-                        )
-                        .with_samples(opts.learned.samples, opts.seed),
-                    ));
-                }
-                let backfilled = Backfill::new(
-                    Box::new(WindowedIlp::new(
-                        exact,
-                        perf,
-                        opts.objective,
-                        opts.ilp.max_jobs,
-                    )),
-                    perf,
-                    opts.objective,
-                )
-                .with_log(log.clone());
-                Box::new(cpumem::WithTiers {
-                    inner: Box::new(
-                        Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds)
-                            .with_log(log.clone()),
-                    ),
-                    perf,
-                    rule: cpumem::TierRule::Greedy,
-                    joint: true,
-                })
-            }
+            PolicyKind::Ilp => windowed_ilp(perf, opts)?,
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
-                // `learned-rl`: the shipped weights refined by RL (unless weights are given);
-                // `learned-packer`: level 1 with the baselines' consolidated placement (the
-                // ablation of level 2).
-                let net = match (self, &opts.learned.weights) {
-                    (PolicyKind::LearnedRl, None) => {
-                        learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
-                            .net()
-                            .clone()
-                    }
-                    _ => learned_net(perf, opts)?,
-                };
-                let placer = if self == PolicyKind::LearnedPacker {
-                    learned::Placer::Packer
-                } else {
-                    learned::Placer::Learned
-                };
-                // With a tier head, the policy chooses tiers itself (it sees them); without, it
-                // places at the demand and the rule hands them out.
-                let joint = net.tier.is_some();
-                // Back-filled as the `ilp` policy is: GPUs the policy leaves idle while jobs wait
-                // are filled under the same pricing.
-                Box::new(cpumem::WithTiers {
-                    inner: Box::new(
-                        Backfill::new(
-                            Box::new(
-                                learned::LearnedScheduler::new(perf, opts.objective, net)
-                                    .with_placer(placer)
-                                    .with_samples(opts.learned.samples, opts.seed),
-                            ),
-                            perf,
-                            opts.objective,
-                        )
-                        .with_log(log.clone()),
-                    ),
-                    perf,
-                    rule: cpumem::TierRule::Greedy,
-                    joint,
-                })
+                learned_policy(self, perf, opts)?
             }
         };
         Ok(Box::new(Checked(policy)))
     }
+}
+
+/// `tiresias`, its thresholds and knob checked.
+fn tiresias<'a>(base: Base<'a>, opts: &TiresiasOptions) -> Result<Tiresias<'a>> {
+    let t = &opts.thresholds_gpu_s;
+    if t.iter().any(|x| !x.is_finite() || *x <= 0.0) || t.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::setting(
+            "policy options",
+            "tiresias.thresholds_gpu_s",
+            format!("{t:?}"),
+            "must be positive, finite and ascending",
+        ));
+    }
+    if !(opts.promote_knob.is_finite() && opts.promote_knob >= 0.0) {
+        return Err(Error::setting(
+            "policy options",
+            "tiresias.promote_knob",
+            opts.promote_knob,
+            "must be >= 0 (0 disables promotion)",
+        ));
+    }
+    Ok(Tiresias {
+        base,
+        thresholds: t.clone(),
+        promote_knob: opts.promote_knob,
+        attained: HashMap::new(),
+        last_time: None,
+    })
+}
+
+/// `ilp`: the program on a window of jobs each round ([`WindowedIlp`]), started from the best
+/// heuristic (and the learned policy, if asked), back-filled, revisited, tiers handed out.
+fn windowed_ilp<'a>(
+    perf: &'a dyn PerfModel,
+    opts: &PolicyOptions,
+) -> Result<Box<dyn Scheduler + 'a>> {
+    if opts.ilp.max_jobs == 0 {
+        return Err(Error::setting(
+            "policy options",
+            "ilp.max_jobs",
+            0,
+            crate::error::Expected::AtLeastOne,
+        ));
+    }
+    let mut exact = ExactScheduler::new(perf, opts.objective, opts.ilp.solve.checked()?)
+        .with_start(Box::new(BestHeuristic::new(perf, opts.objective)));
+    if opts.ilp.learned_start {
+        exact = exact.with_start(Box::new(
+            learned::LearnedScheduler::new(perf, opts.objective, learned_net(perf, opts)?)
+                .with_samples(opts.learned.samples, opts.seed),
+        ));
+    }
+    let window = WindowedIlp::new(exact, perf, opts.objective, opts.ilp.max_jobs);
+    let backfilled = Backfill::new(Box::new(window), perf, opts.objective);
+    Ok(Box::new(cpumem::WithTiers {
+        inner: Box::new(Revisit::new(Box::new(backfilled), opts.ilp.revisit_rounds)),
+        perf,
+        rule: cpumem::TierRule::Greedy,
+        joint: true,
+    }))
+}
+
+/// `learned`, `learned-rl` (the shipped weights refined by RL, unless weights are given) and
+/// `learned-packer` (level 1 with the baselines' consolidated placement: the ablation of level
+/// 2), back-filled as the `ilp` policy is, tiers chosen by the policy's tier head when its
+/// weights have one and handed out by the greedy rule otherwise.
+fn learned_policy<'a>(
+    kind: PolicyKind,
+    perf: &'a dyn PerfModel,
+    opts: &PolicyOptions,
+) -> Result<Box<dyn Scheduler + 'a>> {
+    let net = match (kind, &opts.learned.weights) {
+        (PolicyKind::LearnedRl, None) => {
+            learned::LearnedScheduler::shipped_rl(perf, opts.objective)?
+                .net()
+                .clone()
+        }
+        _ => learned_net(perf, opts)?,
+    };
+    let placer = if kind == PolicyKind::LearnedPacker {
+        learned::Placer::Packer
+    } else {
+        learned::Placer::Learned
+    };
+    // With a tier head, the policy chooses tiers itself (it sees them); without, it places at
+    // the demand and the rule hands them out.
+    let joint = net.tier.is_some();
+    let policy = learned::LearnedScheduler::new(perf, opts.objective, net)
+        .with_placer(placer)
+        .with_samples(opts.learned.samples, opts.seed);
+    // GPUs the policy leaves idle while jobs wait are filled under the same pricing.
+    Ok(Box::new(cpumem::WithTiers {
+        inner: Box::new(Backfill::new(Box::new(policy), perf, opts.objective)),
+        perf,
+        rule: cpumem::TierRule::Greedy,
+        joint,
+    }))
 }
 
 /// The learned policy's weights: [`LearnedOptions::weights`], or the shipped ones.
@@ -355,5 +338,9 @@ impl Scheduler for Checked<'_> {
 
     fn keeps_when_none_wait(&self) -> bool {
         self.0.keeps_when_none_wait()
+    }
+
+    fn take_events(&mut self) -> Vec<RoundEvent> {
+        self.0.take_events()
     }
 }

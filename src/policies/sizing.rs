@@ -166,7 +166,7 @@ impl<'a> Base<'a> {
 
 /// The allowed GPU type with the most GPUs in the cluster, and its largest server.
 pub(super) fn reference_gpu(snap: &ClusterSnapshot, job: &Job) -> (String, u32) {
-    let mut by_type: Vec<(String, u64, u32)> = Vec::new();
+    let mut by_type: Vec<(crate::model::GpuType, u64, u32)> = Vec::new();
     for s in &snap.cluster.servers {
         if !job.allows_gpu(&s.gpu_type) {
             continue;
@@ -176,13 +176,13 @@ pub(super) fn reference_gpu(snap: &ClusterSnapshot, job: &Job) -> (String, u32) 
                 *total += u64::from(s.num_gpus());
                 *most = (*most).max(s.num_gpus());
             }
-            None => by_type.push((s.gpu_type.clone(), u64::from(s.num_gpus()), s.num_gpus())),
+            None => by_type.push((s.gpu_type, u64::from(s.num_gpus()), s.num_gpus())),
         }
     }
     by_type
         .into_iter()
         .max_by_key(|&(_, total, _)| total)
-        .map_or((String::new(), 1), |(t, _, most)| (t, most))
+        .map_or((String::new(), 1), |(t, _, most)| (t.to_string(), most))
 }
 
 /// Running jobs at their current size (arrival order), then waiting jobs at their requested

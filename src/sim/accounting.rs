@@ -2,6 +2,7 @@
 //! per-job records and the utilisation timeline the metrics and reports read.
 
 use super::*;
+use crate::model::ServerIdx;
 
 /// What a job accrues over an interval at its current speed: GPUs held, GPU-seconds held, work
 /// done and useful GPU-seconds (held, weighted by in-context ÷ alone speed; none while
@@ -110,15 +111,15 @@ impl Simulator<'_> {
             let job = &self.jobs[i];
             let d = &job.demand;
             let (wc, wm) = job.worker_hold(a.tier);
-            for w in a.workers.iter().filter(|w| w.server < n) {
-                let u = &mut used[w.server];
+            for w in a.workers.iter().filter(|w| w.server < ServerIdx(n)) {
+                let u = &mut used[w.server.0];
                 u.0 += wc;
                 u.1 += wm;
                 u.2 += w.gpus.len() as u32;
             }
-            for p in a.ps.iter().filter(|p| p.server < n) {
-                used[p.server].0 += d.cpu_per_ps;
-                used[p.server].1 += d.mem_per_ps_gib;
+            for p in a.ps.iter().filter(|p| p.server < ServerIdx(n)) {
+                used[p.server.0].0 += d.cpu_per_ps;
+                used[p.server.0].1 += d.mem_per_ps_gib;
             }
         }
         let (mut cap_c, mut cap_m) = (0.0, 0.0);

@@ -16,8 +16,9 @@ use crate::util::total::TotalF64 as Time;
 /// use coda::sim::Simulator;
 /// let perf = coda::CalibratedPerf::shipped();
 /// let opts = coda::workload::trace::TraceOptions::default();
-/// let path = std::path::Path::new("datasets");
-/// let wl = coda::workload::load("philly", path, Some("2x8"), Some(20), &opts, perf)?;
+/// let datasets = std::path::Path::new("datasets");
+/// let philly = coda::workload::TraceRef { name: "philly", datasets, cluster: Some("2x8"), take: Some(20) };
+/// let wl = coda::workload::load(philly, &opts, perf)?;
 /// let mut sim = Simulator::builder(perf, wl.cluster.clone(), wl.jobs.clone())
 ///     .horizon_s(30.0 * 86_400.0)
 ///     .build()?;
@@ -31,6 +32,8 @@ pub struct SimBuilder<'a> {
     cluster: Cluster,
     jobs: Vec<Job>,
     config: SimConfig,
+    /// Measure the contention allowance at `build` ([`Allowance::Measured`]).
+    measure: bool,
 }
 
 impl<'a> SimBuilder<'a> {
@@ -55,7 +58,20 @@ impl<'a> SimBuilder<'a> {
     /// Contention already in the jobs' work ([`SimConfig::contention_allowance`]).
     pub fn contention_allowance(mut self, factor: f64) -> Self {
         self.config.contention_allowance = factor;
+        self.measure = false;
         self
+    }
+
+    /// The contention allowance given, or measured at [`SimBuilder::build`] by a FIFO replay of
+    /// the same jobs on the same cluster under the other settings ([`contention_allowance`]).
+    pub fn allowance(self, allowance: Allowance) -> Self {
+        match allowance {
+            Allowance::Given(factor) => self.contention_allowance(factor),
+            Allowance::Measured => SimBuilder {
+                measure: true,
+                ..self
+            },
+        }
     }
 
     /// Whether idle rounds may be skipped ([`SimConfig::skip_idle_rounds`]).
@@ -74,7 +90,12 @@ impl<'a> SimBuilder<'a> {
     /// job the cluster can never run is an error naming it, unless told to skip such jobs).
     /// Every job starts fresh at its arrival, whatever progress or placement it carries.
     pub fn build(self) -> Result<Simulator<'a>> {
-        Simulator::new(self.perf, self.config, self.cluster, self.jobs)
+        let mut config = self.config;
+        if self.measure {
+            config.contention_allowance =
+                contention_allowance(self.perf, config, self.cluster.clone(), self.jobs.clone())?;
+        }
+        Simulator::new(self.perf, config, self.cluster, self.jobs)
     }
 }
 
@@ -87,6 +108,7 @@ impl<'a> Simulator<'a> {
             cluster,
             jobs,
             config: SimConfig::default(),
+            measure: false,
         }
     }
 
@@ -179,6 +201,11 @@ impl<'a> Simulator<'a> {
     /// Current simulated time.
     pub fn now(&self) -> f64 {
         self.now
+    }
+
+    /// The settings it runs with (the contention allowance measured, if it was).
+    pub fn settings(&self) -> &SimConfig {
+        &self.config
     }
 
     /// Events processed so far (arrivals, rounds, completions, restarts done; superseded

@@ -44,6 +44,25 @@ pub struct RoundOutcome {
     pub done: bool,
 }
 
+impl RoundOutcome {
+    /// Job-hours the jobs of the round's `snapshot` spent in the system from the decision to
+    /// the next round (to their finish, if sooner): what reinforcement learning's level-1
+    /// reward and the environment's `jct` reward charge (minus this), so that an episode's
+    /// return is minus its jobs' total time in system.
+    pub fn hours_in_system(&self, snapshot: &ClusterSnapshot) -> f64 {
+        let mut in_system = 0.0;
+        for j in &snapshot.jobs {
+            let end = self
+                .completed
+                .iter()
+                .find(|c| c.0 == j.id)
+                .map_or(self.end_s, |c| c.1.min(self.end_s));
+            in_system += (end - self.start_s).max(0.0);
+        }
+        in_system / 3600.0
+    }
+}
+
 impl Simulator<'_> {
     /// Processes events until a round is due and returns what the scheduler sees then; `None`
     /// when the run is over. Calling it again before [`Simulator::apply`] returns the same

@@ -26,12 +26,14 @@
 //! The simulator owns no policy and prints nothing. Whoever decides owns the loop: a caller
 //! steps it as an environment ([`Simulator::next_round`] → decide → [`Simulator::apply`], which
 //! reports a [`RoundOutcome`]), or hands a [`crate::Scheduler`] to [`Simulator::run`] /
-//! [`Simulator::step`], which are that loop. Observers and reports read [`Simulator::records`]
-//! and [`Simulator::utilization`]. Files: this one the settings, the records and the
-//! simulator's state; `admission` the checks before the first event, `core` the event queue,
-//! pricing and applying a decision, `accounting` what a run accrues, `run` the loops that own a
-//! scheduler, `env` the environment, `metrics` what a run measures (the summaries and CSVs a run
-//! leaves behind are the command line's, in [`crate::lab::report`]).
+//! [`Simulator::step`], which are that loop. [`Simulator::run_observed`] is the same loop
+//! reporting to observers ([`Observe`]: progress bars, the log of a policy's solves), each
+//! round with what the scheduler said of it ([`crate::Scheduler::take_events`]); reports read
+//! [`Simulator::records`] and [`Simulator::utilization`]. Files: this one the settings, the
+//! records and the simulator's state; `admission` the checks before the first event, `core` the
+//! event queue, pricing and applying a decision, `accounting` what a run accrues, `run` the
+//! loops that own a scheduler and their observers, `env` the environment, `metrics` what a run
+//! measures (the summaries and files a replay leaves behind are [`crate::replay`]'s).
 #![doc = include_str!("README.md")]
 
 mod accounting;
@@ -43,6 +45,7 @@ mod run;
 
 pub use core::SimBuilder;
 pub use env::{JobProgress, RoundOutcome};
+pub use run::{Observe, ObserverMode};
 
 pub use metrics::{Metrics, metrics};
 
@@ -104,6 +107,70 @@ impl Default for SimConfig {
             contention_allowance: 1.0,
             skip_idle_rounds: true,
             unplaceable: Unplaceable::Reject,
+        }
+    }
+}
+
+/// Where a simulator's [`SimConfig::contention_allowance`] comes from: measured on the workload
+/// by a FIFO replay ([`contention_allowance`]; written `auto`), or given (a number >= 1).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Allowance {
+    /// Measured by a FIFO replay of the same workload on the same cluster.
+    #[default]
+    Measured,
+    /// This factor.
+    Given(f64),
+}
+
+impl std::str::FromStr for Allowance {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "auto" {
+            return Ok(Allowance::Measured);
+        }
+        match s.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 1.0 => Ok(Allowance::Given(v)),
+            _ => Err(format!("`{s}`: expected `auto` or a number >= 1")),
+        }
+    }
+}
+
+impl std::fmt::Display for Allowance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Allowance::Measured => f.write_str("auto"),
+            Allowance::Given(v) => v.fmt(f),
+        }
+    }
+}
+
+impl Serialize for Allowance {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Allowance::Measured => s.serialize_str("auto"),
+            Allowance::Given(v) => s.serialize_f64(*v),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Allowance {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        /// `"auto"`, a number, or null (measured).
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Number(f64),
+            Word(String),
+            Null(()),
+        }
+        match Form::deserialize(d)? {
+            // Ranges are checked with the rest of the settings, naming the field.
+            Form::Number(v) => Ok(Allowance::Given(v)),
+            Form::Word(w) if w == "auto" => Ok(Allowance::Measured),
+            Form::Word(w) => Err(serde::de::Error::custom(format!(
+                "`{w}`: expected `auto` or a number >= 1"
+            ))),
+            Form::Null(()) => Ok(Allowance::Measured),
         }
     }
 }

@@ -93,7 +93,7 @@ impl Row<'_> {
     }
 
     /// An error about `col` on this row.
-    pub(crate) fn bad(&self, col: &str, reason: impl Into<String>) -> Error {
+    pub(crate) fn bad(&self, col: &str, reason: impl Into<crate::error::Expected>) -> Error {
         Error::invalid(&self.file.name, self.line, col, self.str(col), reason)
     }
 

@@ -156,13 +156,13 @@ pub(crate) fn with_line(err: Error, text: &str) -> Error {
             line: 0,
             field,
             value,
-            reason,
+            expected,
         } => Error::InvalidField {
             line: line_of(text, &field).unwrap_or(0),
             file,
             field,
             value,
-            reason,
+            expected,
         },
         other => other,
     }

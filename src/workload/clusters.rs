@@ -119,18 +119,29 @@ pub fn source(name: &str, datasets: &Path) -> Result<TraceSource> {
     })
 }
 
-/// Loads trace `name` (a shipped name or a CSV path, see [`source`]) from `datasets`, converts
-/// its rows with
-/// `opts`, keeps the first `take` jobs if given, and builds `cluster` (a spec, or the trace's
-/// default).
-pub fn load(
-    name: &str,
-    datasets: &Path,
-    cluster: Option<&str>,
-    take: Option<usize>,
-    opts: &TraceOptions,
-    perf: &dyn PerfModel,
-) -> Result<Workload> {
+/// Which trace to load, from where, and onto which cluster.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceRef<'a> {
+    /// A shipped name or a CSV path (see [`source`]).
+    pub name: &'a str,
+    /// The folder of the shipped data.
+    pub datasets: &'a Path,
+    /// A cluster spec (`NxG`, `NxG:TYPE`, `alibaba-nodes`, a cluster file), or `None`: the
+    /// trace's default.
+    pub cluster: Option<&'a str>,
+    /// Only the first this many jobs.
+    pub take: Option<usize>,
+}
+
+/// Loads `trace`, converts its rows with `opts`, keeps the first `take` jobs if given, and
+/// builds its cluster.
+pub fn load(trace: TraceRef<'_>, opts: &TraceOptions, perf: &dyn PerfModel) -> Result<Workload> {
+    let TraceRef {
+        name,
+        datasets,
+        cluster,
+        take,
+    } = trace;
     let src = source(name, datasets)?;
     let (path, format, group, default_cluster) =
         (src.path, src.format, src.group, src.default_cluster);
@@ -242,12 +253,12 @@ pub fn cluster_from_spec(spec: &str, datasets: &Path, perf: &dyn PerfModel) -> R
         let server = Server::uniform(
             "node",
             gpu_type,
-            sockets,
-            switches,
-            per_switch,
-            5.0 * f64::from(g),
-            64.0 * f64::from(g),
-            50.0 * f64::from(g),
+            [sockets, switches, per_switch],
+            crate::model::HostResources::new(
+                5.0 * f64::from(g),
+                64.0 * f64::from(g),
+                50.0 * f64::from(g),
+            ),
         );
         return Ok(Cluster::homogeneous(n, &server));
     }
@@ -287,7 +298,7 @@ fn priceable(perf: &dyn PerfModel, gpu_type: &str) -> bool {
 
 /// The servers of `datasets/servers.csv` (name, GPU type, topology, cores, memory, NIC), each
 /// row cited to its vendor's specification in its `source` column.
-pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
+pub(crate) fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
     let path = datasets.join("servers.csv");
     let f = crate::util::csvio::CsvFile::open(
         &path,
@@ -309,12 +320,16 @@ pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
             let server = Server::uniform(
                 r.str("name"),
                 r.str("gpu_type"),
-                r.positive_count("sockets")?,
-                r.positive_count("switches_per_socket")?,
-                r.positive_count("gpus_per_switch")?,
-                r.positive("cpu_cores")?,
-                r.positive("memory_gib")?,
-                r.positive("nic_gbps")?,
+                [
+                    r.positive_count("sockets")?,
+                    r.positive_count("switches_per_socket")?,
+                    r.positive_count("gpus_per_switch")?,
+                ],
+                crate::model::HostResources::new(
+                    r.positive("cpu_cores")?,
+                    r.positive("memory_gib")?,
+                    r.positive("nic_gbps")?,
+                ),
             );
             match r.str("gpu_link") {
                 "nvlink" => Ok(server.with_nvlink()),
@@ -328,7 +343,7 @@ pub fn server_specs(datasets: &Path) -> Result<Vec<Server>> {
 /// The server trace durations are converted on: the most common server among those with the
 /// most GPUs (every server of a homogeneous cluster; on Alibaba's nodes, its most common 8-GPU
 /// node), first in cluster order on ties.
-pub fn reference_server(cluster: &Cluster) -> Server {
+pub(crate) fn reference_server(cluster: &Cluster) -> Server {
     let most = cluster
         .servers
         .iter()
@@ -364,7 +379,12 @@ mod tests {
     use super::*;
 
     fn server(name: &str, ty: &str, gpus: u32, cores: f64) -> Server {
-        Server::uniform(name, ty, 1, 1, gpus, cores, 256.0, 25.0)
+        Server::uniform(
+            name,
+            ty,
+            [1, 1, gpus],
+            crate::model::HostResources::new(cores, 256.0, 25.0),
+        )
     }
 
     #[test]

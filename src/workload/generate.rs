@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::ServerIdx;
 use crate::model::{
     Architecture, Assignment, Cluster, ClusterSnapshot, Job, JobId, MAX_GPUS_PER_SERVER,
     MAX_SERVERS, PsTask, Schedule, Server, TaskDemand, TaskRange, WorkerTask,
@@ -53,7 +54,7 @@ impl Default for GenerateOptions {
 }
 
 /// Most jobs one generated instance may hold (about 1 KB of JSON each).
-pub const MAX_GENERATED_JOBS: usize = 10_000_000;
+pub(crate) const MAX_GENERATED_JOBS: usize = 10_000_000;
 
 impl GenerateOptions {
     /// Rejects sizes and values no instance can have, before anything is allocated by them.
@@ -138,12 +139,8 @@ pub fn generate_with(
             Server::uniform(
                 format!("node-{i:03}"),
                 opts.gpu_types[i % opts.gpu_types.len()].clone(),
-                so,
-                sw,
-                g,
-                opts.cpu_cores,
-                opts.memory_gib,
-                100.0,
+                [so, sw, g],
+                crate::model::HostResources::new(opts.cpu_cores, opts.memory_gib, 100.0),
             )
         })
         .collect();
@@ -310,7 +307,10 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
                 ],
             );
             log.push((s, before, gpus.clone()));
-            a.workers.push(WorkerTask { server: s, gpus });
+            a.workers.push(WorkerTask {
+                server: ServerIdx(s),
+                gpus,
+            });
         }
         for _ in 0..job.ps.min {
             let Some(s) = all.first([none, d.cpu_per_ps, d.mem_per_ps_gib]) else {
@@ -328,7 +328,9 @@ fn place_running(cluster: &Cluster, jobs: &mut [Job], tick: &mut dyn FnMut()) {
                 ],
             );
             log.push((s, before, Vec::new()));
-            a.ps.push(PsTask { server: s });
+            a.ps.push(PsTask {
+                server: ServerIdx(s),
+            });
         }
         if a.workers.len() as u32 == job.workers.min && a.ps.len() as u32 == job.ps.min {
             job.run.current = Some(a);

@@ -8,8 +8,7 @@ mod tiers;
 pub mod trace;
 
 pub use clusters::{
-    SHIPPED_TRACES, TraceSource, Workload, cluster_from_spec, load, reference_server, server_specs,
-    source,
+    SHIPPED_TRACES, TraceRef, TraceSource, Workload, cluster_from_spec, load, source,
 };
 pub use generate::{GenerateOptions, current_schedule, generate, scaling_instance};
 pub use tiers::offer_tiers;

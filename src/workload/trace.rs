@@ -134,10 +134,10 @@ impl TraceFormat {
 
 /// Longest job a trace row may describe: one year, 13 times the longest in the shipped traces
 /// (Philly: 27 days). A run's length, and so its rounds, stays bounded by the rows.
-pub const MAX_DURATION_S: f64 = 365.0 * 86_400.0;
+pub(crate) const MAX_DURATION_S: f64 = 365.0 * 86_400.0;
 
 /// Latest arrival a trace row may have: ten years after the trace's time origin.
-pub const MAX_ARRIVAL_S: f64 = 10.0 * 365.0 * 86_400.0;
+pub(crate) const MAX_ARRIVAL_S: f64 = 10.0 * 365.0 * 86_400.0;
 
 /// Which rows of a trace to keep.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -321,7 +321,7 @@ fn read_alibaba(path: &Path) -> Result<KeptAndSkipped> {
 /// memory per node but no topology or NIC: GPUs are laid out as 2 per PCIe switch, 2 switches
 /// per socket (1- and 2-GPU nodes: one socket, one switch), and NICs are given
 /// [`ASSUMED_NIC_GBPS`] — both assumptions, not measurements.
-pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
+pub(crate) fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
     let f = CsvFile::open(path, &["sn", "cpu_milli", "memory_mib", "gpu", "model"])?;
     let mut servers = Vec::new();
     for r in f.rows() {
@@ -350,7 +350,7 @@ pub fn load_alibaba_nodes(path: &Path) -> Result<Cluster> {
         };
         servers.push(Server {
             name: r.str("sn").to_string(),
-            gpu_type,
+            gpu_type: gpu_type.into(),
             topology,
             cpu_cores: r.nonneg("cpu_milli")? / 1000.0,
             memory_gib: r.nonneg("memory_mib")? / 1024.0,
@@ -457,7 +457,7 @@ impl Default for TraceOptions {
 }
 
 /// GPU-time classes (upper bound in GPU-hours) and the all-reduce models drawn in each.
-pub const AR_CLASSES: [(f64, [&str; 2]); 3] = [
+pub(crate) const AR_CLASSES: [(f64, [&str; 2]); 3] = [
     (1.0, ["cifar10", "ncf"]),
     (10.0, ["deepspeech2", "yolov3"]),
     (f64::INFINITY, ["imagenet", "bert"]),
@@ -610,13 +610,13 @@ fn place_alone(
     use crate::policies::{Packer, Placement};
     let mut alone = job.clone();
     alone.arrival_s = 0.0;
-    let snapshot = crate::ClusterSnapshot::from_parts(0.0, cluster, vec![alone.clone()]);
+    let snapshot = crate::model::ClusterSnapshot::from_parts(0.0, cluster, vec![alone.clone()]);
     let mut packer = Packer::new(&snapshot, perf);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     if !packer.place(&alone, w, p, Placement::Consolidated, &mut rng) {
         return Ok(None);
     }
-    let schedule = crate::Schedule {
+    let schedule = crate::model::Schedule {
         assignments: packer.into_assignments(),
     };
     Ok(crate::perf::speeds(perf, &snapshot, &schedule)?
@@ -629,7 +629,13 @@ fn place_alone(
 /// cores, 512 GiB, 4 × 100 Gb/s InfiniBand. The Philly trace records no server hardware coda can
 /// price (its GPUs were not V100); like Pollux and Blox, coda replays it on 8-GPU V100 servers.
 pub fn default_server() -> Server {
-    Server::uniform("node", "v100", 2, 2, 2, 40.0, 512.0, 400.0).with_nvlink()
+    Server::uniform(
+        "node",
+        "v100",
+        [2, 2, 2],
+        crate::model::HostResources::new(40.0, 512.0, 400.0),
+    )
+    .with_nvlink()
 }
 
 /// One scheduling round cut from a trace: jobs `skip .. skip + take` (arrival order), all
@@ -639,10 +645,10 @@ pub fn round_snapshot(
     skip: usize,
     take: usize,
     servers: usize,
-) -> Result<crate::ClusterSnapshot> {
+) -> Result<crate::model::ClusterSnapshot> {
     let picked: Vec<Job> = jobs.iter().skip(skip).take(take).cloned().collect();
     let time = picked.iter().map(|j| j.arrival_s).fold(0.0, f64::max);
-    crate::ClusterSnapshot::new(
+    crate::model::ClusterSnapshot::new(
         time,
         Cluster::homogeneous(servers, &default_server()),
         picked,

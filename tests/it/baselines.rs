@@ -6,10 +6,11 @@ use coda::policies::{self, PolicyKind, PolicyOptions};
 fn all_policies() -> [&'static str; 13] {
     PolicyKind::ALL.map(PolicyKind::name)
 }
+use coda::ilp::SolveSettings;
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::trace;
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Scheduler, SolveSettings};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Scheduler};
 use proptest::prelude::*;
 
 use crate::common::{datasets, philly};
@@ -115,9 +116,9 @@ proptest! {
 /// One replay: records, timeline, events, rounds seen by the checker.
 type Replay = (Vec<sim::JobRecord>, Vec<(f64, u64)>, u64, usize);
 
-fn replay(policy: &str, jobs: &[coda::Job], servers: usize, opts: &PolicyOptions) -> Replay {
+fn replay(policy: &str, jobs: &[coda::model::Job], servers: usize, opts: &PolicyOptions) -> Replay {
     let perf = CalibratedPerf::shipped();
-    let cluster = coda::Cluster::homogeneous(servers, &trace::default_server());
+    let cluster = coda::model::Cluster::homogeneous(servers, &trace::default_server());
     let mut sim = Simulator::builder(perf, cluster, jobs.to_vec())
         .build()
         .unwrap();
@@ -202,7 +203,7 @@ fn a_horizon_reports_unfinished_jobs() {
         unplaceable: coda::sim::Unplaceable::Skip,
         ..SimConfig::default()
     };
-    let cluster = coda::Cluster::homogeneous(1, &trace::default_server());
+    let cluster = coda::model::Cluster::homogeneous(1, &trace::default_server());
     let mut sim = Simulator::builder(perf, cluster, jobs)
         .config(cfg)
         .build()
@@ -226,15 +227,20 @@ fn tiresias_demotes_attained_service() {
     let mut jobs = philly(200);
     jobs.retain(|j| j.requested_or_min() == (1, 0));
     let mut long = jobs[0].clone();
-    long.id = coda::JobId(1);
+    long.id = coda::model::JobId(1);
     long.arrival_s = 0.0;
     long.total_iterations *= 1e3;
     let mut short = jobs[1].clone();
-    short.id = coda::JobId(2);
+    short.id = coda::model::JobId(2);
     short.arrival_s = 10.0 * 3600.0; // after the long one crossed 1 GPU-hour
-    let one_gpu = coda::Server::uniform("one", "v100", 1, 1, 1, 3.0, 62.5, 25.0);
+    let one_gpu = coda::model::Server::uniform(
+        "one",
+        "v100",
+        [1, 1, 1],
+        coda::model::HostResources::new(3.0, 62.5, 25.0),
+    );
     let run = |policy: &str| {
-        let cluster = coda::Cluster::homogeneous(1, &one_gpu);
+        let cluster = coda::model::Cluster::homogeneous(1, &one_gpu);
         let mut sim = Simulator::builder(perf, cluster, vec![long.clone(), short.clone()])
             .build()
             .unwrap();
@@ -249,10 +255,16 @@ fn tiresias_demotes_attained_service() {
     let t = run("tiresias");
     let f = run("fifo");
     let short_jct = |r: &[sim::JobRecord]| {
-        let s = r.iter().find(|x| x.id == coda::JobId(2)).unwrap();
+        let s = r.iter().find(|x| x.id == coda::model::JobId(2)).unwrap();
         s.finish_s.unwrap() - s.arrival_s
     };
-    assert!(t.iter().find(|x| x.id == coda::JobId(1)).unwrap().restarts >= 1);
+    assert!(
+        t.iter()
+            .find(|x| x.id == coda::model::JobId(1))
+            .unwrap()
+            .restarts
+            >= 1
+    );
     assert!(short_jct(&t) < short_jct(&f) / 2.0, "{t:?} vs {f:?}");
 }
 
@@ -291,7 +303,7 @@ fn cluster_specs() {
     // The generic 8-GPU server is the DGX-1's topology and resources without NVLink.
     assert_eq!(
         c.servers[0],
-        coda::Server {
+        coda::model::Server {
             name: "node-000".into(),
             nvlink: false,
             ..trace::default_server()
@@ -359,17 +371,20 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
     .unwrap();
     assert!(snap.jobs.iter().any(|j| j.run.current.is_some()));
     let calls = std::cell::Cell::new(0);
-    let log = coda::scheduler::RunLog::default();
-    let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3).with_log(log.clone());
+    // What the revisiting scheduler reports, round by round, as a run's observer sees it.
+    let mut log = coda::scheduler::RoundEvents::default();
+    let mut r = coda::policies::Revisit::new(Box::new(Counting(&calls)), 3);
     // Nothing changes: asked in rounds 1, 4 and 7.
     for _ in 0..7 {
         assert_eq!(r.schedule(&snap).unwrap(), snap.current_schedule());
+        log.0.extend(r.take_events());
     }
     assert_eq!(calls.get(), 3);
     // A job leaves: asked at once.
     let mut fewer = snap.clone();
     fewer.jobs.pop();
     r.schedule(&fewer).unwrap();
+    log.0.extend(r.take_events());
     assert_eq!(calls.get(), 4);
     // A job not where the last decision put it: asked at once.
     let mut moved = fewer.clone();
@@ -380,6 +395,8 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
         .unwrap();
     moved.jobs[j].run.current = None;
     r.schedule(&moved).unwrap();
+    log.0.extend(r.take_events());
+    assert!(r.take_events().is_empty(), "events are taken once");
     assert_eq!(calls.get(), 5);
     assert!(
         log.notes().iter().any(|n| n.starts_with("4 of 9 round(s)")),

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use coda::model::Assignment;
+use coda::model::ServerIdx;
 use coda::model::{PsTask, WorkerTask};
-use coda::{Assignment, ClusterSnapshot, Schedule};
+use coda::{ClusterSnapshot, Schedule};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -14,7 +16,7 @@ pub fn datasets() -> PathBuf {
 }
 
 /// The first `n` jobs of the Philly window, converted with the default trace options.
-pub fn philly(n: usize) -> Vec<coda::Job> {
+pub fn philly(n: usize) -> Vec<coda::model::Job> {
     use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
     let t = trace::load(
         &datasets().join(TraceFormat::Philly.shipped_file()),
@@ -92,7 +94,10 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
                 let gpus = f2[i].drain(..d.gpus_per_worker as usize).collect();
                 c2[i] -= d.cpu_per_worker;
                 m2[i] -= d.mem_per_worker_gib;
-                a.workers.push(WorkerTask { server: i, gpus });
+                a.workers.push(WorkerTask {
+                    server: ServerIdx(i),
+                    gpus,
+                });
             }
             for _ in 0..want_p {
                 let cands: Vec<usize> = (0..c2.len())
@@ -103,7 +108,9 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
                 };
                 c2[i] -= d.cpu_per_ps;
                 m2[i] -= d.mem_per_ps_gib;
-                a.ps.push(PsTask { server: i });
+                a.ps.push(PsTask {
+                    server: ServerIdx(i),
+                });
             }
             if job.workers.contains(a.workers.len() as u32) && job.ps.contains(a.ps.len() as u32) {
                 (free, cpu, mem) = (f2, c2, m2);

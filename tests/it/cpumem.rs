@@ -2,11 +2,12 @@
 //! hand them out (valid schedules, no job slowed, nothing left that still fits).
 
 use coda::ilp::{self, BruteForceLimits, SolveProgram, SolveStatus, brute_force};
+use coda::model::Violation;
 use coda::perf::{self, PerfModel};
 use coda::policies::cpumem::{TierRule, assign_tiers};
 use coda::workload::trace::{CpuMemMode, TraceOptions};
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Violation};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule};
 use proptest::prelude::*;
 
 use crate::common::{datasets, random_valid_schedule};
@@ -90,10 +91,12 @@ fn fixed_jobs_offer_no_tiers_fungible_ones_do() {
     let perf = CalibratedPerf::shipped();
     let load = |cpu_mem| {
         coda::workload::load(
-            "philly",
-            &datasets(),
-            None,
-            Some(80),
+            coda::workload::TraceRef {
+                name: "philly",
+                datasets: &datasets(),
+                cluster: None,
+                take: Some(80),
+            },
             &TraceOptions {
                 cpu_mem,
                 ..TraceOptions::default()
@@ -139,10 +142,12 @@ fn an_unknown_tier_is_a_violation_and_a_bad_tier_a_located_error() {
 fn a_new_tier_takes_effect_in_place_without_a_restart() {
     let perf = CalibratedPerf::shipped();
     let w = coda::workload::load(
-        "philly",
-        &datasets(),
-        Some("2x8"),
-        Some(60),
+        coda::workload::TraceRef {
+            name: "philly",
+            datasets: &datasets(),
+            cluster: Some("2x8"),
+            take: Some(60),
+        },
         &TraceOptions {
             server_cpu_per_gpu: Some(3.0),
             ..TraceOptions::default()

@@ -223,7 +223,7 @@ fn job_larger_than_any_server_rejected() {
         &snapshot_json(SERVER, &job(7, "imagenet", 8, 1, "10")),
         "big.json",
     ) {
-        Err(Error::JobTooLarge { job, .. }) => assert_eq!(job, coda::JobId(7)),
+        Err(Error::JobTooLarge { job, .. }) => assert_eq!(job, coda::model::JobId(7)),
         other => panic!("{other:?}"),
     }
     // Fits per worker, but its smallest allocation (5 workers × 1 GPU) exceeds the cluster.
@@ -231,7 +231,7 @@ fn job_larger_than_any_server_rejected() {
         &snapshot_json(SERVER, &job(8, "imagenet", 1, 5, "10")),
         "big.json",
     ) {
-        Err(Error::JobTooLarge { job, .. }) => assert_eq!(job, coda::JobId(8)),
+        Err(Error::JobTooLarge { job, .. }) => assert_eq!(job, coda::model::JobId(8)),
         other => panic!("{other:?}"),
     }
 }

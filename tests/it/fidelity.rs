@@ -2,15 +2,17 @@
 //! measured task demands, NIC sharing by communication share, and the baselines' paper rules.
 
 use coda::model::{Architecture, Request, TaskDemand, TaskRange, WorkerTask};
+use coda::model::{Assignment, Cluster, Job, Server};
 use coda::perf::{Estimates, PerfParams};
 use coda::policies::{self, Packer, Placement, PolicyOptions};
 use coda::sim::{self, SimConfig, Simulator};
 use coda::workload::trace;
-use coda::{Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, PerfModel, Server};
+use coda::{CalibratedPerf, ClusterSnapshot, PerfModel};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::common::philly;
+use coda::model::ServerIdx;
 
 fn cluster(n: usize) -> Cluster {
     Cluster::homogeneous(n, &trace::default_server())
@@ -109,10 +111,10 @@ fn waiting_includes_waits_after_preemption() {
 fn one_gpu_workers(id: u64, server: usize, n: u32) -> Assignment {
     Assignment {
         tier: 0,
-        job: coda::JobId(id),
+        job: coda::model::JobId(id),
         workers: (0..n)
             .map(|g| WorkerTask {
-                server,
+                server: ServerIdx(server),
                 gpus: vec![g],
             })
             .collect(),
@@ -123,7 +125,7 @@ fn one_gpu_workers(id: u64, server: usize, n: u32) -> Assignment {
 fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
     Job {
         tiers: Vec::new(),
-        id: coda::JobId(id),
+        id: coda::model::JobId(id),
         arrival_s: id as f64,
         model: model.into(),
         arch,
@@ -156,7 +158,12 @@ fn job(id: u64, model: &str, arch: Architecture, gpus: u32, cpu: f64) -> Job {
 fn stranded_gpus_are_counted() {
     let perf = CalibratedPerf::shipped();
     // 8 GPUs but 4 cores; every worker takes 2 cores: two workers fit, six GPUs are stranded.
-    let server = Server::uniform("n", "v100", 2, 2, 2, 4.0, 512.0, 100.0);
+    let server = Server::uniform(
+        "n",
+        "v100",
+        [2, 2, 2],
+        coda::model::HostResources::new(4.0, 512.0, 100.0),
+    );
     let jobs: Vec<Job> = (0..4)
         .map(|i| job(i, "cifar10", Architecture::AllReduce, 1, 2.0))
         .collect();
@@ -226,14 +233,14 @@ fn nic_competition_follows_the_phase_alignment() {
         assignments: vec![
             Assignment {
                 tier: 0,
-                job: coda::JobId(0),
-                workers: vec![w(0, 0), w(1, 0)],
+                job: coda::model::JobId(0),
+                workers: vec![w(ServerIdx(0), 0), w(ServerIdx(1), 0)],
                 ps: vec![],
             },
             Assignment {
                 tier: 0,
-                job: coda::JobId(1),
-                workers: vec![w(0, 4), w(1, 4)],
+                job: coda::model::JobId(1),
+                workers: vec![w(ServerIdx(0), 4), w(ServerIdx(1), 4)],
                 ps: vec![],
             },
         ],
@@ -260,7 +267,10 @@ fn tiresias_keeps_running_jobs_ahead_within_a_queue() {
         .build(perf, &PolicyOptions::default())
         .unwrap();
     let s = t.schedule(&snap).unwrap();
-    assert!(s.assignment(coda::JobId(1)).is_some() && s.assignment(coda::JobId(0)).is_none());
+    assert!(
+        s.assignment(coda::model::JobId(1)).is_some()
+            && s.assignment(coda::model::JobId(0)).is_none()
+    );
 }
 
 /// Tiresias' starvation promotion changes who runs: with the knob off a long job that fell to a
@@ -327,7 +337,7 @@ fn pollux_packer_keeps_one_distributed_job_per_server() {
         p.into_assignments()
     };
     let servers = |a: &Assignment| {
-        let mut v: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        let mut v: Vec<usize> = a.workers.iter().map(|w| w.server.0).collect();
         v.sort_unstable();
         v.dedup();
         v

@@ -10,14 +10,13 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
+use coda::ilp::SolveSettings;
 use coda::model::{Architecture, TaskDemand, TaskRange};
+use coda::model::{Cluster, Job, JobId, Server};
 use coda::policies::{self, PolicyOptions};
 use coda::sim::{SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{
-    CalibratedPerf, Cluster, ClusterSnapshot, Job, JobId, Objective, PerfModel, Schedule,
-    Scheduler, Server, SolveSettings,
-};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Schedule, Scheduler};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -484,12 +483,8 @@ fn cluster() -> impl Strategy<Value = Cluster> {
                 Server::uniform(
                     format!("s{i}"),
                     ty.to_string(),
-                    sockets,
-                    1,
-                    per,
-                    cores,
-                    mem,
-                    25.0,
+                    [sockets, 1, per],
+                    coda::model::HostResources::new(cores, mem, 25.0),
                 )
             })
             .collect(),

@@ -1,25 +1,28 @@
-//! The step-by-step environment (`coda::lab::gym`, the Python package's `coda/Cluster-v0`):
+//! The step-by-step environment (`coda::replay::env`, the Python package's `coda/Cluster-v0`):
 //! random masked agents always finish with every schedule valid, a masked action is refused
 //! without changing anything, and the learned policy's hints reproduce its greedy replay.
 
 use coda::CalibratedPerf;
-use coda::lab::gym::{GymEpisode, GymOptions, Phase};
-use coda::lab::replay::ReplaySpec;
 use coda::policies::PolicyKind;
+use coda::replay::env::{GymEpisode, GymOptions, Phase};
+use coda::replay::{Replay, WorkloadSpec};
 use coda::workload::trace::CpuMemMode;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::common::datasets;
 
-fn spec(cluster: &str, take: usize) -> ReplaySpec {
-    ReplaySpec {
-        trace: "philly".into(),
-        cluster: Some(cluster.into()),
-        take: Some(take),
-        cpu_mem: CpuMemMode::Fixed,
-        datasets: datasets(),
-        ..ReplaySpec::default()
+fn spec(cluster: &str, take: usize) -> Replay {
+    Replay {
+        workload: WorkloadSpec {
+            trace: "philly".into(),
+            cluster: Some(cluster.into()),
+            take: Some(take),
+            cpu_mem: CpuMemMode::Fixed,
+            datasets: datasets(),
+            ..WorkloadSpec::default()
+        },
+        ..Replay::default()
     }
 }
 
@@ -82,10 +85,8 @@ fn a_masked_action_is_refused_and_changes_nothing() {
 
 #[test]
 fn the_policys_hints_reproduce_its_greedy_replay() {
-    let spec = ReplaySpec {
-        policy_samples: 1,
-        ..spec("4x8", 60)
-    };
+    let mut spec = spec("4x8", 60);
+    spec.policy.policy_samples = 1;
     let opts = GymOptions {
         hints: true,
         ..GymOptions::default()
@@ -99,7 +100,7 @@ fn the_policys_hints_reproduce_its_greedy_replay() {
     let wl = spec.workload(perf).unwrap();
     let allowance = spec.allowance(&wl, perf).unwrap();
     let replay = spec
-        .run(PolicyKind::Learned, &wl, allowance, perf, &mut |_| {})
+        .run(PolicyKind::Learned, &wl, allowance, perf, &mut [])
         .unwrap();
     assert_eq!(env.records.len(), replay.records.len());
     for (a, b) in env.records.iter().zip(&replay.records) {

@@ -4,14 +4,13 @@
 use coda::ilp::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force};
 use coda::model::JobPos;
 use coda::model::{Architecture, TaskDemand, TaskRange, WorkerTask};
+use coda::model::{Assignment, Cluster, Job, Server};
 use coda::workload::{GenerateOptions, generate};
-use coda::{
-    Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Job, Objective, PerfModel, Schedule,
-    Server,
-};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Schedule};
 use proptest::prelude::*;
 
 use crate::common::random_valid_schedule;
+use coda::model::ServerIdx;
 
 fn perf() -> &'static CalibratedPerf {
     CalibratedPerf::shipped()
@@ -25,7 +24,10 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
     let sockets = if switches >= 2 { 2 } else { 1 };
     let per_socket = (switches / sockets).max(1);
     let srv = Server::uniform(
-        "n", "v100", sockets, per_socket, per_switch, 16.0, 256.0, 100.0,
+        "n",
+        "v100",
+        [sockets, per_socket, per_switch],
+        coda::model::HostResources::new(16.0, 256.0, 100.0),
     );
     let cluster = Cluster::homogeneous(servers, &srv);
     let mut rng = seed;
@@ -46,7 +48,7 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
         };
         js.push(Job {
             tiers: Vec::new(),
-            id: coda::JobId(id),
+            id: coda::model::JobId(id),
             arrival_s: 0.0,
             model: model.into(),
             arch,
@@ -70,13 +72,15 @@ fn tiny(servers: usize, per_switch: u32, switches: u32, jobs: usize, seed: u64) 
     // The first job runs now on GPU 0 of server 0 (so restart costs are exercised).
     if let Some(j) = js.first_mut() {
         let ps = (0..j.ps.min)
-            .map(|_| coda::model::PsTask { server: 0 })
+            .map(|_| coda::model::PsTask {
+                server: ServerIdx(0),
+            })
             .collect();
         j.run.current = Some(Assignment {
             tier: 0,
             job: j.id,
             workers: vec![WorkerTask {
-                server: 0,
+                server: ServerIdx(0),
                 gpus: vec![0],
             }],
             ps,
@@ -245,7 +249,7 @@ fn invalid_warm_start_is_a_typed_error() {
     let bad = Schedule {
         assignments: vec![Assignment {
             tier: 0,
-            job: coda::JobId(999),
+            job: coda::model::JobId(999),
             workers: vec![],
             ps: vec![],
         }],
@@ -519,9 +523,8 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
         node_limit: Some(20),
         ..Default::default()
     };
-    let log = coda::scheduler::RunLog::default();
     let mut w = WindowedIlp::new(
-        ExactScheduler::new(perf(), objective, settings.checked().unwrap()).with_log(log.clone()),
+        ExactScheduler::new(perf(), objective, settings.checked().unwrap()),
         perf(),
         objective,
         max_jobs,
@@ -571,7 +574,8 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
         got >= keep_all - 1e-9,
         "{got} < keeping every running job {keep_all}"
     );
-    assert_eq!(log.solves().last().map(|r| r.held), Some(held.len()));
+    let solves = coda::scheduler::RoundEvents(w.take_events()).solves();
+    assert_eq!(solves.last().map(|r| r.held), Some(held.len()));
 }
 
 /// How far two proven optima may differ: each solve stops within HiGHS' absolute gap (1e-6) of

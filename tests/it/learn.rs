@@ -2,11 +2,11 @@
 //! objective reads, labelling is deterministic, and `coda label` resumes without losing or
 //! duplicating a round.
 
-use coda::lab::learn::{LabelSpec, label_round, labels_of, rebuild};
+use coda::learn::{LabelSpec, label_round, labels_of, rebuild};
 use coda::model::JobPos;
 use coda::objective::RoundPricing;
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, Objective, SolveSettings};
+use coda::{CalibratedPerf, Objective};
 use proptest::prelude::*;
 
 use crate::common::{coda_bin, random_valid_schedule};
@@ -30,8 +30,8 @@ proptest! {
                 prop_assert_eq!(l.option.is_some(), schedule.assignment(l.job).is_some());
                 if let Some(k) = l.option {
                     let o = &pricing.options(JobPos(j))[k];
-                    let shape = l.shape.clone().unwrap();
-                    prop_assert_eq!((o.workers, o.ps, o.mode, o.gpu_type.clone()), shape);
+                    let shape = l.shape.unwrap();
+                    prop_assert_eq!((o.workers, o.ps, o.mode, o.gpu_type), shape);
                     let gpus: u32 = l.steps.iter().map(|st| st.gpus).sum();
                     prop_assert_eq!(gpus, o.workers * s.jobs[j].demand.gpus_per_worker);
                 }
@@ -63,11 +63,9 @@ fn labels_are_deterministic_and_marked_by_how_the_solve_ended() {
         rounds: 2,
         seed: 9,
         running_fraction: 0.3,
-        settings: SolveSettings {
-            node_limit: Some(50),
-            time_limit_s: 60.0,
-            ..SolveSettings::default()
-        },
+        node_limit: Some(50),
+        time_limit: 60.0,
+        ..LabelSpec::default()
     };
     let rounds = spec.rounds();
     assert_eq!(rounds.len(), 4);
@@ -75,8 +73,8 @@ fn labels_are_deterministic_and_marked_by_how_the_solve_ended() {
     assert_eq!(ids.len(), 4, "every round has its own id");
     for (id, seed, servers, jobs) in rounds {
         let snap = spec.snapshot(seed, servers, jobs, perf).unwrap();
-        let a = label_round(&id, &snap, perf, &Objective::default(), &spec.settings).unwrap();
-        let b = label_round(&id, &snap, perf, &Objective::default(), &spec.settings).unwrap();
+        let a = label_round(&id, &snap, perf, &Objective::default(), &spec.settings()).unwrap();
+        let b = label_round(&id, &snap, perf, &Objective::default(), &spec.settings()).unwrap();
         assert_eq!(a.schedule, b.schedule);
         assert_eq!(a.jobs, b.jobs);
         assert_eq!(a.proven, a.status == coda::ilp::SolveStatus::Optimal);
@@ -186,25 +184,23 @@ fn label_command_resumes_after_an_interrupted_line() {
 fn trace_rounds_hold_running_jobs_and_repeat() {
     let perf = CalibratedPerf::shipped();
     let w = coda::workload::load(
-        "philly",
-        &crate::common::datasets(),
-        Some("2x8"),
-        Some(60),
+        coda::workload::TraceRef {
+            name: "philly",
+            datasets: &crate::common::datasets(),
+            cluster: Some("2x8"),
+            take: Some(60),
+        },
         &Default::default(),
         perf,
     )
     .unwrap();
     let cut = || {
-        coda::lab::learn::trace_rounds(
+        coda::learn::trace_rounds(
             "philly",
             &w,
             perf,
             &Objective::default(),
-            coda::policies::PolicyKind::Pollux,
-            &Default::default(),
-            3,
-            6,
-            8,
+            &trace_cut(coda::policies::PolicyKind::Pollux),
         )
         .unwrap()
     };
@@ -228,17 +224,24 @@ fn trace_rounds_hold_running_jobs_and_repeat() {
     }
     // The ILP is no policy to replay a trace under here.
     assert!(
-        coda::lab::learn::trace_rounds(
+        coda::learn::trace_rounds(
             "philly",
             &w,
             perf,
             &Objective::default(),
-            coda::policies::PolicyKind::Ilp,
-            &Default::default(),
-            3,
-            6,
-            8
+            &trace_cut(coda::policies::PolicyKind::Ilp),
         )
         .is_err()
     );
+}
+
+/// Every third round of at least two jobs, six rounds, eight jobs each.
+fn trace_cut(policy: coda::policies::PolicyKind) -> coda::learn::TraceCut {
+    coda::learn::TraceCut {
+        policy,
+        options: Default::default(),
+        every: 3,
+        count: 6,
+        max_jobs: 8,
+    }
 }

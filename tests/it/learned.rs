@@ -2,11 +2,11 @@
 //! network, decide feasibility), its decisions repeat, its weights file round-trips and a bad
 //! one is a typed error, and the training examples match the labels they come from.
 
-use coda::lab::learn::examples::examples;
-use coda::lab::learn::{LabelSpec, label_round};
+use coda::learn::examples::examples;
+use coda::learn::{LabelSpec, label_round};
 use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, Error, Objective, Scheduler, SolveSettings};
+use coda::{CalibratedPerf, Error, Objective, Scheduler};
 use proptest::prelude::*;
 
 fn snapshot(
@@ -245,16 +245,14 @@ fn training_examples_follow_the_labels() {
         rounds: 2,
         seed: 11,
         running_fraction: 0.3,
-        settings: SolveSettings {
-            time_limit_s: 20.0,
-            node_limit: Some(200),
-            ..Default::default()
-        },
+        time_limit: 20.0,
+        node_limit: Some(200),
+        ..LabelSpec::default()
     };
     let mut steps_seen = 0;
     for (id, seed, servers, jobs) in spec.rounds() {
         let snap = spec.snapshot(seed, servers, jobs, perf).unwrap();
-        let label = label_round(&id, &snap, perf, &Objective::default(), &spec.settings).unwrap();
+        let label = label_round(&id, &snap, perf, &Objective::default(), &spec.settings()).unwrap();
         let (choice, steps) = examples(perf, Objective::default(), &label).unwrap();
         assert_eq!(choice.jobs.len(), snap.jobs.len());
         for (j, t) in choice.targets.iter().enumerate() {
@@ -277,7 +275,7 @@ fn training_examples_follow_the_labels() {
 #[cfg(feature = "train")]
 #[test]
 fn tch_and_plain_rust_forward_passes_agree() {
-    use coda::lab::learn::train::TchPolicy;
+    use coda::learn::train::TchPolicy;
     use coda::objective::RoundPricing;
     use coda::policies::learned::features::{self, L1_WIDTH, PLACE_FEATURES};
     use tch::{Device, Tensor};
@@ -358,7 +356,7 @@ fn tch_and_plain_rust_forward_passes_agree() {
     }
     // And the trainer's export reads back as the same network.
     let back = t
-        .to_policy_net(&coda::lab::learn::train::Norm {
+        .to_policy_net(&coda::learn::train::Norm {
             l1_mean: net.l1_mean.iter().copied().collect(),
             l1_std: net.l1_std.iter().copied().collect(),
             l2_mean: net.l2_mean.iter().copied().collect(),
@@ -467,23 +465,30 @@ fn solve_takes_the_policy_as_its_warm_start() {
 #[cfg(feature = "train")]
 #[test]
 fn learned_critic_fits_returns_and_rl_runs_with_and_without_it() {
-    use coda::lab::learn::rl::{Decoding, Episode, rollout};
-    use coda::lab::learn::train::Norm;
-    use coda::lab::learn::train::critic::{Critic, CriticBatch, explained_variance};
-    use coda::lab::learn::train::rl::{Advantage, RlConfig, Stage, train_rl};
+    use coda::learn::rl::{Decoding, Episode, rollout};
+    use coda::learn::train::Norm;
+    use coda::learn::train::critic::{Critic, CriticBatch, explained_variance};
+    use coda::learn::train::rl::{Advantage, RlConfig, Stage, train_rl};
     use tch::Device;
 
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
     let jobs = crate::common::philly(120);
-    let cluster = coda::Cluster::homogeneous(2, &coda::workload::trace::default_server());
+    let cluster = coda::model::Cluster::homogeneous(2, &coda::workload::trace::default_server());
     let net = LearnedScheduler::shipped(perf, objective)
         .unwrap()
         .net()
         .clone();
     let eps: Vec<Episode> = [0, 30, 60]
         .iter()
-        .map(|&at| Episode::window("philly", &jobs, at, 30, &cluster, perf, objective).unwrap())
+        .map(|&at| {
+            let pool = coda::learn::rl::JobPool {
+                name: "philly",
+                jobs: &jobs,
+                cluster: &cluster,
+            };
+            Episode::window(pool, at..at + 30, perf, objective).unwrap()
+        })
         .collect();
     let rollouts: Vec<_> = eps
         .iter()
@@ -540,7 +545,13 @@ fn learned_critic_fits_returns_and_rl_runs_with_and_without_it() {
                 level2: true,
             }])
         };
-        train_rl(&cfg, &net, perf, objective, &jobs, &eps[..1], &mut |_| {}).unwrap()
+        let data = coda::learn::train::rl::RlData {
+            perf,
+            objective,
+            pool: &jobs,
+            validation: &eps[..1],
+        };
+        train_rl(&cfg, &net, data, &mut |_| {}).unwrap()
     };
     let gae = run(Advantage::Gae { lambda: 0.95 }, 3);
     assert_eq!(gae.curve.len(), 2);
@@ -552,7 +563,7 @@ fn learned_critic_fits_returns_and_rl_runs_with_and_without_it() {
     let plain = run(Advantage::Rollouts, 3);
     assert!(plain.curve.iter().all(|l| l.value_loss.is_nan()));
     let again = run(Advantage::Gae { lambda: 0.95 }, 3);
-    let strip = |c: &[coda::lab::learn::train::rl::RlLog]| -> Vec<(f64, f64, f64)> {
+    let strip = |c: &[coda::learn::train::rl::RlLog]| -> Vec<(f64, f64, f64)> {
         c.iter()
             .map(|l| (l.train_avg_jct_h, l.value_loss, l.l1_kl))
             .collect()

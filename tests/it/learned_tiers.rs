@@ -2,11 +2,12 @@
 //! scores below the policy's decoding at the demand, its tensors round-trip in the weights file
 //! (a file of other tier features is a typed error), and its examples follow the labels.
 
-use coda::lab::learn::{RoundLabel, label_round, tier_examples};
+use coda::ilp::SolveSettings;
+use coda::learn::{RoundLabel, label_round, tier_examples};
 use coda::objective::RoundPricing;
 use coda::policies::learned::{LearnedScheduler, PolicyNet, TierHead};
 use coda::workload::{GenerateOptions, generate, offer_tiers};
-use coda::{CalibratedPerf, ClusterSnapshot, Error, Objective, SolveSettings};
+use coda::{CalibratedPerf, ClusterSnapshot, Error, Objective};
 use proptest::prelude::*;
 
 /// A generated round (3 cores per GPU) whose jobs offer their model's tiers.
@@ -161,7 +162,7 @@ fn tier_examples_follow_the_labels() {
 #[cfg(feature = "train")]
 #[test]
 fn training_the_tier_head_lowers_its_loss() {
-    use coda::lab::learn::train::tiers::{TierTrainConfig, train_tiers};
+    use coda::learn::train::tiers::{TierTrainConfig, train_tiers};
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
     let mut ex = Vec::new();

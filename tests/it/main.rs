@@ -1,5 +1,6 @@
 //! Integration tests, one binary (link once).
 
+mod api;
 mod baselines;
 mod cli;
 mod common;

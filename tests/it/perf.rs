@@ -8,6 +8,7 @@ use coda::{CalibratedPerf, PerfModel};
 use proptest::prelude::*;
 
 use crate::common::datasets;
+use coda::model::ServerIdx;
 
 fn perf() -> &'static CalibratedPerf {
     CalibratedPerf::shipped()
@@ -16,7 +17,7 @@ fn perf() -> &'static CalibratedPerf {
 #[test]
 fn shipped_parameters_are_what_calibrate_produces() {
     // `coda calibrate` must rebuild models/perf_params.json exactly from datasets/.
-    let fresh = coda::lab::calibrate::calibrate(&datasets(), Estimates::default()).unwrap();
+    let fresh = coda::perf::calibrate::calibrate(&datasets(), Estimates::default()).unwrap();
     let shipped: &PerfParams = perf().params();
     let (a, b) = (
         serde_json::to_string(&fresh).unwrap(),
@@ -237,13 +238,19 @@ proptest! {
 
 #[test]
 fn co_location_and_contention_read_from_a_schedule() {
+    use coda::model::{Assignment, Cluster, Job, Server};
     use coda::model::{TaskDemand, TaskRange, WorkerTask};
-    use coda::{Assignment, Cluster, ClusterSnapshot, Job, Schedule, Server};
-    let server = Server::uniform("n", "v100", 2, 2, 2, 64.0, 512.0, 100.0);
+    use coda::{ClusterSnapshot, Schedule};
+    let server = Server::uniform(
+        "n",
+        "v100",
+        [2, 2, 2],
+        coda::model::HostResources::new(64.0, 512.0, 100.0),
+    );
     let cluster = Cluster::homogeneous(2, &server);
     let mk = |id: u64, model: &str| Job {
         tiers: Vec::new(),
-        id: coda::JobId(id),
+        id: coda::model::JobId(id),
         arrival_s: 0.0,
         model: model.into(),
         arch: Architecture::AllReduce,
@@ -278,20 +285,20 @@ fn co_location_and_contention_read_from_a_schedule() {
         assignments: vec![
             Assignment {
                 tier: 0,
-                job: coda::JobId(0),
-                workers: vec![w(0, 0), w(0, 4), w(1, 0)],
+                job: coda::model::JobId(0),
+                workers: vec![w(ServerIdx(0), 0), w(ServerIdx(0), 4), w(ServerIdx(1), 0)],
                 ps: vec![],
             },
             Assignment {
                 tier: 0,
-                job: coda::JobId(1),
-                workers: vec![w(0, 1)],
+                job: coda::model::JobId(1),
+                workers: vec![w(ServerIdx(0), 1)],
                 ps: vec![],
             },
             Assignment {
                 tier: 0,
-                job: coda::JobId(2),
-                workers: vec![w(1, 2), w(0, 6)],
+                job: coda::model::JobId(2),
+                workers: vec![w(ServerIdx(1), 2), w(ServerIdx(0), 6)],
                 ps: vec![],
             },
         ],
@@ -376,18 +383,19 @@ fn partitions(k: u32, per: u32) -> Vec<Vec<u32>> {
 #[test]
 fn every_placement_is_priced_within_the_measured_envelope() {
     use coda::model::WorkerTask;
-    use coda::{Assignment, Cluster, JobId};
+    use coda::model::{Assignment, Cluster, JobId};
     let perf = perf();
     let d = datasets();
-    let mut kinds: Vec<coda::Server> = ["1xdgx-1-v100", "1xnd40rs-v2", "1x8", "1x4:t4", "1x8:a100"]
-        .iter()
-        .map(|s| {
-            coda::workload::cluster_from_spec(s, &d, perf)
-                .unwrap()
-                .servers[0]
-                .clone()
-        })
-        .collect();
+    let mut kinds: Vec<coda::model::Server> =
+        ["1xdgx-1-v100", "1xnd40rs-v2", "1x8", "1x4:t4", "1x8:a100"]
+            .iter()
+            .map(|s| {
+                coda::workload::cluster_from_spec(s, &d, perf)
+                    .unwrap()
+                    .servers[0]
+                    .clone()
+            })
+            .collect();
     for s in coda::workload::cluster_from_spec("alibaba-nodes", &d, perf)
         .unwrap()
         .servers
@@ -412,7 +420,7 @@ fn every_placement_is_priced_within_the_measured_envelope() {
                 .enumerate()
                 .flat_map(|(s, &n)| {
                     (0..n).map(move |g| WorkerTask {
-                        server: s,
+                        server: ServerIdx(s),
                         gpus: vec![g],
                     })
                 })

@@ -2,17 +2,16 @@
 //! simulator as an environment against the simulator driven by a scheduler.
 
 use coda::model::Architecture;
+use coda::model::{Assignment, Cluster, Server};
 use coda::objective::Mode;
 use coda::objective::RoundPricing;
 use coda::sim::Simulator;
 use coda::workload::{GenerateOptions, generate};
-use coda::{
-    Assignment, CalibratedPerf, Cluster, ClusterSnapshot, Objective, PerfModel, Schedule,
-    Scheduler, Server,
-};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Schedule, Scheduler};
 use proptest::prelude::*;
 
 use crate::common::{philly, random_valid_schedule};
+use coda::model::ServerIdx;
 
 fn perf() -> &'static CalibratedPerf {
     CalibratedPerf::shipped()
@@ -25,7 +24,7 @@ fn perf() -> &'static CalibratedPerf {
 fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) -> Option<f64> {
     let p = perf();
     let slots = snap.cluster.slot_table();
-    let job = |id: coda::JobId| snap.jobs.iter().find(|j| j.id == id).unwrap();
+    let job = |id: coda::model::JobId| snap.jobs.iter().find(|j| j.id == id).unwrap();
     let servers_of = |a: &Assignment| a.servers();
     let facts = |a: &Assignment| {
         let j = job(a.job);
@@ -35,7 +34,7 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             .flat_map(|w| {
                 w.gpus
                     .iter()
-                    .map(|&g| (w.server, slots[w.server][g as usize].socket))
+                    .map(|&g| (w.server.0, slots[w.server.0][g as usize].socket))
             })
             .collect();
         let mode = if servers_of(a).len() > 1 {
@@ -55,7 +54,14 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             .map(coda::perf::ServerSize::of)
             .max_by_key(|s| (s.gpus, s.socket_gpus));
         let (w, ps) = (a.workers.len() as u32, a.ps.len() as u32);
-        let t = obj.option_terms(p, j, w, ps, mode, gpu, server, a.tier)?;
+        let o = coda::objective::OptionShape {
+            workers: w,
+            ps,
+            mode,
+            gpu_type: *gpu,
+            tier: a.tier,
+        };
+        let t = obj.option_terms(p, j, o, server)?;
         let local: usize = a
             .workers
             .iter()
@@ -63,7 +69,7 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             .sum();
         Some((mode, t, local as f64))
     };
-    let restart = |j: &coda::Job| {
+    let restart = |j: &coda::model::Job| {
         let cur = j.run.current.as_ref().unwrap();
         let (_, t, l) = facts(cur)?;
         Some(obj.restart_s / obj.round_s * (t.base + t.local_pair_slope * l))
@@ -77,14 +83,14 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             .iter()
             .enumerate()
             .filter(|&(k, _)| k != i);
-        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server.0).collect();
         worker_servers.dedup();
         worker_servers.sort_unstable();
         worker_servers.dedup();
         let mut pcol = 0.0;
         for &s in &worker_servers {
             for (_, o) in others.clone() {
-                if o.workers.iter().any(|w| w.server == s) {
+                if o.workers.iter().any(|w| w.server == ServerIdx(s)) {
                     let gpu = &snap.cluster.servers[s].gpu_type;
                     pcol += p.colocation_slowdown(&j.model, &job(o.job).model, gpu) - 1.0;
                 }
@@ -97,7 +103,7 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
                 .flat_map(|w| {
                     w.gpus
                         .iter()
-                        .map(|&g| (w.server, slots[w.server][g as usize].switch))
+                        .map(|&g| (w.server.0, slots[w.server.0][g as usize].switch))
                 })
                 .collect();
             v.sort_unstable();
@@ -184,7 +190,12 @@ impl Scheduler for FirstFit {
 fn cluster(n: usize) -> Cluster {
     Cluster::homogeneous(
         n,
-        &Server::uniform("n", "v100", 2, 2, 2, 40.0, 512.0, 400.0),
+        &Server::uniform(
+            "n",
+            "v100",
+            [2, 2, 2],
+            coda::model::HostResources::new(40.0, 512.0, 400.0),
+        ),
     )
 }
 
@@ -249,7 +260,7 @@ fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
             tier: 0,
             job: j.id,
             workers: vec![coda::model::WorkerTask {
-                server: 7,
+                server: ServerIdx(7),
                 gpus: vec![0],
             }],
             ps: vec![],

@@ -3,15 +3,16 @@
 //! its jobs spend in the system; fix-and-solve never returns less than its start and, freed,
 //! reaches the same optimum as a plain solve.
 
+use coda::ilp::SolveSettings;
 use coda::ilp::SolveStatus;
-use coda::lab::learn::rl::{Decoding, Episode, advantages, rollout};
+use coda::learn::rl::{Decoding, Episode, advantages, rollout};
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
-use coda::{CalibratedPerf, ClusterSnapshot, Objective, SolveSettings};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective};
 
 use crate::common::philly;
 
-fn cluster(servers: usize) -> coda::Cluster {
-    coda::Cluster::homogeneous(servers, &coda::workload::trace::default_server())
+fn cluster(servers: usize) -> coda::model::Cluster {
+    coda::model::Cluster::homogeneous(servers, &coda::workload::trace::default_server())
 }
 
 #[test]
@@ -56,7 +57,7 @@ fn rollout_rewards_add_up_to_the_time_jobs_spend_in_the_system() {
     let perf = CalibratedPerf::shipped();
     let objective = Objective::default();
     let jobs = philly(40);
-    let ep = Episode::window("philly", &jobs, 5, 30, &cluster(2), perf, objective).unwrap();
+    let ep = Episode::window(pool(&jobs, &cluster(2)), 5..35, perf, objective).unwrap();
     let net = LearnedScheduler::shipped(perf, objective)
         .unwrap()
         .net()
@@ -153,9 +154,9 @@ fn an_untrained_policy_rolls_out_and_its_episodes_are_typed() {
     let objective = Objective::default();
     let jobs = philly(12);
     // An empty window is refused with the field named.
-    let e = Episode::window("philly", &jobs, 12, 5, &cluster(1), perf, objective).unwrap_err();
+    let e = Episode::window(pool(&jobs, &cluster(1)), 12..17, perf, objective).unwrap_err();
     assert!(e.to_string().contains("window"), "{e}");
-    let ep = Episode::window("philly", &jobs, 0, 12, &cluster(1), perf, objective).unwrap();
+    let ep = Episode::window(pool(&jobs, &cluster(1)), 0..12, perf, objective).unwrap();
     let r = rollout(
         perf,
         objective,
@@ -166,4 +167,16 @@ fn an_untrained_policy_rolls_out_and_its_episodes_are_typed() {
     .unwrap();
     assert!(!r.rounds.is_empty());
     assert!(r.avg_jct_h > 0.0);
+}
+
+/// The Philly jobs as an episode pool on `cluster`.
+fn pool<'p>(
+    jobs: &'p [coda::model::Job],
+    cluster: &'p coda::model::Cluster,
+) -> coda::learn::rl::JobPool<'p> {
+    coda::learn::rl::JobPool {
+        name: "philly",
+        jobs,
+        cluster,
+    }
 }

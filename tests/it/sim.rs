@@ -1,11 +1,13 @@
 //! Simulator core: determinism, conservation, valid rounds, restart cost.
 
 use coda::model::WorkerTask;
+use coda::model::{Assignment, Job};
 use coda::sim::{SimConfig, Simulator, Unplaceable};
 use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
-use coda::{Assignment, CalibratedPerf, ClusterSnapshot, Job, Objective, Schedule, Scheduler};
+use coda::{CalibratedPerf, ClusterSnapshot, Objective, Schedule, Scheduler};
 
 use crate::common::datasets;
+use coda::model::ServerIdx;
 
 /// First-come first-served with each job's minimum allocation, first-fit over GPUs, keeping
 /// running jobs where they are. (Test policy; the baselines proper are the simulator issue's.)
@@ -25,7 +27,7 @@ impl Scheduler for FirstFit {
         let mut out = Schedule::default();
         for j in s.jobs.iter().filter_map(|j| j.run.current.as_ref()) {
             for w in &j.workers {
-                free[w.server].retain(|g| !w.gpus.contains(g));
+                free[w.server.0].retain(|g| !w.gpus.contains(g));
             }
             out.assignments.push(j.clone());
         }
@@ -48,7 +50,7 @@ impl Scheduler for FirstFit {
                 workers: gpus
                     .into_iter()
                     .map(|g| WorkerTask {
-                        server: srv,
+                        server: ServerIdx(srv),
                         gpus: vec![g],
                     })
                     .collect(),
@@ -98,8 +100,8 @@ fn philly_jobs(n: usize) -> Vec<Job> {
     jobs
 }
 
-fn cluster(servers: usize) -> coda::Cluster {
-    coda::Cluster::homogeneous(servers, &trace::default_server())
+fn cluster(servers: usize) -> coda::model::Cluster {
+    coda::model::Cluster::homogeneous(servers, &trace::default_server())
 }
 
 #[test]
@@ -204,7 +206,7 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
                         tier: 0,
                         job: j.id,
                         workers: vec![WorkerTask {
-                            server: 0,
+                            server: ServerIdx(0),
                             gpus: vec![0],
                         }],
                         ps: vec![],
@@ -228,7 +230,7 @@ fn an_invalid_schedule_is_an_error_not_a_fix() {
             assert!(context.contains("policy `bad`"), "{context}");
             let doubles = violations
                 .iter()
-                .filter(|v| matches!(v, coda::Violation::GpuDoubleBooked { .. }))
+                .filter(|v| matches!(v, coda::model::Violation::GpuDoubleBooked { .. }))
                 .count();
             assert_eq!(doubles, 2, "{violations:?}");
         }
@@ -363,7 +365,7 @@ fn a_job_whose_smallest_allocation_exceeds_the_cluster_is_rejected_up_front() {
     // alone, the job never can.
     let mut server = trace::default_server();
     server.cpu_cores = 3.0;
-    let cluster = coda::Cluster::homogeneous(1, &server);
+    let cluster = coda::model::Cluster::homogeneous(1, &server);
     let mut job = philly_jobs(1).remove(0);
     job.model = "resnet-50".into();
     job.arch = coda::model::Architecture::ParameterServer;

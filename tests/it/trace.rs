@@ -89,10 +89,12 @@ fn replayed_alone_every_trace_job_takes_its_trace_duration() {
     ] {
         let take = 1500;
         let w = workload::load(
-            name,
-            &datasets(),
-            None,
-            Some(take),
+            workload::TraceRef {
+                name,
+                datasets: &datasets(),
+                cluster: None,
+                take: Some(take),
+            },
             &TraceOptions::default(),
             perf,
         )

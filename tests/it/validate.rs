@@ -1,11 +1,13 @@
 //! `Schedule::validate`: valid schedules pass; each kind of mutation yields its own violation.
 
+use coda::model::Violation;
 use coda::model::{Architecture, PsTask};
 use coda::workload::{GenerateOptions, generate};
-use coda::{CalibratedPerf, ClusterSnapshot, Schedule, Violation};
+use coda::{CalibratedPerf, ClusterSnapshot, Schedule};
 use proptest::prelude::*;
 
 use crate::common::random_valid_schedule;
+use coda::model::ServerIdx;
 
 fn instance(servers: usize, jobs: usize, seed: u64) -> ClusterSnapshot {
     let opts = GenerateOptions {
@@ -35,10 +37,10 @@ fn mutate(
     let server = a0.workers[0].server;
     match kind {
         0 => {
-            let ghost = coda::JobId(s.jobs.iter().map(|j| j.id.0).max().unwrap() + 1);
+            let ghost = coda::model::JobId(s.jobs.iter().map(|j| j.id.0).max().unwrap() + 1);
             sched
                 .assignments
-                .push(coda::Assignment { job: ghost, ..a0 });
+                .push(coda::model::Assignment { job: ghost, ..a0 });
             Box::new(move |v| matches!(v, Violation::UnknownJob { job: j } if *j == ghost))
         }
         1 => {
@@ -47,9 +49,9 @@ fn mutate(
         }
         2 => {
             let n = s.cluster.servers.len();
-            sched.assignments[0].workers[0].server = n;
+            sched.assignments[0].workers[0].server = ServerIdx(n);
             Box::new(
-                move |v| matches!(v, Violation::UnknownServer { job: j, server: x } if *j == job && *x == n),
+                move |v| matches!(v, Violation::UnknownServer { job: j, server: x } if *j == job && *x == ServerIdx(n)),
             )
         }
         3 => {
@@ -151,12 +153,12 @@ proptest! {
 fn all_violations_are_reported_not_just_the_first() {
     let s = instance(2, 4, 3);
     let mut sched = random_valid_schedule(&s, 1);
-    sched.assignments[0].workers[0].server = 99;
+    sched.assignments[0].workers[0].server = ServerIdx(99);
     let n = s.cluster.servers.len();
     let ghost = 1_000;
-    sched.assignments.push(coda::Assignment {
+    sched.assignments.push(coda::model::Assignment {
         tier: 0,
-        job: coda::JobId(ghost),
+        job: coda::model::JobId(ghost),
         workers: vec![],
         ps: vec![],
     });
@@ -164,7 +166,10 @@ fn all_violations_are_reported_not_just_the_first() {
     assert!(
         has(&v, |x| matches!(
             x,
-            Violation::UnknownServer { server: 99, .. }
+            Violation::UnknownServer {
+                server: ServerIdx(99),
+                ..
+            }
         )),
         "{v:?}"
     );
@@ -172,7 +177,7 @@ fn all_violations_are_reported_not_just_the_first() {
         has(&v, |x| matches!(
             x,
             Violation::UnknownJob {
-                job: coda::JobId(1_000)
+                job: coda::model::JobId(1_000)
             }
         )),
         "{v:?}"

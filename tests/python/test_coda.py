@@ -46,8 +46,8 @@ def test_quick_start_round():
     assert coda.score(snap, exact["schedule"]) == pytest.approx(optimum, abs=1e-6)
     # No policy beats the proven optimum; the whole-round program (back-filled) reaches it.
     assert 0 < coda.score(snap, learned) <= optimum + 1e-6
-    ilp = coda.schedule(SMALL, scheduler="ilp", time_limit=30)
-    assert coda.score(snap, ilp) == pytest.approx(optimum, abs=1e-6)
+    exact_round = coda.schedule(SMALL, scheduler="exact", time_limit=30)
+    assert coda.score(snap, exact_round) == pytest.approx(optimum, abs=1e-6)
 
 
 def test_a_trace_loads_as_snapshot_jobs():

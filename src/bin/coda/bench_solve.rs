@@ -63,7 +63,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         save_instances,
         out,
     } = args;
-    use coda::lab::scaling;
+    use crate::scaling;
     let perf = perf_model(params)?;
     std::fs::create_dir_all(&out).map_err(|e| coda::Error::Io {
         path: out.clone(),
@@ -135,7 +135,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     for (name, snap) in &cases {
         let first = rows.len();
         for &(sym, cuts, program) in &variants {
-            let settings = coda::SolveSettings {
+            let settings = coda::ilp::SolveSettings {
                 time_limit_s: time_limit,
                 symmetry_breaking: sym,
                 colocation_cuts: cuts,

@@ -78,7 +78,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         })
         .collect();
     files.sort();
-    let settings = coda::SolveSettings {
+    let settings = coda::ilp::SolveSettings {
         time_limit_s: args.time_limit,
         ..Default::default()
     }

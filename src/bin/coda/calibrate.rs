@@ -42,20 +42,20 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         json,
     } = args;
     let t = Instant::now();
-    let params = coda::lab::calibrate::calibrate(&datasets, Estimates::default())?;
+    let params = coda::perf::calibrate::calibrate(&datasets, Estimates::default())?;
     let text = serde_json::to_string_pretty(&params).expect("params serialize") + "\n";
     coda::io::write_atomic(&out, text.as_bytes())?;
     if let Some(q) = quality_csv {
         coda::io::write_atomic(&q, quality_csv_text(&params.fit_quality).as_bytes())?;
     }
     if let Some(p) = surface_plot {
-        crate::plots::plot_surfaces(&params.cpu_mem_surfaces, &p)?;
+        coda::plots::plot_surfaces(&params.cpu_mem_surfaces, &p)?;
     }
     if let Some(p) = placement_csv {
-        let rows = coda::lab::calibrate::placement_check(&datasets, &params)?;
+        let rows = coda::perf::calibrate::placement_check(&datasets, &params)?;
         coda::io::write_atomic(&p, placement_csv_text(&rows).as_bytes())?;
         if !json {
-            out!("{}", coda::lab::calibrate::placement_summary(&rows));
+            out!("{}", coda::perf::calibrate::placement_summary(&rows));
         }
     }
     if json {
@@ -74,7 +74,7 @@ pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn placement_csv_text(rows: &[coda::lab::calibrate::PlacementCheck]) -> String {
+fn placement_csv_text(rows: &[coda::perf::calibrate::PlacementCheck]) -> String {
     let mut s = String::from(
         "source,gpu,model,gpus,servers,placement,local_batch,measured_ratio,predicted_ratio\n",
     );

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::lab::learn::{RoundLabel, read_labels};
+use coda::learn::{RoundLabel, read_labels};
 use coda::objective::RoundPricing;
 use coda::policies::learned::{Allocation, LearnedScheduler, Placer, PolicyNet};
 use coda::policies::{self, Backfill, BestHeuristic, PolicyOptions};
@@ -258,33 +258,28 @@ fn rows_of(
     let size = size_of(l);
     out.into_iter()
         .map(|(policy, s, t)| {
-            let valid = s.validate(snap).is_empty();
-            let score = if valid {
-                Some(pricing.score(&s)?)
-            } else {
-                None
-            };
+            let scored = l.score(&pricing, reference, &s)?;
             let part = |f: &dyn Fn(&coda::objective::JobScore) -> f64| {
-                score
+                scored
+                    .score
                     .as_ref()
                     .map_or(f64::NAN, |sc| sc.jobs.iter().map(f).sum())
             };
-            let objective = score.as_ref().map_or(f64::NAN, |sc| sc.total);
             Ok(Row {
                 round: l.id.clone(),
                 size: size.clone(),
                 policy,
-                objective,
+                objective: scored.objective,
                 reference,
                 proven: l.proven,
-                gap: coda::lab::learn::relative_gap(reference, objective),
+                gap: scored.gap,
                 isolated: part(&|j| j.isolated),
                 coloc_loss: part(&|j| j.coloc_loss),
                 pcie_loss: part(&|j| j.pcie_loss),
                 nic_loss: part(&|j| j.nic_loss),
                 restart: part(&|j| j.restart_penalty),
                 running: s.assignments.len(),
-                valid,
+                valid: scored.valid,
                 decision_s: t,
                 expert_solve_s: l.solve_s,
             })

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::lab::learn::{LabelSpec, RoundLabel, label_round};
-use coda::{Objective, SolveSettings};
+use coda::learn::{LabelSpec, RoundLabel, label_round};
+use coda::{Objective, PerfModel};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
@@ -19,28 +19,9 @@ use crate::{perf_model, range};
 /// Arguments of `coda label`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Round sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8", value_parser = range::size)]
-    pub sizes: Vec<(usize, usize)>,
-    /// Rounds per size (0: trace rounds only).
-    #[arg(long, default_value_t = 10)]
-    pub rounds: usize,
-    /// Base seed (each round draws its own from it).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Fraction of each round's jobs already running.
-    #[arg(long, default_value_t = 0.3, value_parser = range::fraction)]
-    pub running_fraction: f64,
-    /// Solver seconds per round (a round stopped by it is labelled as not proven).
-    #[arg(long, default_value_t = 10.0, value_parser = range::time_limit)]
-    pub time_limit: f64,
-    /// Branch-and-bound node limit per round (repeatable labels).
-    #[arg(long, value_parser = range::at_least_one_u64)]
-    pub node_limit: Option<u64>,
-    /// The configuration program's work limit per round, pricing-search nodes (repeatable
-    /// labels of large rounds).
-    #[arg(long, value_parser = range::at_least_one_u64)]
-    pub work_limit: Option<u64>,
+    /// The generated rounds (the library's [`LabelSpec`]).
+    #[command(flatten)]
+    pub spec: LabelSpec,
     /// Rounds solved at once (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -101,23 +82,14 @@ enum Round {
     Cut(Box<coda::ClusterSnapshot>),
 }
 
-/// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
-    let perf = perf_model(params)?;
-    let spec = LabelSpec {
-        sizes: args.sizes,
-        rounds: args.rounds,
-        seed: args.seed,
-        running_fraction: args.running_fraction,
-        settings: SolveSettings {
-            time_limit_s: args.time_limit,
-            node_limit: args.node_limit,
-            work_limit: args.work_limit,
-            ..SolveSettings::default()
-        },
-    };
-    spec.settings.checked()?;
-    let objective = Objective::default();
+/// The rounds to label, in the file's order: the generated ones, those cut from a trace replay,
+/// those of a label file re-solved; ids end in `-tiers` with `--tiers`.
+fn rounds_to_label(
+    args: &Args,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+) -> coda::Result<Vec<(String, Round)>> {
+    let spec = &args.spec;
     let mut rounds: Vec<(String, Round)> = spec
         .rounds()
         .into_iter()
@@ -125,12 +97,14 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .collect();
     if let Some(name) = &args.trace {
         let w = coda::workload::load(
-            name,
-            &args.datasets,
-            args.cluster.as_deref(),
-            Some(args.take),
+            coda::workload::TraceRef {
+                name,
+                datasets: &args.datasets,
+                cluster: args.cluster.as_deref(),
+                take: Some(args.take),
+            },
             &coda::workload::trace::TraceOptions {
-                seed: args.seed,
+                seed: spec.seed,
                 cpu_mem: if args.tiers {
                     coda::workload::trace::CpuMemMode::Fungible
                 } else {
@@ -139,30 +113,27 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 server_cpu_per_gpu: args.cpu_per_gpu,
                 ..Default::default()
             },
-            &perf,
+            perf,
         )?;
-        let cut = coda::lab::learn::trace_rounds(
-            name,
-            &w,
-            &perf,
-            &objective,
-            args.trace_policy,
-            &coda::policies::PolicyOptions {
+        let how = coda::learn::TraceCut {
+            policy: args.trace_policy,
+            options: coda::policies::PolicyOptions {
                 learned: coda::policies::LearnedOptions {
                     weights: args.policy_weights.clone(),
                     ..Default::default()
                 },
                 ..Default::default()
             },
-            args.trace_every,
-            args.trace_rounds,
-            args.max_jobs,
-        )?;
+            every: args.trace_every,
+            count: args.trace_rounds,
+            max_jobs: args.max_jobs,
+        };
+        let cut = coda::learn::trace_rounds(name, &w, perf, objective, &how)?;
         rounds.extend(cut.into_iter().map(|(id, s)| (id, Round::Cut(Box::new(s)))));
     }
     if let Some(p) = &args.relabel {
         rounds.extend(
-            coda::lab::learn::read_labels(p)?
+            coda::learn::read_labels(p)?
                 .into_iter()
                 .map(|l| (l.id, Round::Cut(Box::new(l.snapshot)))),
         );
@@ -172,7 +143,18 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
             r.0.push_str("-tiers");
         }
     }
-    let done = coda::lab::learn::resume_labels(&args.out)?;
+    Ok(rounds)
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let perf = perf_model(params)?;
+    let spec = &args.spec;
+    let settings = spec.settings();
+    settings.checked()?;
+    let objective = Objective::default();
+    let rounds = rounds_to_label(&args, &perf, &objective)?;
+    let done = coda::learn::resume_labels(&args.out)?;
     let todo: Vec<_> = rounds
         .into_iter()
         .filter(|r| !done.contains(&r.0))
@@ -213,7 +195,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                     if args.tiers {
                         coda::workload::offer_tiers(&mut snap, &perf);
                     }
-                    label_round(id, &snap, &perf, &objective, &spec.settings)
+                    label_round(id, &snap, &perf, &objective, &settings)
                 })
                 .collect()
         });

@@ -28,6 +28,7 @@ mod perf;
 mod plots;
 mod range;
 mod report;
+mod scaling;
 mod sensitivity;
 mod simulate;
 mod solve;

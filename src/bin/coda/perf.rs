@@ -3,12 +3,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use coda::PerfModel;
 use coda::model::{Architecture, PsTask, WorkerTask};
+use coda::model::{Assignment, Cluster, JobId};
 use coda::perf::ServerSize;
 use coda::perf::{JobQuery, PlacementShape};
-use coda::{Assignment, Cluster, JobId, PerfModel};
 
 use crate::{perf_model, range};
+use coda::model::ServerIdx;
 
 /// Arguments of `coda perf`.
 #[derive(clap::Args)]
@@ -122,7 +124,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     };
     if let Some(spec) = cluster {
         let c = coda::workload::cluster_from_spec(&spec, &datasets, &perf)?;
-        return on_cluster(&perf, &q, &c, &spec, &placement, ps, json);
+        return on_cluster(&perf, &q, (&c, &spec), (&placement, ps), json);
     }
     let mut shape = PlacementShape::isolated(workers, ps, placement.clone());
     shape.ps_colocated_fraction = ps_local;
@@ -154,15 +156,14 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `coda perf --cluster`: the placement laid on the first servers of `cluster` and priced as
-/// the simulator prices a job alone there, next to the same job packed on the same servers.
+/// `coda perf --cluster`: the placement (GPUs per server, and PS) laid on the first servers of
+/// `cluster` (named `spec`) and priced as the simulator prices a job alone there, next to the
+/// same job packed on the same servers.
 fn on_cluster(
     perf: &dyn PerfModel,
     q: &JobQuery<'_>,
-    cluster: &Cluster,
-    spec: &str,
-    placement: &[u32],
-    ps: u32,
+    (cluster, spec): (&Cluster, &str),
+    (placement, ps): (&[u32], u32),
     json: bool,
 ) -> coda::Result<ExitCode> {
     let bad = |reason: String| {
@@ -191,13 +192,13 @@ fn on_cluster(
                 )));
             }
             workers.extend((0..n).map(|g| WorkerTask {
-                server,
+                server: ServerIdx(server),
                 gpus: vec![g],
             }));
         }
         let ps = (0..ps as usize)
             .map(|p| PsTask {
-                server: p % per_server.len(),
+                server: ServerIdx(p % per_server.len()),
             })
             .collect();
         Ok(Assignment {
@@ -208,7 +209,7 @@ fn on_cluster(
         })
     };
     let k: u32 = placement.iter().sum();
-    let gpu = cluster.servers[0].gpu_type.clone();
+    let gpu = cluster.servers[0].gpu_type;
     let job = coda::perf::probe_job(q, k, ps);
     let slots = cluster.slot_table();
     let here = lay(placement)?;

@@ -11,7 +11,9 @@ use coda::{CalibratedPerf, Error};
 use indicatif::{ProgressBar, ProgressDrawTarget};
 use rayon::prelude::*;
 
-use crate::simulate::{Allowance, PolicyRuns, SimArgs, check_policies, run_one};
+use coda::sim::Allowance;
+
+use crate::simulate::{PolicyRuns, SimArgs, check_policies, pool, run_one};
 
 /// One setting of the estimates (and of the restart cost, the simulator's own estimate).
 struct Setting {
@@ -99,7 +101,7 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
         source: e,
     })?;
     let shipped = base.params().estimates;
-    let settings = settings(&shipped, args.restart_s);
+    let settings = settings(&shipped, args.replay.sim.restart_s);
     let models: Vec<CalibratedPerf> = settings
         .iter()
         .map(|s| {
@@ -108,15 +110,15 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
             CalibratedPerf::new(p)
         })
         .collect::<coda::Result<_>>()?;
-    let argsets: Vec<SimArgs> = settings
+    let argsets: Vec<coda::replay::Replay> = settings
         .iter()
-        .map(|s| SimArgs {
-            restart_s: s.restart_s,
-            quiet: true,
-            contention_allowance: s
-                .allowance
-                .map_or(args.contention_allowance, Allowance::Fixed),
-            ..args.clone()
+        .map(|s| {
+            let mut r = args.replay.clone();
+            r.sim.restart_s = s.restart_s;
+            if let Some(a) = s.allowance {
+                r.sim.contention_allowance = Allowance::Given(a);
+            }
+            r
         })
         .collect();
     let workloads: Vec<_> = models
@@ -138,20 +140,16 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
     } else {
         ProgressBar::with_draw_target(Some(jobs.len() as u64), ProgressDrawTarget::stderr())
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(crate::cap_threads(threads.unwrap_or(0)))
-        .build()
-        .map_err(|e| Error::invalid("command line", 0, "threads", e, "cannot start the pool"))?;
+    let pool = pool(threads)?;
     let hidden = ProgressBar::hidden();
-    let runs: Vec<coda::Result<coda::lab::report::RunSummary>> = pool.install(|| {
+    let runs: Vec<coda::Result<coda::replay::RunSummary>> = pool.install(|| {
         jobs.par_iter()
             .map(|&(s, p)| {
                 let r = run_one(
                     p,
                     &workloads[s],
                     &argsets[s],
-                    allowances[s],
-                    &models[s],
+                    (allowances[s], &models[s]),
                     &hidden,
                 )
                 .map(|r| r.summary);
@@ -161,11 +159,11 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
             .collect()
     });
     bar.finish_and_clear();
-    let runs: Vec<coda::lab::report::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
+    let runs: Vec<coda::replay::RunSummary> = runs.into_iter().collect::<coda::Result<_>>()?;
     // Every metric of every run, in `coda compare`'s CSV layout with the setting in front.
     let mut csv = String::new();
     for (k, setting) in settings.iter().enumerate() {
-        let block = coda::lab::report::Comparison {
+        let block = coda::replay::Comparison {
             runs: runs[k * policies.len()..(k + 1) * policies.len()].to_vec(),
         }
         .csv();

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::{ClusterSnapshot, PerfModel, Schedule, Scheduler};
+use coda::policies::{ExactRound, FixConfident, WarmStart};
+use coda::{ClusterSnapshot, PerfModel, Schedule};
 
 use crate::{perf_model, range};
 
@@ -40,7 +41,7 @@ pub struct Args {
     /// MIP start from this schedule file, or `policy` for the learned policy's schedule of the
     /// round (the shipped weights).
     #[arg(long)]
-    pub warm_start: Option<PathBuf>,
+    pub warm_start: Option<StartArg>,
     /// Weights of the learned policy for `--warm-start policy` (default: the shipped ones).
     #[arg(long)]
     pub policy_weights: Option<PathBuf>,
@@ -89,120 +90,131 @@ pub struct Args {
     pub json: bool,
 }
 
+/// `--warm-start`: the learned policy's schedule of the round, or a schedule file.
+#[derive(Debug, Clone)]
+pub enum StartArg {
+    /// `policy`.
+    Policy,
+    /// Any other value: a schedule file.
+    File(PathBuf),
+}
+
+impl std::str::FromStr for StartArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "policy" => StartArg::Policy,
+            path => StartArg::File(PathBuf::from(path)),
+        })
+    }
+}
+
+/// The flag that sets a field of [`ExactRound`].
+fn flag(field: &str) -> String {
+    match field {
+        "fix" | "fix.confidence" => "--fix-confident".into(),
+        "fix.share" => "--fix-share".into(),
+        other => other.into(),
+    }
+}
+
+/// The solver settings the flags give (threads capped at the cores).
+fn settings(args: &Args) -> coda::ilp::SolveSettings {
+    coda::ilp::SolveSettings {
+        time_limit_s: args.time_limit,
+        mip_rel_gap: args.gap,
+        mip_abs_gap: 1e-6,
+        node_limit: args.node_limit,
+        work_limit: args.work_limit,
+        threads: crate::cap_threads(args.threads as usize) as u32,
+        seed: args.seed,
+        symmetry_breaking: !args.no_symmetry_breaking,
+        colocation_cuts: args.colocation_cuts,
+        verbose: args.verbose,
+    }
+}
+
+/// The recipe the flags ask for, checked under the command line's names before any work.
+fn recipe(
+    args: &Args,
+    objective: coda::Objective,
+    settings: coda::ilp::SolveSettings,
+) -> coda::Result<ExactRound> {
+    let warm_start = match &args.warm_start {
+        None => WarmStart::Heuristic,
+        Some(StartArg::Policy) => WarmStart::Policy(args.policy_weights.clone()),
+        Some(StartArg::File(p)) => WarmStart::Schedule(Schedule::from_json_file(p)?),
+    };
+    let recipe = ExactRound {
+        program: args.program,
+        settings,
+        objective,
+        warm_start,
+        fix: args.fix_confident.map(|confidence| FixConfident {
+            confidence,
+            share: args.fix_share,
+        }),
+        backfill: false,
+    };
+    recipe.check().map_err(|e| match e {
+        coda::Error::InvalidSetting {
+            field,
+            value,
+            expected,
+            ..
+        } => coda::Error::setting("coda solve", &flag(&field), value, expected),
+        other => other,
+    })?;
+    Ok(recipe)
+}
+
+/// `--export-mps`: the program written as MPS (and its size said); whether to stop there.
+fn export(
+    args: &Args,
+    snap: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    (objective, settings): (coda::Objective, &coda::ilp::SolveSettings),
+) -> coda::Result<bool> {
+    let Some(p) = &args.export_mps else {
+        return Ok(false);
+    };
+    let round = coda::ilp::SolveRequest::new(snap, perf, objective)?.settings(settings.checked()?);
+    let mut buf = Vec::new();
+    let size = round.export_mps(&mut buf)?;
+    coda::io::write_atomic(p, &buf)?;
+    if !args.json {
+        out!(
+            "wrote {} ({} variables, {} integer, {} constraints)",
+            p.display(),
+            size.variables,
+            size.integer_variables,
+            size.constraints
+        );
+    }
+    Ok(args.export_only)
+}
+
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
-    let Args {
-        instance,
-        time_limit,
-        gap,
-        node_limit,
-        work_limit,
-        threads,
-        seed,
-        warm_start,
-        policy_weights,
-        fix_confident,
-        fix_share,
-        program,
-        no_symmetry_breaking,
-        colocation_cuts,
-        round_s,
-        restart_s,
-        in_service_credit,
-        export_mps,
-        export_only,
-        tiers,
-        out,
-        verbose,
-        json,
-    } = args;
     let perf = perf_model(params)?;
     let mut snap =
-        ClusterSnapshot::from_json_file_with(&instance, |s, o| perf.check_snapshot(s, o))?;
-    if tiers {
+        ClusterSnapshot::from_json_file_with(&args.instance, |s, o| perf.check_snapshot(s, o))?;
+    if args.tiers {
         coda::workload::offer_tiers(&mut snap, &perf);
     }
-    let objective = range::objective(round_s, restart_s, in_service_credit)?;
+    let objective = range::objective(args.round_s, args.restart_s, args.in_service_credit)?;
     // A bad --out fails now, not after a long solve.
-    if let Some(p) = &out {
+    if let Some(p) = &args.out {
         coda::io::check_writable(p)?;
     }
-    let settings = coda::SolveSettings {
-        time_limit_s: time_limit,
-        mip_rel_gap: gap,
-        mip_abs_gap: 1e-6,
-        node_limit,
-        work_limit,
-        threads: crate::cap_threads(threads as usize) as u32,
-        seed,
-        symmetry_breaking: !no_symmetry_breaking,
-        colocation_cuts,
-        verbose,
+    let settings = settings(&args);
+    if export(&args, &snap, &perf, (objective, &settings))? {
+        return Ok(ExitCode::SUCCESS);
     }
-    .checked()?;
-    let round = coda::ilp::SolveRequest::new(&snap, &perf, objective)?.settings(settings);
-    if let Some(p) = &export_mps {
-        let mut buf = Vec::new();
-        let size = round.export_mps(&mut buf)?;
-        coda::io::write_atomic(p, &buf)?;
-        if !json {
-            out!(
-                "wrote {} ({} variables, {} integer, {} constraints)",
-                p.display(),
-                size.variables,
-                size.integer_variables,
-                size.constraints
-            );
-        }
-        if export_only {
-            return Ok(ExitCode::SUCCESS);
-        }
-    }
-    let policy = match (warm_start.as_ref(), &policy_weights) {
-        (Some(p), w) if p.as_os_str() == "policy" => Some(match w {
-            Some(w) => coda::policies::learned::LearnedScheduler::new(
-                &perf,
-                objective,
-                coda::policies::learned::PolicyNet::load(w)?,
-            ),
-            None => coda::policies::learned::LearnedScheduler::shipped(&perf, objective)?,
-        }),
-        _ => None,
-    };
-    if fix_confident.is_some() && policy.is_none() {
-        return Err(coda::Error::setting(
-            "coda solve",
-            "--fix-confident",
-            fix_confident.unwrap_or_default(),
-            "needs --warm-start policy (the policy says which jobs it is confident about)",
-        ));
-    }
-    if fix_share <= 0.0 || fix_share >= 1.0 {
-        return Err(coda::Error::setting(
-            "coda solve",
-            "--fix-share",
-            fix_share,
-            "strictly between 0 and 1",
-        ));
-    }
-    let start = match warm_start.as_ref() {
-        Some(_) if policy.is_some() => policy.as_ref().map(|p| p.decide(&snap)),
-        Some(p) => Some(Schedule::from_json_file(p)?),
-        None => None,
-    };
+    let recipe = recipe(&args, objective, settings)?;
     // The solve starts from the best of the warm start, the running jobs kept, and the
     // heuristics' schedules, and never returns less.
-    let heuristic = coda::policies::BestHeuristic::new(&perf, objective).schedule(&snap)?;
-    let mut request = round.candidates([heuristic]).program(program);
-    if let Some(start) = &start {
-        request = request.warm_start(start);
-    }
-    if let (Some(p), Some(policy), Some(start)) = (fix_confident, &policy, &start) {
-        let fixed = policy.confident_jobs(&snap, start, p as f32);
-        request = request.fix_then_free(&fixed, fix_share)?;
-    }
-    let solved = request.solve()?;
-    let fix_report = solved.phases.clone();
+    let solved = recipe.solve(&perf, &snap)?;
     let r = &solved.report;
     // A solve that neither improved on its start nor bounded the round (a limit hit before
     // any work: `--node-limit 0`) decided nothing.
@@ -214,15 +226,15 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let decided = !solver_stopped_empty && !learned_nothing;
     // Only the solver's decision is written; when it made none, the start it fell back on is
     // reported, not passed off as a solve.
-    let out = out.filter(|_| decided);
+    let out = args.out.filter(|_| decided);
     if let Some(p) = &out {
         solved.schedule.to_json_file(p)?;
     }
-    if json {
+    if args.json {
         let mut v = serde_json::to_value(r).expect("serialize");
         v["running_jobs"] = serde_json::json!(solved.schedule.assignments.len());
         v["gpus_used"] = serde_json::json!(solved.schedule.gpus_used());
-        if let Some(f) = &fix_report {
+        if let Some(f) = &solved.phases {
             v["fix"] = serde_json::to_value(f).expect("serialize");
         }
         out!("{v}");

@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use coda::Objective;
-use coda::lab::learn::examples::{ChoiceExample, PlaceExample, examples};
-use coda::lab::learn::read_labels;
-use coda::lab::learn::train::{TrainConfig, train, write_curve};
+use coda::learn::examples::{ChoiceExample, PlaceExample, examples};
+use coda::learn::train::{TrainConfig, train, write_curve};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
@@ -43,8 +42,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[arg(long, value_enum, default_value_t = coda::learn::train::TrainDevice::Auto)]
+    pub device: coda::learn::train::TrainDevice,
     /// Epochs of level 1 alone.
     #[arg(long, default_value_t = 40)]
     pub epochs_level1: usize,
@@ -75,26 +74,6 @@ pub struct Args {
     pub proven_only: bool,
 }
 
-/// The labels of `files` by id (the first of each id kept), only those proven optimal with
-/// `proven_only`, and how many the files held: the order every training reads them in (every
-/// `validate_every`-th is held out).
-pub(crate) fn labels_by_id(
-    files: &[PathBuf],
-    proven_only: bool,
-) -> coda::Result<(Vec<coda::lab::learn::RoundLabel>, usize)> {
-    let mut labels = Vec::new();
-    for f in files {
-        labels.extend(read_labels(f)?);
-    }
-    let total = labels.len();
-    if proven_only {
-        labels.retain(|l| l.proven);
-    }
-    labels.sort_by(|a, b| a.id.cmp(&b.id));
-    labels.dedup_by(|a, b| a.id == b.id);
-    Ok((labels, total))
-}
-
 /// Runs the command.
 pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let args = match cmd {
@@ -107,19 +86,12 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let objective = Objective::default();
     coda::io::check_writable(&args.out)?;
     std::fs::create_dir_all(&args.run_dir).map_err(|e| coda::Error::io(&args.run_dir, e))?;
-    let (labels, total) = labels_by_id(&args.labels, args.proven_only)?;
+    let (labels, total) = coda::learn::read_label_sets(&args.labels, args.proven_only)?;
     let ex: Vec<(ChoiceExample, Vec<PlaceExample>)> = labels
         .par_iter()
         .map(|l| examples(&perf, objective, l))
         .collect::<coda::Result<_>>()?;
-    let (mut tr, mut va) = (Vec::new(), Vec::new());
-    for (i, e) in ex.into_iter().enumerate() {
-        if i % args.validate_every == args.validate_every - 1 {
-            va.push(e);
-        } else {
-            tr.push(e);
-        }
-    }
+    let (tr, va) = coda::learn::split_held_out(ex, args.validate_every);
     let cfg = TrainConfig {
         seed: args.seed,
         epochs: (args.epochs_level1, args.epochs_level2, args.epochs_joint),
@@ -129,7 +101,7 @@ pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         checkpoint_every: 20,
         run_dir: args.run_dir.clone(),
         drop_features: args.drop_features.clone(),
-        device: coda::lab::learn::train::device_named(&args.device)?,
+        device: args.device.resolve()?,
     };
     let epochs = args.epochs_level1 + args.epochs_level2 + args.epochs_joint;
     let bar = ProgressBar::new(epochs as u64);

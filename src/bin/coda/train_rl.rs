@@ -8,14 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use coda::lab::learn::rl::Episode;
-use coda::lab::learn::train::rl::{
-    Advantage, Level2Reward, RlConfig, Stage, train_rl, write_rl_curve,
+use coda::learn::rl::Episode;
+use coda::learn::train::rl::{
+    Advantage, Level2Reward, RlConfig, RlData, Stage, train_rl, write_rl_curve,
 };
 use coda::policies::learned::PolicyNet;
 use coda::workload::trace::TraceOptions;
 use coda::workload::{self, cluster_from_spec};
-use coda::{Error, Objective};
+use coda::{Error, Objective, PerfModel};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{perf_model, range};
@@ -102,8 +102,8 @@ pub struct Args {
     pub critic_epochs: usize,
     /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`
     /// (rollouts run on the CPU cores whatever it is).
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[arg(long, value_enum, default_value_t = coda::learn::train::TrainDevice::Auto)]
+    pub device: coda::learn::train::TrainDevice,
     /// Threads rolling out (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -120,14 +120,8 @@ fn bad_spec(field: &str, value: &str, expected: &str) -> Error {
     Error::setting("coda train rl", field, value, expected)
 }
 
-/// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
-    let t0 = Instant::now();
-    let perf = perf_model(params)?;
-    let objective = Objective::default();
-    coda::io::check_writable(&args.out)?;
-    std::fs::create_dir_all(&args.run_dir).map_err(|e| Error::io(&args.run_dir, e))?;
-    let start = PolicyNet::load(&args.start)?;
+/// `--stages`: `NAME:CLUSTER:WINDOW:ITERATIONS:LEVELS` each.
+fn stages(args: &Args, perf: &dyn PerfModel) -> coda::Result<Vec<Stage>> {
     let mut stages = Vec::new();
     for spec in &args.stages {
         let p: Vec<&str> = spec.split(':').collect();
@@ -147,32 +141,23 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         };
         stages.push(Stage {
             name: name.to_string(),
-            cluster: cluster_from_spec(cluster, &args.datasets, &perf)?,
+            cluster: cluster_from_spec(cluster, &args.datasets, perf)?,
             window,
             iterations,
             level1,
             level2,
         });
     }
-    let first = args
-        .stages
-        .first()
-        .and_then(|s| s.split(':').nth(1))
-        .unwrap_or("4x8");
-    let opts = TraceOptions {
-        seed: args.seed,
-        // The policy is trained on GPU decisions at the demand (tiers are handed out after it).
-        cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
-        ..TraceOptions::default()
-    };
-    let wl = workload::load(
-        &args.trace,
-        &args.datasets,
-        Some(first),
-        Some(args.pool),
-        &opts,
-        &perf,
-    )?;
+    Ok(stages)
+}
+
+/// `--validation`: `CLUSTER:WINDOW:START` each, windows of the trace's jobs.
+fn validation(
+    args: &Args,
+    jobs: &[coda::model::Job],
+    perf: &dyn PerfModel,
+    objective: Objective,
+) -> coda::Result<Vec<Episode>> {
     let mut validation = Vec::new();
     for spec in &args.validation {
         let p: Vec<&str> = spec.split(':').collect();
@@ -183,17 +168,19 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         let (Ok(window), Ok(at)) = (window.parse::<usize>(), at.parse::<usize>()) else {
             return Err(bad_spec("--validation", spec, expected));
         };
-        let cluster = cluster_from_spec(cluster, &args.datasets, &perf)?;
-        validation.push(Episode::window(
-            &format!("{}-val", args.trace),
-            &wl.jobs,
-            at,
-            window,
-            &cluster,
-            &perf,
-            objective,
-        )?);
+        let cluster = cluster_from_spec(cluster, &args.datasets, perf)?;
+        let pool = coda::learn::rl::JobPool {
+            name: &format!("{}-val", args.trace),
+            jobs,
+            cluster: &cluster,
+        };
+        validation.push(Episode::window(pool, at..at + window, perf, objective)?);
     }
+    Ok(validation)
+}
+
+/// The RL settings the flags give, checked.
+fn config(args: &Args, stages: Vec<Stage>) -> coda::Result<RlConfig> {
     let level2_reward = match args.level2_reward.as_str() {
         "efficiency" => Level2Reward::Efficiency,
         "return" => Level2Reward::Return,
@@ -222,10 +209,77 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         critic_epochs: args.critic_epochs,
         time_budget_s: args.time_budget,
         checkpoint_every: args.checkpoint_every,
-        device: coda::lab::learn::train::device_named(&args.device)?,
+        device: args.device.resolve()?,
         ..RlConfig::new(stages)
     };
     cfg.check()?;
+    Ok(cfg)
+}
+
+/// The weights written with what made them (the start's tier head kept: RL refines levels 1
+/// and 2 at the demand).
+fn write_weights(
+    args: &Args,
+    cfg: &RlConfig,
+    start: &PolicyNet,
+    trained: &coda::learn::train::rl::RlTrained,
+) -> coda::Result<()> {
+    let meta = [
+        ("start", args.start.display().to_string()),
+        (
+            "trace_pool",
+            format!("{} first {} jobs", args.trace, args.pool),
+        ),
+        ("stages", args.stages.join(",")),
+        ("validation", args.validation.join(",")),
+        ("seed", args.seed.to_string()),
+        ("level2_reward", args.level2_reward.clone()),
+        ("advantage", format!("{:?}", cfg.advantage)),
+        ("temperature", args.temperature.to_string()),
+        (
+            "best_iteration",
+            format!("{} ({:.4} h)", trained.best.0, trained.best.1),
+        ),
+        ("device", trained.device.clone()),
+        ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
+    ];
+    let mut net = trained.net.clone();
+    net.tier = start.tier.clone();
+    coda::io::write_atomic(&args.out, &net.to_safetensors(&meta)?)
+}
+
+/// Runs the command.
+pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+    let t0 = Instant::now();
+    let perf = perf_model(params)?;
+    let objective = Objective::default();
+    coda::io::check_writable(&args.out)?;
+    std::fs::create_dir_all(&args.run_dir).map_err(|e| Error::io(&args.run_dir, e))?;
+    let start = PolicyNet::load(&args.start)?;
+    let stages = stages(&args, &perf)?;
+    let first = args
+        .stages
+        .first()
+        .and_then(|s| s.split(':').nth(1))
+        .unwrap_or("4x8");
+    let opts = TraceOptions {
+        seed: args.seed,
+        // The policy is trained on GPU decisions at the demand (tiers are handed out after it).
+        cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
+        ..TraceOptions::default()
+    };
+    let wl = workload::load(
+        workload::TraceRef {
+            name: &args.trace,
+            datasets: &args.datasets,
+            cluster: Some(first),
+            take: Some(args.pool),
+        },
+        &opts,
+        &perf,
+    )?;
+    let validation = validation(&args, &wl.jobs, &perf, objective)?;
+    let cfg = config(&args, stages)?;
     let total: usize = cfg.stages.iter().map(|s| s.iterations).sum();
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
@@ -238,49 +292,25 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .map_err(|e| {
             Error::setting("coda train rl", "--threads", e.to_string(), "a thread pool")
         })?;
+    let data = RlData {
+        perf: &perf,
+        objective,
+        pool: &wl.jobs,
+        validation: &validation,
+    };
     let trained = pool.install(|| {
-        train_rl(
-            &cfg,
-            &start,
-            &perf,
-            objective,
-            &wl.jobs,
-            &validation,
-            &mut |log| {
-                bar.set_message(format!(
-                    "{} train JCT {:.2} h, efficiency {:.3}, critic EV {:.2}",
-                    log.stage, log.train_avg_jct_h, log.efficiency, log.explained_variance
-                ));
-                bar.inc(1);
-            },
-        )
+        train_rl(&cfg, &start, data, &mut |log| {
+            bar.set_message(format!(
+                "{} train JCT {:.2} h, efficiency {:.3}, critic EV {:.2}",
+                log.stage, log.train_avg_jct_h, log.efficiency, log.explained_variance
+            ));
+            bar.inc(1);
+        })
     })?;
     bar.finish_and_clear();
     write_rl_curve(&args.run_dir.join("curve.csv"), &trained.curve)?;
-    let meta = [
-        ("start", args.start.display().to_string()),
-        (
-            "trace_pool",
-            format!("{} first {} jobs", args.trace, args.pool),
-        ),
-        ("stages", args.stages.join(",")),
-        ("validation", args.validation.join(",")),
-        ("seed", args.seed.to_string()),
-        ("level2_reward", args.level2_reward.clone()),
-        ("advantage", format!("{advantage:?}")),
-        ("temperature", args.temperature.to_string()),
-        (
-            "best_iteration",
-            format!("{} ({:.4} h)", trained.best.0, trained.best.1),
-        ),
-        ("device", trained.device.clone()),
-        ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
-    ];
-    // RL refines levels 1 and 2 at the demand; the start's tier head, if any, is kept as is.
-    let mut net = trained.net.clone();
-    net.tier = start.tier.clone();
-    coda::io::write_atomic(&args.out, &net.to_safetensors(&meta)?)?;
-    let sum = |f: &dyn Fn(&coda::lab::learn::train::rl::RlLog) -> f64| {
+    write_weights(&args, &cfg, &start, &trained)?;
+    let sum = |f: &dyn Fn(&coda::learn::train::rl::RlLog) -> f64| {
         trained.curve.iter().map(f).sum::<f64>()
     };
     out!(

@@ -7,12 +7,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use coda::Objective;
-use coda::lab::learn::train::tiers::{TierTrainConfig, train_tiers};
-use coda::lab::learn::{TierExample, tier_examples};
+use coda::learn::train::tiers::{TierTrainConfig, train_tiers};
+use coda::learn::{TierExample, tier_examples};
 use coda::policies::learned::PolicyNet;
 use rayon::prelude::*;
 
-use crate::train::labels_by_id;
 use crate::{perf_model, range};
 
 /// Arguments of `coda train tiers`.
@@ -34,8 +33,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where the networks train: `auto` (CUDA when libtorch sees a GPU), `cpu` or `cuda`.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[arg(long, value_enum, default_value_t = coda::learn::train::TrainDevice::Auto)]
+    pub device: coda::learn::train::TrainDevice,
     /// Epochs.
     #[arg(long, default_value_t = 60, value_parser = range::at_least_one)]
     pub epochs: usize,
@@ -86,24 +85,21 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
                 .contains(&k.as_str())
         })
         .collect();
-    let (labels, total) = labels_by_id(&args.labels, args.proven_only)?;
+    let (labels, total) = coda::learn::read_label_sets(&args.labels, args.proven_only)?;
     let per_round: Vec<Vec<TierExample>> = labels
         .par_iter()
         .map(|l| tier_examples(&perf, Objective::default(), l))
         .collect();
-    let (mut tr, mut va) = (Vec::new(), Vec::new());
-    for (i, e) in per_round.into_iter().enumerate() {
-        if i % args.validate_every == args.validate_every - 1 {
-            va.extend(e);
-        } else {
-            tr.extend(e);
-        }
-    }
+    let (tr, va) = coda::learn::split_held_out(per_round, args.validate_every);
+    let (tr, va): (Vec<TierExample>, Vec<TierExample>) = (
+        tr.into_iter().flatten().collect(),
+        va.into_iter().flatten().collect(),
+    );
     let cfg = TierTrainConfig {
         seed: args.seed,
         epochs: args.epochs,
         batch: args.batch,
-        device: coda::lab::learn::train::device_named(&args.device)?,
+        device: args.device.resolve()?,
         ..TierTrainConfig::default()
     };
     let (head, curve) = train_tiers(&cfg, &tr, &va, &mut |_| {})?;

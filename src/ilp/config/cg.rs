@@ -7,7 +7,7 @@
 use super::budget::Budget;
 use super::column::{Classes, Column};
 use super::master::{Duals, solve_lp};
-use super::price::{price_greedy_on, price_servers_on, problems};
+use super::price::{Pricer, price_greedy_on, problems};
 use crate::error::{Error, Result};
 use crate::ilp::settings::CheckedSettings;
 use crate::objective::RoundPricing;
@@ -186,10 +186,16 @@ fn generate_fixed(
             1e-4 * lp.abs().max(1.0)
         };
         let (mut gain, mut exact, mut slack) = (0.0, new == 0, 0.0);
-        for (p, &(_, n)) in
-            price_servers_on(pricing, duals, &reps, &problems, limit, enough, budget)
-                .into_iter()
-                .zip(&room)
+        let pricer = Pricer {
+            pricing,
+            duals,
+            node_limit: limit,
+            budget,
+        };
+        for (p, &(_, n)) in pricer
+            .price_servers_on(&reps, &problems, enough)
+            .into_iter()
+            .zip(&room)
         {
             exact &= p.exact;
             // A class may take its best column once per server it has.
@@ -222,13 +228,10 @@ fn generate_fixed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ilp::SolveSettings;
     use crate::ilp::config::{columns_of, solve_lp, solve_master};
-    use crate::ilp::{SolveRequest, SolveSettings};
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
-    use crate::scheduler::SolveStatus;
-
-    use crate::ilp::config::test_instance as instance;
 
     /// On rounds the compact program proves, column generation from the keep-everything
     /// columns converges to a bound no lower than the proven optimum; the reduced costs it
@@ -249,14 +252,8 @@ mod tests {
             "gen_s02_j06_seed2",
             "gen_s03_j06_seed1",
         ] {
-            let snap = instance(name);
+            let (snap, exact) = crate::ilp::config::proven_optimum(name);
             let pricing = RoundPricing::new(perf, &snap, objective);
-            let exact = SolveRequest::new(&snap, perf, objective)
-                .unwrap()
-                .settings(settings.clone())
-                .solve()
-                .unwrap();
-            assert_eq!(exact.report.status, SolveStatus::Optimal);
             let keep = snap.current_schedule();
             let (seed, choices) = columns_of(&pricing, &keep).unwrap();
             let held = vec![false; snap.jobs.len()];
@@ -288,11 +285,13 @@ mod tests {
             for srv in 0..snap.cluster.servers.len() {
                 for p in [
                     crate::ilp::config::price::price_server(
-                        &pricing,
-                        &r.duals,
+                        crate::ilp::config::price::Pricer {
+                            pricing: &pricing,
+                            duals: &r.duals,
+                            node_limit: 5_000_000,
+                            budget: Budget::unlimited(&spent),
+                        },
                         srv,
-                        5_000_000,
-                        Budget::unlimited(&spent),
                     ),
                     crate::ilp::config::price::price_greedy(&pricing, &r.duals, srv),
                 ] {

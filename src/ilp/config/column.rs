@@ -3,6 +3,7 @@
 //! credits inside that server, priced by the round's own [`RoundPricing`].
 
 use crate::error::{Error, Result};
+use crate::model::ServerIdx;
 use crate::model::{JobPos, Schedule};
 use crate::objective::{Mode, RoundPricing, same_assignment};
 
@@ -258,10 +259,10 @@ pub(crate) fn columns_of(
                 option: k,
                 workers: 0,
                 gpus: vec![0; switches],
-                ps: a.ps.iter().filter(|p| p.server == s).count() as u32,
+                ps: a.ps.iter().filter(|p| p.server == ServerIdx(s)).count() as u32,
                 kept,
             };
-            for w in a.workers.iter().filter(|w| w.server == s) {
+            for w in a.workers.iter().filter(|w| w.server == ServerIdx(s)) {
                 f.workers += 1;
                 for &g in &w.gpus {
                     f.gpus[slots[s][g as usize].switch as usize] += 1;

@@ -13,6 +13,7 @@ use super::column::{Classes, Column, JobChoice};
 use crate::error::Result;
 use crate::ilp::backend::{Backend, Highs, Program};
 use crate::ilp::settings::CheckedSettings;
+use crate::model::ServerIdx;
 use crate::model::{Assignment, JobPos, PsTask, Schedule, WorkerTask};
 use crate::objective::{Mode, RoundPricing};
 use crate::scheduler::SolveStatus;
@@ -63,11 +64,82 @@ struct Built {
     spread_row: HashMap<(usize, usize, usize), usize>,
 }
 
+/// The master's variables in column order: λ per pool column, then y per (job, option), then
+/// keep per running job with a kept fragment in the pool.
+struct Vars {
+    vars: ProblemVariables,
+    lambda: Vec<Variable>,
+    y: Vec<Vec<Variable>>,
+    y_index: Vec<Vec<usize>>,
+    keep_ids: Vec<usize>,
+    keep: HashMap<usize, Variable>,
+}
+
+/// The rows and objective as they are built, and where each kind of row is.
+struct Rows<'p, 'a> {
+    pricing: &'p RoundPricing<'a>,
+    pool: &'p [Column],
+    classes: Classes,
+    rows: Vec<Constraint>,
+    objective: Expression,
+    constant: f64,
+    server_row: HashMap<usize, usize>,
+    option_rows: HashMap<(usize, usize), [usize; 3]>,
+    keep_row: HashMap<(usize, usize), usize>,
+    spread_row: HashMap<(usize, usize, usize), usize>,
+}
+
 /// The master over `pool`: integer, or its linear relaxation when `relax`; the jobs `held`
-/// (by position) kept where they run.
+/// (by position) kept where they run. Rows in this order: one per server, then per job its
+/// option rows, then the keep rows.
 fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool, held: &[bool]) -> Result<Built> {
-    let snap = pricing.snapshot();
     let classes = Classes::of(pricing);
+    let v = variables(pricing, pool, &classes, relax, held)?;
+    let mut r = Rows {
+        pricing,
+        pool,
+        classes,
+        rows: Vec::new(),
+        objective: Expression::with_capacity(pool.len()),
+        constant: 0.0,
+        server_row: HashMap::new(),
+        option_rows: HashMap::new(),
+        keep_row: HashMap::new(),
+        spread_row: HashMap::new(),
+    };
+    r.server_rows(&v.lambda);
+    for (j, ys) in v.y.iter().enumerate() {
+        r.job_rows(JobPos(j), ys, &v.lambda)?;
+    }
+    for &j in &v.keep_ids {
+        r.keep_rows(j, v.keep[&j], &v.lambda)?;
+    }
+    Ok(Built {
+        program: Program {
+            vars: v.vars,
+            objective: r.objective,
+            rows: r.rows,
+        },
+        constant: r.constant,
+        y: v.y_index,
+        keep_ids: v.keep_ids,
+        server_row: r.server_row,
+        option_rows: r.option_rows,
+        keep_row: r.keep_row,
+        spread_row: r.spread_row,
+    })
+}
+
+/// Every variable of the master (see [`Vars`]); an error when a held job has no kept fragment
+/// in the pool.
+fn variables(
+    pricing: &RoundPricing<'_>,
+    pool: &[Column],
+    classes: &Classes,
+    relax: bool,
+    held: &[bool],
+) -> Result<Vars> {
+    let snap = pricing.snapshot();
     let mut vars = ProblemVariables::new();
     // A variable taking at most `n` (a class's count; 1 for every y and keep).
     let new_var = |vars: &mut ProblemVariables, n: usize| {
@@ -81,7 +153,6 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool, held: &[bool]
             vars.add(variable().integer().min(0.0).max(n as f64))
         }
     };
-    // Column order is creation order: λ per pool column, then y per (job, option), then keep.
     let lambda: Vec<Variable> = pool
         .iter()
         .map(|c| new_var(&mut vars, classes.count(c.server)))
@@ -124,35 +195,46 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool, held: &[bool]
             ),
         });
     }
-    let mut rows: Vec<Constraint> = Vec::new();
-    let mut objective = Expression::with_capacity(pool.len());
-    let mut constant = 0.0;
-    // At most one column per server: as many as its class has servers.
-    let mut by_server: HashMap<usize, Vec<(f64, Variable)>> = HashMap::new();
-    for (c, &l) in pool.iter().zip(&lambda) {
-        by_server.entry(c.server).or_default().push((1.0, l));
-        objective.add_mul(c.value(pricing), l);
+    Ok(Vars {
+        vars,
+        lambda,
+        y,
+        y_index,
+        keep_ids,
+        keep,
+    })
+}
+
+impl Rows<'_, '_> {
+    /// At most one column per server (as many as its class has servers), and each column's
+    /// value in the objective.
+    fn server_rows(&mut self, lambda: &[Variable]) {
+        let mut by_server: HashMap<usize, Vec<(f64, Variable)>> = HashMap::new();
+        for (c, &l) in self.pool.iter().zip(lambda) {
+            by_server.entry(c.server).or_default().push((1.0, l));
+            self.objective.add_mul(c.value(self.pricing), l);
+        }
+        let mut servers: Vec<usize> = by_server.keys().copied().collect();
+        servers.sort_unstable();
+        for s in &servers {
+            self.server_row.insert(*s, self.rows.len());
+            self.rows
+                .push(lin(&by_server[s]).leq(self.classes.count(*s) as f64));
+        }
     }
-    let mut servers: Vec<usize> = by_server.keys().copied().collect();
-    servers.sort_unstable();
-    let mut server_row = HashMap::new();
-    for s in &servers {
-        server_row.insert(*s, rows.len());
-        rows.push(lin(&by_server[s]).leq(classes.count(*s) as f64));
-    }
-    // Per job: one option, and its fragments adding up to it.
-    let mut option_rows = HashMap::new();
-    let mut spread_row = HashMap::new();
-    for (j, ys) in y.iter().enumerate() {
-        let jp = JobPos(j);
-        let options = pricing.options(jp);
+
+    /// Job `jp`: one option, and its fragments adding up to it; its restart in the constant.
+    fn job_rows(&mut self, jp: JobPos, ys: &[Variable], lambda: &[Variable]) -> Result<()> {
+        let j = jp.0;
+        let options = self.pricing.options(jp);
         if !ys.is_empty() {
-            rows.push(lin(&ys.iter().map(|&v| (1.0, v)).collect::<Vec<_>>()).leq(1.0));
+            self.rows
+                .push(lin(&ys.iter().map(|&v| (1.0, v)).collect::<Vec<_>>()).leq(1.0));
         }
         for (k, o) in options.iter().enumerate() {
-            objective.add_mul(o.terms.base, ys[k]);
+            self.objective.add_mul(o.terms.base, ys[k]);
             let (mut w, mut p, mut n) = (Vec::new(), Vec::new(), Vec::new());
-            for (c, &l) in pool.iter().zip(&lambda) {
+            for (c, &l) in self.pool.iter().zip(lambda) {
                 for f in c.fragments.iter().filter(|f| f.job == jp && f.option == k) {
                     w.push((f64::from(f.workers), l));
                     p.push((f64::from(f.ps), l));
@@ -161,77 +243,79 @@ fn build(pricing: &RoundPricing<'_>, pool: &[Column], relax: bool, held: &[bool]
             }
             w.push((-f64::from(o.workers), ys[k]));
             p.push((-f64::from(o.ps), ys[k]));
-            let at = rows.len();
-            option_rows.insert((j, k), [at, at + 1, at + 2]);
-            rows.push(lin(&w).eq(0.0));
-            rows.push(lin(&p).eq(0.0));
+            let at = self.rows.len();
+            self.option_rows.insert((j, k), [at, at + 1, at + 2]);
+            self.rows.push(lin(&w).eq(0.0));
+            self.rows.push(lin(&p).eq(0.0));
             if o.mode == Mode::Multi {
                 // On two servers or more.
                 n.push((-2.0, ys[k]));
-                rows.push(lin(&n).geq(0.0));
-                // And at most one fragment on each server (of a class: on at most as many of
-                // its servers as the class has, or as the option has tasks): valid for
-                // integers, and what keeps the relaxation from running a multi-server option
-                // as two half-columns of one server.
-                let mut per: std::collections::BTreeMap<usize, Vec<(f64, Variable)>> =
-                    std::collections::BTreeMap::new();
-                for (c, &l) in pool.iter().zip(&lambda) {
-                    if c.fragments.iter().any(|f| f.job == jp && f.option == k) {
-                        per.entry(c.server).or_default().push((1.0, l));
-                    }
-                }
-                for (s, mut terms) in per {
-                    let n = classes.count(s).min((o.workers + o.ps) as usize);
-                    terms.push((-(n as f64), ys[k]));
-                    spread_row.insert((j, k, s), rows.len());
-                    rows.push(lin(&terms).leq(0.0));
-                }
+                self.rows.push(lin(&n).geq(0.0));
+                self.spread_rows(jp, k, (o.workers + o.ps) as usize, ys[k], lambda);
             } else {
                 // On one server: one (whole) fragment.
                 n.push((-1.0, ys[k]));
-                rows.push(lin(&n).leq(0.0));
+                self.rows.push(lin(&n).leq(0.0));
             }
         }
         // Restarts: every running job pays its own unless kept.
-        constant -= pricing.restart_cost(jp)?;
+        self.constant -= self.pricing.restart_cost(jp)?;
+        Ok(())
     }
-    let mut keep_row = HashMap::new();
-    for &j in &keep_ids {
-        let kv = keep[&j];
-        objective.add_mul(pricing.restart_cost(JobPos(j))?, kv);
-        let current = snap.jobs[j]
+
+    /// A multi-server option (`tasks` workers and PS) takes at most one fragment on each server
+    /// (of a class: on at most as many of its servers as the class has, or as the option has
+    /// tasks): valid for integers, and what keeps the relaxation from running a multi-server
+    /// option as two half-columns of one server.
+    fn spread_rows(
+        &mut self,
+        jp: JobPos,
+        k: usize,
+        tasks: usize,
+        y: Variable,
+        lambda: &[Variable],
+    ) {
+        let mut per: std::collections::BTreeMap<usize, Vec<(f64, Variable)>> =
+            std::collections::BTreeMap::new();
+        for (c, &l) in self.pool.iter().zip(lambda) {
+            if c.fragments.iter().any(|f| f.job == jp && f.option == k) {
+                per.entry(c.server).or_default().push((1.0, l));
+            }
+        }
+        for (s, mut terms) in per {
+            let n = self.classes.count(s).min(tasks);
+            terms.push((-(n as f64), y));
+            self.spread_row.insert((jp.0, k, s), self.rows.len());
+            self.rows.push(lin(&terms).leq(0.0));
+        }
+    }
+
+    /// Running job `j` is kept (variable `kv`, worth its restart) only where a kept fragment of
+    /// it is chosen on each of its current servers.
+    fn keep_rows(&mut self, j: usize, kv: Variable, lambda: &[Variable]) -> Result<()> {
+        self.objective
+            .add_mul(self.pricing.restart_cost(JobPos(j))?, kv);
+        let current = self.pricing.snapshot().jobs[j]
             .run
             .current
             .as_ref()
             .expect("kept fragments belong to running jobs");
         for s in current.servers() {
-            let mut terms: Vec<(f64, Variable)> = pool
+            let mut terms: Vec<(f64, Variable)> = self
+                .pool
                 .iter()
-                .zip(&lambda)
+                .zip(lambda)
                 .filter(|(c, _)| {
                     c.server == s && c.fragments.iter().any(|f| f.job.0 == j && f.kept)
                 })
                 .map(|(_, &l)| (1.0, l))
                 .collect();
             terms.push((-1.0, kv));
-            keep_row.insert((j, s), rows.len());
-            rows.push(lin(&terms).geq(0.0));
+            self.keep_row.insert((j, s), self.rows.len());
+            self.rows.push(lin(&terms).geq(0.0));
         }
+        Ok(())
     }
-    Ok(Built {
-        program: Program {
-            vars,
-            objective,
-            rows,
-        },
-        constant,
-        y: y_index,
-        keep_ids,
-        server_row,
-        option_rows,
-        keep_row,
-        spread_row,
-    })
 }
 
 /// Solves the master over `pool` (any number of columns per server) under `settings`, from
@@ -451,7 +535,7 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
             });
             if f.kept {
                 let cur = job.run.current.as_ref().expect("kept: running");
-                for w in cur.workers.iter().filter(|w| w.server == s) {
+                for w in cur.workers.iter().filter(|w| w.server == ServerIdx(s)) {
                     for &g in &w.gpus {
                         if let Some((b, pos)) = topology.switch_of(s, g) {
                             let local = switches.iter().position(|&x| x == b).unwrap_or(0);
@@ -460,7 +544,7 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
                     }
                     a.workers.push(w.clone());
                 }
-                a.ps.extend(cur.ps.iter().filter(|p| p.server == s).cloned());
+                a.ps.extend(cur.ps.iter().filter(|p| p.server == ServerIdx(s)).cloned());
                 continue;
             }
             let mut gpus: Vec<u32> = Vec::new();
@@ -485,11 +569,13 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
             let gpw = job.demand.gpus_per_worker.max(1) as usize;
             for chunk in gpus.chunks(gpw) {
                 a.workers.push(WorkerTask {
-                    server: s,
+                    server: ServerIdx(s),
                     gpus: chunk.to_vec(),
                 });
             }
-            a.ps.extend((0..f.ps).map(|_| PsTask { server: s }));
+            a.ps.extend((0..f.ps).map(|_| PsTask {
+                server: ServerIdx(s),
+            }));
         }
     }
     let mut assignments: Vec<Assignment> = by_job.into_values().collect();
@@ -504,12 +590,10 @@ fn decode(pricing: &RoundPricing<'_>, chosen: &[&Column]) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ilp::SolveSettings;
     use crate::ilp::config::columns_of;
-    use crate::ilp::{SolveRequest, SolveSettings};
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
-
-    use crate::ilp::config::test_instance as instance;
 
     /// Over a pool holding the compact program's proven optimum and the keep-everything
     /// schedule, the master finds that optimum again: a valid schedule whose score is the
@@ -530,14 +614,8 @@ mod tests {
             "gen_s03_j06_seed1",
             "gen_s03_j08_seed2",
         ] {
-            let snap = instance(name);
+            let (snap, exact) = crate::ilp::config::proven_optimum(name);
             let pricing = RoundPricing::new(perf, &snap, objective);
-            let exact = SolveRequest::new(&snap, perf, objective)
-                .unwrap()
-                .settings(settings.clone())
-                .solve()
-                .unwrap();
-            assert_eq!(exact.report.status, SolveStatus::Optimal, "{name}");
             let keep = snap.current_schedule();
             let (mut pool, _) = columns_of(&pricing, &exact.schedule).unwrap();
             let (keep_cols, keep_choices) = columns_of(&pricing, &keep).unwrap();

@@ -35,3 +35,31 @@ pub(crate) fn test_instance(name: &str) -> crate::model::ClusterSnapshot {
     );
     crate::model::ClusterSnapshot::from_json_file(path).unwrap()
 }
+
+/// The shipped round `name` and the compact program's proven optimum of it (60 s limit, the
+/// default objective): the reference the tests of this module check the configuration
+/// program against.
+#[cfg(test)]
+pub(crate) fn proven_optimum(
+    name: &str,
+) -> (crate::model::ClusterSnapshot, crate::ilp::report::Solved) {
+    let perf = crate::perf::CalibratedPerf::shipped();
+    let settings = crate::ilp::SolveSettings {
+        time_limit_s: 60.0,
+        ..Default::default()
+    }
+    .checked()
+    .unwrap();
+    let snap = test_instance(name);
+    let exact = crate::ilp::SolveRequest::new(&snap, perf, crate::objective::Objective::default())
+        .unwrap()
+        .settings(settings)
+        .solve()
+        .unwrap();
+    assert_eq!(
+        exact.report.status,
+        crate::ilp::report::SolveStatus::Optimal,
+        "{name}"
+    );
+    (snap, exact)
+}

@@ -8,6 +8,7 @@ use super::column::{Column, Fragment, PairTerms};
 use super::master::Duals;
 use super::search::{Candidate, Problem, Search};
 use crate::model::JobPos;
+use crate::model::ServerIdx;
 use crate::objective::{Mode, RoundPricing};
 
 /// The best column found for a server, its reduced cost, and whether the search was complete
@@ -50,8 +51,22 @@ fn own_reduced_cost(slope: f64, m: u32, q: u32, [dw, dp, dn]: [f64; 3], extra: f
     slope * m * q - dw * m - dp * q - dn - extra
 }
 
+/// Job `j` on server `s` at `duals`: what its candidates are enumerated against (its
+/// switches' sizes and sockets, by the switch's index on the server).
+struct JobOnServer<'p, 'a> {
+    pricing: &'p RoundPricing<'a>,
+    duals: &'p Duals,
+    s: usize,
+    j: usize,
+    /// GPUs under each switch of the server.
+    caps: Vec<u32>,
+    /// Socket of each switch of the server.
+    socket_of: Vec<u32>,
+}
+
 /// The candidates of job `j` on server `s` whose own reduced cost is above `min_own` (0 when
-/// searching for the best column; `−δ` when enumerating every column within `δ` of 0).
+/// searching for the best column; `−δ` when enumerating every column within `δ` of 0): new
+/// fragments of each option of the server's GPU type, and its current tasks there as kept.
 fn candidates(
     pricing: &RoundPricing<'_>,
     duals: &Duals,
@@ -59,146 +74,166 @@ fn candidates(
     j: usize,
     min_own: f64,
 ) -> Vec<Candidate> {
-    let snap = pricing.snapshot();
     let topology = pricing.topology();
-    let server = &snap.cluster.servers[s];
-    let job = &snap.jobs[j];
-    let jp = JobPos(j);
     let switches = topology.switches_on(s);
-    let caps: Vec<u32> = {
-        let mut c = vec![0u32; switches.len()];
-        for &b in switches {
-            let sw = topology.switch(b);
-            c[sw.local as usize] = sw.gpus.len() as u32;
-        }
-        c
+    let mut caps = vec![0u32; switches.len()];
+    let mut socket_of = vec![0u32; switches.len()];
+    for &b in switches {
+        let sw = topology.switch(b);
+        caps[sw.local as usize] = sw.gpus.len() as u32;
+        socket_of[sw.local as usize] = sw.socket;
+    }
+    let here = JobOnServer {
+        pricing,
+        duals,
+        s,
+        j,
+        caps,
+        socket_of,
     };
-    let socket_of: Vec<u32> = {
-        let mut c = vec![0u32; switches.len()];
-        for &b in switches {
-            let sw = topology.switch(b);
-            c[sw.local as usize] = sw.socket;
-        }
-        c
-    };
-    let d = &job.demand;
-    let gpw = d.gpus_per_worker.max(1);
     let mut out = Vec::new();
-    let held = duals.held.get(j).copied().unwrap_or(false);
-    for (k, o) in pricing.options(jp).iter().enumerate().filter(|_| !held) {
-        if o.gpu_type != server.gpu_type {
-            continue;
-        }
-        let [dw, dp, dn] = duals.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
-        let ds = duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
-        let multi = o.mode == Mode::Multi;
-        let sizes: Vec<(u32, u32)> = if multi {
-            (0..=o.workers)
-                .flat_map(|m| (0..=o.ps).map(move |q| (m, q)))
-                .filter(|&(m, q)| (m, q) != (0, 0) && (m, q) != (o.workers, o.ps))
-                .collect()
-        } else {
-            vec![(o.workers, o.ps)]
-        };
-        for (m, q) in sizes {
-            let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], ds);
-            if own <= min_own + 1e-9 {
+    if !duals.held.get(j).copied().unwrap_or(false) {
+        here.new_fragments(min_own, &mut out);
+    }
+    here.kept_fragments(min_own, &mut out);
+    out.sort_by(|a, b| b.own.total_cmp(&a.own));
+    out
+}
+
+impl JobOnServer<'_, '_> {
+    /// Every fragment of every option of the server's GPU type: each size (the whole option,
+    /// or for a multi-server option each part of it), each split of its GPUs over the
+    /// switches, in the sockets its mode allows, that the server's cores and memory hold.
+    fn new_fragments(&self, min_own: f64, out: &mut Vec<Candidate>) {
+        let (pricing, duals, s, j) = (self.pricing, self.duals, self.s, self.j);
+        let snap = pricing.snapshot();
+        let server = &snap.cluster.servers[s];
+        let job = &snap.jobs[j];
+        let jp = JobPos(j);
+        let gpw = job.demand.gpus_per_worker.max(1);
+        for (k, o) in pricing.options(jp).iter().enumerate() {
+            if o.gpu_type != server.gpu_type {
                 continue;
             }
-            let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
-            if !crate::model::fits_in((server.cpu_cores, server.memory_gib), cpu, mem) {
-                continue;
-            }
-            let mut splits = Vec::new();
-            layouts(m * gpw, &caps, &mut splits, &mut Vec::new());
-            for gpus in splits {
-                let mut sockets: Vec<u32> = (0..gpus.len())
-                    .filter(|&b| gpus[b] > 0)
-                    .map(|b| socket_of[b])
-                    .collect();
-                sockets.sort_unstable();
-                sockets.dedup();
-                let all_reduce = job.arch == crate::model::Architecture::AllReduce;
-                let ok = match o.mode {
-                    Mode::Single => !all_reduce || sockets.len() <= 1,
-                    Mode::CrossSocket => sockets.len() > 1,
-                    Mode::Multi => true,
-                };
-                if ok {
-                    let fragment = Fragment {
-                        job: jp,
-                        option: k,
-                        workers: m,
-                        gpus,
-                        ps: q,
-                        kept: false,
+            let [dw, dp, dn] = duals.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
+            let ds = duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
+            let multi = o.mode == Mode::Multi;
+            let sizes: Vec<(u32, u32)> = if multi {
+                (0..=o.workers)
+                    .flat_map(|m| (0..=o.ps).map(move |q| (m, q)))
+                    .filter(|&(m, q)| (m, q) != (0, 0) && (m, q) != (o.workers, o.ps))
+                    .collect()
+            } else {
+                vec![(o.workers, o.ps)]
+            };
+            for (m, q) in sizes {
+                let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], ds);
+                if own <= min_own + 1e-9 {
+                    continue;
+                }
+                let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
+                if !crate::model::fits_in((server.cpu_cores, server.memory_gib), cpu, mem) {
+                    continue;
+                }
+                let mut splits = Vec::new();
+                layouts(m * gpw, &self.caps, &mut splits, &mut Vec::new());
+                for gpus in splits {
+                    let mut sockets: Vec<u32> = (0..gpus.len())
+                        .filter(|&b| gpus[b] > 0)
+                        .map(|b| self.socket_of[b])
+                        .collect();
+                    sockets.sort_unstable();
+                    sockets.dedup();
+                    let all_reduce = job.arch == crate::model::Architecture::AllReduce;
+                    let ok = match o.mode {
+                        Mode::Single => !all_reduce || sockets.len() <= 1,
+                        Mode::CrossSocket => sockets.len() > 1,
+                        Mode::Multi => true,
                     };
-                    out.push(Candidate {
-                        fragment,
-                        own,
-                        cpu,
-                        mem,
-                    });
+                    if ok {
+                        let fragment = Fragment {
+                            job: jp,
+                            option: k,
+                            workers: m,
+                            gpus,
+                            ps: q,
+                            kept: false,
+                        };
+                        out.push(Candidate {
+                            fragment,
+                            own,
+                            cpu,
+                            mem,
+                        });
+                    }
                 }
             }
         }
     }
-    // Its current tasks here, exactly, as part of keeping it — at any tier of its current
-    // option (a tier change is not a restart).
-    let current = job
-        .run
-        .current
-        .as_ref()
-        .filter(|cur| cur.servers().contains(&s))
-        .map(|cur| (cur, pricing.option_of(jp, cur)));
-    let kept_options = current.iter().flat_map(|(_, f)| {
-        (0..=job.tiers.len()).filter_map(move |t| {
-            let f = crate::objective::OptionFacts {
-                tier: t as u8,
-                ..f.clone()
-            };
-            pricing.option_index(jp, &f)
-        })
-    });
-    for k in kept_options {
-        let cur = current
+
+    /// Its current tasks here, exactly, as part of keeping it — at any tier of its current
+    /// option (a tier change is not a restart).
+    fn kept_fragments(&self, min_own: f64, out: &mut Vec<Candidate>) {
+        let (pricing, duals, s, j) = (self.pricing, self.duals, self.s, self.j);
+        let job = &pricing.snapshot().jobs[j];
+        let jp = JobPos(j);
+        let current = job
+            .run
+            .current
             .as_ref()
-            .expect("kept options of a current assignment")
-            .0;
-        let o = &pricing.options(jp)[k];
-        let slots = &topology.slots()[s];
-        let m = cur.workers.iter().filter(|w| w.server == s).count() as u32;
-        let q = cur.ps.iter().filter(|p| p.server == s).count() as u32;
-        let mut gpus = vec![0u32; caps.len()];
-        for w in cur.workers.iter().filter(|w| w.server == s) {
-            for &g in &w.gpus {
-                gpus[slots[g as usize].switch as usize] += 1;
+            .filter(|cur| cur.servers().contains(&s))
+            .map(|cur| (cur, pricing.option_of(jp, cur)));
+        let kept_options = current.iter().flat_map(|(_, f)| {
+            (0..=job.tiers.len()).filter_map(move |t| {
+                let f = crate::objective::OptionFacts {
+                    tier: t as u8,
+                    ..f.clone()
+                };
+                pricing.option_index(jp, &f)
+            })
+        });
+        for k in kept_options {
+            let cur = current
+                .as_ref()
+                .expect("kept options of a current assignment")
+                .0;
+            let o = &pricing.options(jp)[k];
+            let slots = &pricing.topology().slots()[s];
+            let m = cur
+                .workers
+                .iter()
+                .filter(|w| w.server == ServerIdx(s))
+                .count() as u32;
+            let q = cur.ps.iter().filter(|p| p.server == ServerIdx(s)).count() as u32;
+            let mut gpus = vec![0u32; self.caps.len()];
+            for w in cur.workers.iter().filter(|w| w.server == ServerIdx(s)) {
+                for &g in &w.gpus {
+                    gpus[slots[g as usize].switch as usize] += 1;
+                }
+            }
+            let [dw, dp, dn] = duals.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
+            let extra = duals.keep.get(&(j, s)).copied().unwrap_or(0.0)
+                + duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
+            let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], extra);
+            if own > min_own + 1e-9 {
+                let fragment = Fragment {
+                    job: jp,
+                    option: k,
+                    workers: m,
+                    gpus,
+                    ps: q,
+                    kept: true,
+                };
+                let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
+                out.push(Candidate {
+                    fragment,
+                    own,
+                    cpu,
+                    mem,
+                });
             }
         }
-        let [dw, dp, dn] = duals.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
-        let extra = duals.keep.get(&(j, s)).copied().unwrap_or(0.0)
-            + duals.spread.get(&(j, k, s)).copied().unwrap_or(0.0);
-        let own = own_reduced_cost(o.terms.local_pair_slope, m, q, [dw, dp, dn], extra);
-        if own > min_own + 1e-9 {
-            let fragment = Fragment {
-                job: jp,
-                option: k,
-                workers: m,
-                gpus,
-                ps: q,
-                kept: true,
-            };
-            let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
-            out.push(Candidate {
-                fragment,
-                own,
-                cpu,
-                mem,
-            });
-        }
     }
-    out.sort_by(|a, b| b.own.total_cmp(&a.own));
-    out
 }
 
 /// A good column of server `s` at `duals`, fast: fragments added one at a time, each the one
@@ -265,16 +300,25 @@ pub(super) fn price_greedy_on(duals: &Duals, s: usize, problem: &Problem) -> Pri
     }
 }
 
+/// What the pricing searches of one relaxation share: the round, its duals, each search's node
+/// limit and the phase's budget.
+#[derive(Clone, Copy)]
+pub(crate) struct Pricer<'p, 'a> {
+    /// The round.
+    pub pricing: &'p RoundPricing<'a>,
+    /// The relaxation's duals.
+    pub duals: &'p Duals,
+    /// Nodes one search may visit.
+    pub node_limit: u64,
+    /// When to stop.
+    pub budget: Budget<'p>,
+}
+
 /// The best column of server `s` at `duals`, searching at most `node_limit` nodes.
 #[cfg(test)]
-pub(crate) fn price_server(
-    pricing: &RoundPricing<'_>,
-    duals: &Duals,
-    s: usize,
-    node_limit: u64,
-    budget: Budget<'_>,
-) -> Priced {
-    price_servers(pricing, duals, &[s], node_limit, f64::INFINITY, budget)
+pub(crate) fn price_server(pricer: Pricer<'_, '_>, s: usize) -> Priced {
+    pricer
+        .price_servers(&[s], f64::INFINITY)
         .pop()
         .expect("one server priced")
 }
@@ -336,119 +380,98 @@ pub(super) fn problems(
         .collect()
 }
 
-/// The best column of each server in `servers` at `duals` (in that order), each search visiting
-/// at most `node_limit` nodes and stopping at a column of reduced cost `enough` (infinite: the
-/// best). Identical idle servers are one class ([`super::column::Classes`]), priced once by
-/// passing only its representative.
-#[cfg(test)]
-pub(crate) fn price_servers(
-    pricing: &RoundPricing<'_>,
-    duals: &Duals,
-    servers: &[usize],
-    node_limit: u64,
-    enough: f64,
-    budget: Budget<'_>,
-) -> Vec<Priced> {
-    let problems = problems(pricing, duals, servers);
-    price_servers_on(
-        pricing, duals, servers, &problems, node_limit, enough, budget,
-    )
-}
-
-/// [`price_servers`] on the servers' problems at `duals` ([`problems`]).
-pub(super) fn price_servers_on(
-    pricing: &RoundPricing<'_>,
-    duals: &Duals,
-    servers: &[usize],
-    problems: &[Problem],
-    node_limit: u64,
-    enough: f64,
-    budget: Budget<'_>,
-) -> Vec<Priced> {
-    let mut out = Vec::with_capacity(servers.len());
-    for (&s, problem) in servers.iter().zip(problems) {
-        let pi = duals.server.get(&s).copied().unwrap_or(0.0);
-        let (value, fragments, exact, open) =
-            search(pricing, s, problem, node_limit, enough + pi, budget);
-        out.push(Priced {
-            column: Column {
-                server: s,
-                fragments,
-            },
-            reduced_cost: value - pi,
-            exact,
-            bound: value.max(open) - pi,
-        });
+impl Pricer<'_, '_> {
+    /// The best column of each server in `servers` at the duals (in that order), each search
+    /// visiting at most the node limit and stopping at a column of reduced cost `enough`
+    /// (infinite: the best). Identical idle servers are one class
+    /// ([`super::column::Classes`]), priced once by passing only its representative.
+    #[cfg(test)]
+    pub(crate) fn price_servers(&self, servers: &[usize], enough: f64) -> Vec<Priced> {
+        let problems = problems(self.pricing, self.duals, servers);
+        self.price_servers_on(servers, &problems, enough)
     }
-    out
-}
 
-/// Every column of the classes of `servers` (representatives) whose reduced cost at `duals` is
-/// at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps onto each
-/// other are the same to the master); `None` when there are more than `cap`, the node limit or
-/// budget cuts a search, or some loss is negative (nothing bounds the search). At duals
-/// where no column has a positive reduced cost, a schedule better than one of value `z` uses
-/// only columns of reduced cost at least `z − LP` (each column's reduced cost is at most 0,
-/// and they add up to at least that): with `delta = LP − z`, the master over these columns
-/// holds every such schedule.
-pub(crate) fn enumerate_columns(
-    pricing: &RoundPricing<'_>,
-    duals: &Duals,
-    servers: &[usize],
-    delta: f64,
-    cap: usize,
-    node_limit: u64,
-    budget: Budget<'_>,
-) -> Option<Vec<Column>> {
-    let mut out: Vec<Column> = Vec::new();
-    for &s in servers {
-        let problem = problem(pricing, duals, s, -delta);
-        let pi = duals.server.get(&s).copied().unwrap_or(0.0);
-        let mut search = Search::new(pricing, s, &problem, node_limit, budget);
-        if !search.prune {
-            return None;
-        }
-        search.collect = Some(Vec::new());
-        search.target = pi - delta;
-        search.cap = cap.saturating_sub(out.len());
-        if !search.complete() {
-            return None;
-        }
-        for picks in search.collect.take().unwrap_or_default() {
-            let mut fragments: Vec<Fragment> = picks
-                .iter()
-                .map(|&(i, c)| problem.jobs[i][c].fragment.clone())
-                .collect();
-            fragments.sort_by_key(|f| f.job);
-            out.push(Column {
-                server: s,
-                fragments,
+    /// [`Pricer::price_servers`] on the servers' problems at the duals ([`problems`]).
+    pub(super) fn price_servers_on(
+        &self,
+        servers: &[usize],
+        problems: &[Problem],
+        enough: f64,
+    ) -> Vec<Priced> {
+        let mut out = Vec::with_capacity(servers.len());
+        for (&s, problem) in servers.iter().zip(problems) {
+            let pi = self.duals.server.get(&s).copied().unwrap_or(0.0);
+            let (value, fragments, exact, open) = self.search(s, problem, enough + pi);
+            out.push(Priced {
+                column: Column {
+                    server: s,
+                    fragments,
+                },
+                reduced_cost: value - pi,
+                exact,
+                bound: value.max(open) - pi,
             });
         }
+        out
     }
-    Some(out)
-}
 
-/// The exact search of one problem (server `s`'s): the best column's value (before the
-/// server's dual), its fragments by job, whether the search finished, and the best bound of
-/// the subtrees it left.
-fn search(
-    pricing: &RoundPricing<'_>,
-    s: usize,
-    problem: &Problem,
-    node_limit: u64,
-    enough: f64,
-    budget: Budget<'_>,
-) -> (f64, Vec<Fragment>, bool, f64) {
-    let jobs = &problem.jobs;
-    let mut search = Search::new(pricing, s, problem, node_limit, budget);
-    search.enough = enough;
-    let exact = search.complete();
-    let (value, picks) = search.best;
-    let mut fragments: Vec<Fragment> = picks
-        .iter()
-        .map(|&(i, c)| jobs[i][c].fragment.clone())
-        .collect();
-    fragments.sort_by_key(|f| f.job);
-    (value, fragments, exact, search.open)
+    /// Every column of the classes of `servers` (representatives) whose reduced cost at the
+    /// duals is at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps
+    /// onto each other are the same to the master); `None` when there are more than `cap`, the
+    /// node limit or budget cuts a search, or some loss is negative (nothing bounds the search).
+    /// At duals where no column has a positive reduced cost, a schedule better than one of
+    /// value `z` uses only columns of reduced cost at least `z − LP` (each column's reduced
+    /// cost is at most 0, and they add up to at least that): with `delta = LP − z`, the master
+    /// over these columns holds every such schedule.
+    pub(crate) fn enumerate_columns(
+        &self,
+        servers: &[usize],
+        delta: f64,
+        cap: usize,
+    ) -> Option<Vec<Column>> {
+        let mut out: Vec<Column> = Vec::new();
+        for &s in servers {
+            let problem = problem(self.pricing, self.duals, s, -delta);
+            let pi = self.duals.server.get(&s).copied().unwrap_or(0.0);
+            let mut search = Search::new(self.pricing, s, &problem, self.node_limit, self.budget);
+            if !search.prune {
+                return None;
+            }
+            search.collect = Some(Vec::new());
+            search.target = pi - delta;
+            search.cap = cap.saturating_sub(out.len());
+            if !search.complete() {
+                return None;
+            }
+            for picks in search.collect.take().unwrap_or_default() {
+                let mut fragments: Vec<Fragment> = picks
+                    .iter()
+                    .map(|&(i, c)| problem.jobs[i][c].fragment.clone())
+                    .collect();
+                fragments.sort_by_key(|f| f.job);
+                out.push(Column {
+                    server: s,
+                    fragments,
+                });
+            }
+        }
+        Some(out)
+    }
+
+    /// The exact search of one problem (server `s`'s): the best column's value (before the
+    /// server's dual), its fragments by job, whether the search finished, and the best bound of
+    /// the subtrees it left.
+    fn search(&self, s: usize, problem: &Problem, enough: f64) -> (f64, Vec<Fragment>, bool, f64) {
+        let jobs = &problem.jobs;
+        let mut search = Search::new(self.pricing, s, problem, self.node_limit, self.budget);
+        search.enough = enough;
+        let exact = search.complete();
+        let (value, picks) = search.best;
+        let mut fragments: Vec<Fragment> = picks
+            .iter()
+            .map(|&(i, c)| jobs[i][c].fragment.clone())
+            .collect();
+        fragments.sort_by_key(|f| f.job);
+        (value, fragments, exact, search.open)
+    }
 }

@@ -5,13 +5,13 @@ use std::cell::Cell;
 use std::time::Instant;
 
 use super::budget::Budget;
-use super::cg::{Gen, dive, generate_columns};
+use super::cg::{Gen, Generated, dive, generate_columns};
 use super::column::{Classes, Column, JobChoice, columns_of};
-use super::master::solve_master;
-use super::price::enumerate_columns;
+use super::master::{MasterSolve, solve_master};
+use super::price::Pricer;
 use crate::error::{Error, Result};
+use crate::ilp::report::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
 use crate::ilp::settings::{CheckedSettings, PROVEN_GAP};
-use crate::ilp::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
 use crate::model::{JobId, Schedule};
 use crate::objective::{RoundPricing, same_assignment};
 
@@ -21,6 +21,48 @@ const ENUMERATION_CAP: usize = 50_000;
 /// The most nodes one class's enumeration visits (its bounds are loose a gap's depth below the
 /// best column: past this, the gap stays open).
 const ENUMERATION_NODES: u64 = 2_000_000;
+
+/// The best valid start of a configuration solve: the schedule, its objective, and its columns
+/// and choices when the program can express it (then it is also the master's MIP start).
+struct Start {
+    schedule: Schedule,
+    objective: f64,
+    columns: Vec<Column>,
+    choices: Vec<JobChoice>,
+}
+
+/// One solve's clock and work budget: each phase stops at its share of the time limit or of
+/// the work limit, whichever comes first.
+struct Clock<'s> {
+    t0: Instant,
+    settings: &'s CheckedSettings,
+    /// Pricing-search nodes spent so far.
+    spent: &'s Cell<u64>,
+}
+
+impl<'s> Clock<'s> {
+    /// The budget of a phase that may run to `share` of the limits.
+    fn phase(&self, share: f64) -> Budget<'s> {
+        let limit = self.settings.time_limit_s;
+        let deadline = limit
+            .is_finite()
+            .then(|| self.t0 + std::time::Duration::from_secs_f64(share * limit));
+        let nodes = self.settings.work_limit.map(|w| (share * w as f64) as u64);
+        Budget::unlimited(self.spent).until(deadline, nodes)
+    }
+
+    /// The settings with the time left.
+    fn left(&self) -> CheckedSettings {
+        self.settings
+            .with_time_limit(self.settings.time_limit_s - self.t0.elapsed().as_secs_f64())
+    }
+}
+
+/// Whether a gap is still open (NaN, no bound or no schedule, counts as open).
+fn is_open(bound: f64, objective: f64) -> bool {
+    let gap = relative_gap(bound, objective);
+    gap.is_nan() || gap > PROVEN_GAP
+}
 
 /// The configuration program: columns generated from every valid start's columns (60 % of
 /// the time limit and of the work limit), then the master over them as an integer program from
@@ -37,18 +79,63 @@ pub(crate) fn solve(
     candidates: &[Schedule],
     held: &[JobId],
 ) -> Result<Solved> {
-    let t0 = Instant::now();
+    let spent = Cell::new(0);
+    let clock = Clock {
+        t0: Instant::now(),
+        settings,
+        spent: &spent,
+    };
     let snapshot = pricing.snapshot();
     let held: Vec<bool> = snapshot
         .jobs
         .iter()
         .map(|j| held.contains(&j.id) && j.run.current.is_some())
         .collect();
+    let (start, seed) = best_start(pricing, warm_start, candidates, &held)?;
+    let g = Gen {
+        pricing,
+        settings,
+        held: &held,
+        node_limit: 20_000_000,
+        budget: clock.phase(0.6),
+    };
+    let generated = generate_columns(g, seed, usize::MAX)?;
+    let start_cols =
+        (!start.choices.is_empty()).then_some((start.columns.as_slice(), start.choices.as_slice()));
+    let mut search = Search {
+        master: solve_master(pricing, &generated.pool, &clock.left(), start_cols, &held)?,
+        pool: generated.pool.clone(),
+        bound: generated.bound,
+    };
+    search.enumerate_gap(g, &generated, &clock, start_cols, start.objective)?;
+    search.dive_until_closed(g, &generated, &clock, start_cols)?;
+    let generation_s = clock.t0.elapsed().as_secs_f64();
+    let stats = ColumnStats {
+        columns: search.pool.len(),
+        iterations: generated.iterations,
+        converged: generated.converged,
+        relaxation: generated.lp,
+        generation_s,
+        search_nodes: spent.get(),
+    };
+    outcome(pricing, &clock, start, search, stats)
+}
+
+/// Every valid start that keeps the `held` jobs where they run — the caller's warm start (an
+/// error if it is not a valid schedule), the running jobs kept, everyone waiting, the
+/// candidates — the best of them, and the columns of all of them (column generation's seed).
+fn best_start(
+    pricing: &RoundPricing<'_>,
+    warm_start: Option<&Schedule>,
+    candidates: &[Schedule],
+    held: &[bool],
+) -> Result<(Start, Vec<Column>)> {
+    let snapshot = pricing.snapshot();
     let agrees = |s: &Schedule| {
         snapshot
             .jobs
             .iter()
-            .zip(&held)
+            .zip(held)
             .filter(|(_, h)| **h)
             .all(|(j, _)| {
                 let cur = j.run.current.as_ref();
@@ -73,7 +160,7 @@ pub(crate) fn solve(
     starts.push(Schedule::default());
     starts.extend(candidates.iter().cloned());
     let mut seed = Vec::new();
-    let mut best: Option<(Schedule, f64, Vec<Column>, Vec<JobChoice>)> = None;
+    let mut best: Option<Start> = None;
     for s in starts {
         if !s.validate(snapshot).is_empty() || !agrees(&s) {
             continue;
@@ -91,110 +178,125 @@ pub(crate) fn solve(
                 }
             }
         }
-        if best.as_ref().is_none_or(|b| score.total > b.1) {
+        if best.as_ref().is_none_or(|b| score.total > b.objective) {
             let (columns, choices) = encoded.unwrap_or_default();
-            best = Some((s, score.total, columns, choices));
+            best = Some(Start {
+                schedule: s,
+                objective: score.total,
+                columns,
+                choices,
+            });
         }
     }
-    let (start, start_objective, start_columns, start_choices) =
-        best.ok_or_else(|| Error::Solver {
-            solver: "start".into(),
-            reason: "not even the schedule in which every job waits can be priced".into(),
-        })?;
-    let limit = settings.time_limit_s;
-    // Each phase stops at its share of the time limit or of the work limit, whichever first.
-    let spent = Cell::new(0);
-    let phase = |share: f64| {
-        let deadline = limit
-            .is_finite()
-            .then(|| t0 + std::time::Duration::from_secs_f64(share * limit));
-        let nodes = settings.work_limit.map(|w| (share * w as f64) as u64);
-        Budget::unlimited(&spent).until(deadline, nodes)
-    };
-    let g = Gen {
-        pricing,
-        settings,
-        held: &held,
-        node_limit: 20_000_000,
-        budget: phase(0.6),
-    };
-    let generated = generate_columns(g, seed, usize::MAX)?;
-    let left = || settings.with_time_limit(limit - t0.elapsed().as_secs_f64());
-    let start_cols =
-        (!start_choices.is_empty()).then_some((start_columns.as_slice(), start_choices.as_slice()));
-    let mut master = solve_master(pricing, &generated.pool, &left(), start_cols, &held)?;
-    let mut columns = generated.pool.len();
-    let mut pool = generated.pool.clone();
-    let mut bound = generated.bound;
-    // NaN (no bound, or no schedule) counts as open.
-    let is_open = |bound: f64, objective: f64| {
-        let gap = relative_gap(bound, objective);
-        gap.is_nan() || gap > PROVEN_GAP
-    };
-    // Where the root converged and a gap is left, every column that could be in a better
-    // schedule is enumerated (reduced cost within the gap, `price::enumerate_columns`) and the
-    // master solved over them: its bound is the round's, and solved to optimality it proves it.
-    let incumbent = master.objective.max(start_objective);
-    let delta = generated.lp - incumbent;
-    if is_open(bound, master.objective)
-        && generated.converged
-        && delta.is_finite()
-        && delta > 0.0
-        && !phase(0.85).late()
-    {
-        let reps: Vec<usize> = Classes::of(pricing).reps().collect();
-        if let Some(more) = enumerate_columns(
-            pricing,
-            &generated.duals,
-            &reps,
-            delta,
-            ENUMERATION_CAP,
-            ENUMERATION_NODES,
-            phase(0.85),
-        ) {
-            for c in more {
-                if !pool.contains(&c) {
-                    pool.push(c);
-                }
-            }
-            columns = pool.len();
-            let all = solve_master(pricing, &pool, &left(), start_cols, &held)?;
-            // Any schedule better than the incumbent is in this master: its bound (proven or
-            // not) bounds the round.
-            if all.bound.is_finite() {
-                bound = bound.min(all.bound.max(incumbent));
-            }
-            if all.objective > master.objective || master.objective.is_nan() {
-                master = all;
-            }
+    let best = best.ok_or_else(|| Error::Solver {
+        solver: "start".into(),
+        reason: "not even the schedule in which every job waits can be priced".into(),
+    })?;
+    Ok((best, seed))
+}
+
+/// The search after column generation: the best master so far, the column pool, the bound.
+struct Search {
+    master: MasterSolve,
+    pool: Vec<Column>,
+    bound: f64,
+}
+
+impl Search {
+    /// Where the root converged and a gap is left, every column that could be in a better
+    /// schedule is enumerated (reduced cost within the gap, `price::enumerate_columns`) and the
+    /// master solved over them: its bound is the round's, and solved to optimality it proves it.
+    fn enumerate_gap(
+        &mut self,
+        g: Gen<'_, '_>,
+        generated: &Generated,
+        clock: &Clock<'_>,
+        start_cols: Option<(&[Column], &[JobChoice])>,
+        start_objective: f64,
+    ) -> Result<()> {
+        let incumbent = self.master.objective.max(start_objective);
+        let delta = generated.lp - incumbent;
+        if !(is_open(self.bound, self.master.objective)
+            && generated.converged
+            && delta.is_finite()
+            && delta > 0.0
+            && !clock.phase(0.85).late())
+        {
+            return Ok(());
         }
-    }
-    // Where a gap is still open, dives until it closes or 85 % of the limit: each begins with
-    // a root column no earlier dive began with, and every dive's columns stay in the pool.
-    let mut skip: Vec<usize> = Vec::new();
-    while is_open(bound, master.objective) && !phase(0.85).late() {
-        let dive_gen = Gen {
-            budget: phase(0.85),
-            ..g
+        let reps: Vec<usize> = Classes::of(g.pricing).reps().collect();
+        let pricer = Pricer {
+            pricing: g.pricing,
+            duals: &generated.duals,
+            node_limit: ENUMERATION_NODES,
+            budget: clock.phase(0.85),
         };
-        let (grown, first) = dive(dive_gen, &generated, pool, &skip)?;
-        pool = grown;
-        columns = pool.len();
-        let again = solve_master(pricing, &pool, &left(), start_cols, &held)?;
-        if again.objective > master.objective || master.objective.is_nan() {
-            master = again;
+        let Some(more) = pricer.enumerate_columns(&reps, delta, ENUMERATION_CAP) else {
+            return Ok(());
+        };
+        for c in more {
+            if !self.pool.contains(&c) {
+                self.pool.push(c);
+            }
         }
-        match first {
-            Some(i) => skip.push(i),
-            None => break,
+        let all = solve_master(g.pricing, &self.pool, &clock.left(), start_cols, g.held)?;
+        // Any schedule better than the incumbent is in this master: its bound (proven or not)
+        // bounds the round.
+        if all.bound.is_finite() {
+            self.bound = self.bound.min(all.bound.max(incumbent));
         }
+        if all.objective > self.master.objective || self.master.objective.is_nan() {
+            self.master = all;
+        }
+        Ok(())
     }
-    let generation_s = t0.elapsed().as_secs_f64();
+
+    /// Where a gap is still open, dives until it closes or 85 % of the limit: each begins with
+    /// a root column no earlier dive began with, and every dive's columns stay in the pool.
+    fn dive_until_closed(
+        &mut self,
+        g: Gen<'_, '_>,
+        generated: &Generated,
+        clock: &Clock<'_>,
+        start_cols: Option<(&[Column], &[JobChoice])>,
+    ) -> Result<()> {
+        let mut skip: Vec<usize> = Vec::new();
+        while is_open(self.bound, self.master.objective) && !clock.phase(0.85).late() {
+            let dive_gen = Gen {
+                budget: clock.phase(0.85),
+                ..g
+            };
+            let pool = std::mem::take(&mut self.pool);
+            let (grown, first) = dive(dive_gen, generated, pool, &skip)?;
+            self.pool = grown;
+            let again = solve_master(g.pricing, &self.pool, &clock.left(), start_cols, g.held)?;
+            if again.objective > self.master.objective || self.master.objective.is_nan() {
+                self.master = again;
+            }
+            match first {
+                Some(i) => skip.push(i),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The schedule returned (the master's if it beats the start, else the start), its status and
+/// the report.
+fn outcome(
+    pricing: &RoundPricing<'_>,
+    clock: &Clock<'_>,
+    start: Start,
+    search: Search,
+    stats: ColumnStats,
+) -> Result<Solved> {
+    let Search { master, bound, .. } = search;
     // A master that found nothing (NaN) or nothing better returns the start.
-    let beats = master.objective.is_finite() && master.objective > start_objective + PROVEN_GAP;
+    let beats = master.objective.is_finite() && master.objective > start.objective + PROVEN_GAP;
     let returned_start = !beats;
     let (schedule, objective) = if returned_start {
-        (start, start_objective)
+        (start.schedule, start.objective)
     } else {
         (master.schedule, master.objective)
     };
@@ -203,9 +305,9 @@ pub(crate) fn solve(
     let proven = gap <= PROVEN_GAP || (bound - objective) <= PROVEN_GAP;
     let status = if proven {
         SolveStatus::Optimal
-    } else if t0.elapsed().as_secs_f64() >= limit {
+    } else if clock.t0.elapsed().as_secs_f64() >= clock.settings.time_limit_s {
         SolveStatus::TimeLimit
-    } else if phase(0.6).out_of_nodes() {
+    } else if clock.phase(0.6).out_of_nodes() {
         // Column generation, at least, ran out of its share of the work limit.
         SolveStatus::NodeLimit
     } else {
@@ -218,21 +320,14 @@ pub(crate) fn solve(
         perf_model_utility: pricing.perf_model_utility(&schedule, &score)?,
         best_bound: bound,
         gap,
-        build_time_s: generation_s,
-        wall_time_s: t0.elapsed().as_secs_f64(),
+        build_time_s: stats.generation_s,
+        wall_time_s: clock.t0.elapsed().as_secs_f64(),
         nodes: master.nodes,
         size: master.size,
         warm_started: true,
-        start_objective,
+        start_objective: start.objective,
         returned_start,
-        columns: Some(ColumnStats {
-            columns,
-            iterations: generated.iterations,
-            converged: generated.converged,
-            relaxation: generated.lp,
-            generation_s,
-            search_nodes: spent.get(),
-        }),
+        columns: Some(stats),
     };
     Ok(Solved {
         schedule,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{Ctx, Group, JobVars, Model, lin};
 use crate::error::{Error, Result};
+use crate::model::ServerIdx;
 use crate::model::{Architecture, SwitchId};
 
 /// Group 12: `keep_j ≤ run_j`; `|g_jb − cur_jb| ≤ cap_b (1 − keep_j)` for every switch;
@@ -21,7 +22,7 @@ pub(super) fn keep(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) -> Result<()>
         for &gi in &w.gpus {
             let (b, _) =
                 ctx.topology
-                    .switch_of(w.server, gi)
+                    .switch_of(w.server.0, gi)
                     .ok_or_else(|| Error::InvalidInstance {
                         context: "snapshot".into(),
                         reason: format!(
@@ -49,7 +50,7 @@ pub(super) fn keep(model: &mut Model, ctx: &Ctx<'_>, jv: &JobVars) -> Result<()>
     if job.arch == Architecture::ParameterServer {
         let p_max = jv.p_max();
         for s in 0..jv.q.len() {
-            let c = cur.ps.iter().filter(|p| p.server == s).count() as f64;
+            let c = cur.ps.iter().filter(|p| p.server == ServerIdx(s)).count() as f64;
             let qs = jv.q[s].expect("PS jobs have q");
             model.push(Group::Keep, lin(&[(1.0, qs), (p_max, kv)]).leq(c + p_max));
             model.push(Group::Keep, lin(&[(-1.0, qs), (c, kv)]).leq(0.0));

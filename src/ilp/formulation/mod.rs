@@ -118,7 +118,7 @@ pub struct ModelSize {
 pub(crate) struct Model {
     vars: ProblemVariables,
     pub(crate) info: Vec<VarInfo>,
-    constraints: Vec<Constraint>,
+    pub(crate) constraints: Vec<Constraint>,
     groups: Vec<Group>,
     /// Column index of every variable (creation order).
     pub(crate) index_of: HashMap<Variable, usize>,
@@ -365,13 +365,6 @@ impl Formulation {
 
     /// Writes the model in free MPS format (maximisation, declared with `OBJSENSE MAX`).
     pub fn write_mps(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        mps::write(
-            out,
-            &self.model.info,
-            &self.objective,
-            self.objective_constant,
-            &self.model.constraints,
-            &self.model.index_of,
-        )
+        mps::write(out, &self.model, &self.objective, self.objective_constant)
     }
 }

@@ -1,11 +1,10 @@
 //! Free-format MPS export, so that any MIP solver can re-solve a round and check coda's answer.
 
-use std::collections::HashMap;
 use std::io::Write;
 
-use good_lp::{Constraint, Expression, IntoAffineExpression, Variable};
+use good_lp::{Expression, IntoAffineExpression};
 
-use super::VarInfo;
+use super::Model;
 
 fn num(x: f64) -> String {
     if x == x.trunc() && x.abs() < 1e15 {
@@ -20,12 +19,11 @@ fn num(x: f64) -> String {
 /// (RHS = −constant), and repeated in a comment.
 pub(super) fn write(
     out: &mut dyn Write,
-    info: &[VarInfo],
+    model: &Model,
     objective: &Expression,
     constant: f64,
-    constraints: &[Constraint],
-    index_of: &HashMap<Variable, usize>,
 ) -> std::io::Result<()> {
+    let (info, constraints, index_of) = (&model.info, &model.constraints, &model.index_of);
     let mut columns: Vec<Vec<(String, f64)>> = vec![Vec::new(); info.len()];
     for (v, c) in objective.linear_coefficients() {
         if c != 0.0 {

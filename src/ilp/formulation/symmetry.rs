@@ -8,6 +8,7 @@
 use good_lp::Variable;
 
 use super::{Ctx, Group, JobVars, Model, lin};
+use crate::model::ServerIdx;
 use crate::model::{ClusterSnapshot, Schedule, SwitchId, Topology};
 
 /// Group 13: Orders consecutive interchangeable servers, and consecutive equal switches of one socket
@@ -113,7 +114,7 @@ pub fn relabel(snapshot: &ClusterSnapshot, topology: &Topology, schedule: &Sched
     let lowest_on = |sch: &Schedule, s: usize| {
         sch.assignments
             .iter()
-            .filter(|a| a.workers.iter().any(|w| w.server == s))
+            .filter(|a| a.workers.iter().any(|w| w.server == ServerIdx(s)))
             .map(|a| index(a.job))
             .min()
             .unwrap_or(usize::MAX)
@@ -128,10 +129,12 @@ pub fn relabel(snapshot: &ClusterSnapshot, topology: &Topology, schedule: &Sched
     }
     for a in &mut out.assignments {
         for w in &mut a.workers {
-            w.server = map[w.server];
+            // A server outside the cluster (an invalid schedule, which validation reports)
+            // keeps its index.
+            w.server = ServerIdx(map.get(w.server.0).copied().unwrap_or(w.server.0));
         }
         for p in &mut a.ps {
-            p.server = map[p.server];
+            p.server = ServerIdx(map.get(p.server.0).copied().unwrap_or(p.server.0));
         }
     }
     // Switches of one socket, on the relabelled schedule.
@@ -141,9 +144,9 @@ pub fn relabel(snapshot: &ClusterSnapshot, topology: &Topology, schedule: &Sched
         sch.assignments
             .iter()
             .filter(|a| {
-                a.workers
-                    .iter()
-                    .any(|w| w.server == sw.server && w.gpus.iter().any(|g| sw.gpus.contains(g)))
+                a.workers.iter().any(|w| {
+                    w.server == ServerIdx(sw.server) && w.gpus.iter().any(|g| sw.gpus.contains(g))
+                })
             })
             .map(|a| index(a.job))
             .min()
@@ -166,7 +169,7 @@ pub fn relabel(snapshot: &ClusterSnapshot, topology: &Topology, schedule: &Sched
     for a in &mut out.assignments {
         for w in &mut a.workers {
             for g in &mut w.gpus {
-                if let Some(&to) = gpu_map.get(&(w.server, *g)) {
+                if let Some(&to) = gpu_map.get(&(w.server.0, *g)) {
                     *g = to;
                 }
             }

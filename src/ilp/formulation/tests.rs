@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use good_lp::Variable;
 
 use super::{Formulation, FormulationOptions, Group, JobVars};
+use crate::model::ServerIdx;
 use crate::model::{
     Architecture, Assignment, Cluster, ClusterSnapshot, Job, PsTask, Schedule, Server, SwitchId,
     TaskDemand, TaskRange, WorkerTask,
@@ -21,7 +22,12 @@ const PS: &str = "resnet-50";
 
 fn server(name: &str, gpu: &str) -> Server {
     // 2 sockets × 2 PCIe switches × 2 GPUs, as a DGX-1.
-    Server::uniform(name, gpu, 2, 2, 2, 40.0, 512.0, 100.0)
+    Server::uniform(
+        name,
+        gpu,
+        [2, 2, 2],
+        crate::model::HostResources::new(40.0, 512.0, 100.0),
+    )
 }
 
 fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
@@ -55,7 +61,7 @@ fn job(id: u64, model: &str, workers: u32, ps: u32) -> Job {
 
 fn w(server: usize, gpu: u32) -> WorkerTask {
     WorkerTask {
-        server,
+        server: ServerIdx(server),
         gpus: vec![gpu],
     }
 }
@@ -65,7 +71,12 @@ fn assign(job: u64, workers: Vec<WorkerTask>, ps: Vec<usize>) -> Assignment {
         tier: 0,
         job: crate::model::JobId(job),
         workers,
-        ps: ps.into_iter().map(|server| PsTask { server }).collect(),
+        ps: ps
+            .into_iter()
+            .map(|server| PsTask {
+                server: ServerIdx(server),
+            })
+            .collect(),
     }
 }
 
@@ -418,7 +429,7 @@ fn relabelled_starts_satisfy_symmetry_and_score_the_same() {
     let r = super::relabel(&snap, b.pricing.topology(), &s);
     assert!(r.validate(&snap).is_empty());
     assert!(b.violated(&b.encode(&r)).is_empty(), "{r:?}");
-    assert_eq!(r.assignments[0].workers[0].server, 0);
+    assert_eq!(r.assignments[0].workers[0].server, ServerIdx(0));
     let score = |x: &Schedule| b.pricing.score(x).unwrap().total;
     assert!((score(&r) - score(&s)).abs() < 1e-12);
     // Every group, relabelled, on a busier schedule too.

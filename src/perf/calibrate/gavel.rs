@@ -12,7 +12,7 @@ use crate::util::csvio::CsvFile;
 
 /// Name under which a Gavel job type is offered as an all-reduce model:
 /// `ResNet-50 (batch size 64)` → `gavel-resnet-50-b64`.
-pub fn gavel_model_name(job_type: &str) -> String {
+pub(crate) fn gavel_model_name(job_type: &str) -> String {
     let lower = job_type.to_lowercase();
     let (base, batch) = match lower.split_once(" (batch size ") {
         Some((b, rest)) => (b.to_string(), Some(rest.trim_end_matches(')').to_string())),

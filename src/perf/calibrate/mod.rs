@@ -28,9 +28,8 @@ use crate::error::{Error, Result};
 
 pub(crate) use allreduce::scale_compute;
 pub(crate) use dl2::ps_features;
-pub use gavel::gavel_model_name;
+pub(crate) use gavel::gavel_model_name;
 pub(crate) use gavel::{gavel_spread, open_gavel};
-pub use pollux::CLUSTER_GPU;
 pub(crate) use pollux::{cluster_profile, open_pollux, row_placement};
 pub use spread::{PlacementCheck, placement_check, placement_summary};
 
@@ -41,7 +40,7 @@ use pollux::read_pollux;
 
 /// Gavel job type standing in for a model in the pair-interference table. Only models of the
 /// same network family are mapped; the rest use medians (see `InterferenceParams`).
-pub const INTERFERENCE_PROXY: [(&str, &str); 7] = [
+pub(crate) const INTERFERENCE_PROXY: [(&str, &str); 7] = [
     ("imagenet", "ResNet-50 (batch size 64)"),
     ("cifar10", "ResNet-18 (batch size 128)"),
     ("ncf", "Recommendation (batch size 2048)"),
@@ -52,7 +51,7 @@ pub const INTERFERENCE_PROXY: [(&str, &str); 7] = [
 ];
 
 /// Seed of the cross-validation folds.
-pub const CALIBRATION_SEED: u64 = 2024;
+pub(crate) const CALIBRATION_SEED: u64 = 2024;
 
 pub(super) fn proxy_for(model: &str) -> Option<String> {
     INTERFERENCE_PROXY

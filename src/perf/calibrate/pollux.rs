@@ -11,7 +11,7 @@ use crate::util::csvio::CsvFile;
 
 /// GPU type of each Pollux/Sia cluster profile (Sia's `simulator_config.py`, Pollux's `main.tf`;
 /// see `datasets/README.md`). `rtx` is not shipped; it is listed so that its rows load if given.
-pub const CLUSTER_GPU: [(&str, &str); 6] = [
+pub(crate) const CLUSTER_GPU: [(&str, &str); 6] = [
     ("aws", "t4"),
     ("azure", "v100"),
     ("dgx", "a100"),

@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::features::{self, Occupants, PLACE_FEATURES, PlaceTask};
 use super::{Allocation, LearnedScheduler, Placer};
 use crate::model::JobPos;
+use crate::model::ServerIdx;
 use crate::model::{ClusterSnapshot, Schedule};
 use crate::objective::{Mode, RoundPricing};
 use crate::perf::PerfModel;
@@ -71,19 +72,20 @@ impl LearnedScheduler<'_> {
     /// jobs considered in `order` (snapshot indices; jobs left out wait), each job's first
     /// choice, its fallbacks and level 2's servers asked of `chooser` as the decoding reaches
     /// them. Valid by construction, whatever `chooser` answers: [`LearnedScheduler::place`]
-    /// answers from the networks' scores, the Python environment (`coda::lab::gym`) from an
+    /// answers from the networks' scores, the Python environment (`coda::replay::env`) from an
     /// outside agent, one decision at a time. Level 2's steps are appended to `record` when
     /// given.
-    pub fn place_by(
+    pub(crate) fn place_by(
         &self,
         pricing: &RoundPricing,
         order: &[usize],
         chooser: &mut dyn Chooser,
         placer: Placer,
-        mut record: Option<&mut Vec<SampledStep>>,
+        record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
         let snap = pricing.snapshot();
         let mut st = PlaceState::new(pricing, self.perf, placer);
+        st.steps = record.is_some().then(Vec::new);
         let mut first: Vec<Option<usize>> = vec![None; snap.jobs.len()];
         for &j in order {
             first[j] = chooser
@@ -132,13 +134,16 @@ impl LearnedScheduler<'_> {
         };
         selected.sort_by_key(|&j| std::cmp::Reverse(need_of(j)));
         for j in selected {
-            self.place_job(pricing, &mut st, j, chooser, record.as_deref_mut());
+            self.place_job(pricing, &mut st, j, chooser);
         }
         // ... then whatever is left goes, in level 1's order, to jobs not yet placed.
         for &j in order {
             if !st.placed[j] && first[j].is_some() {
-                self.place_job(pricing, &mut st, j, chooser, record.as_deref_mut());
+                self.place_job(pricing, &mut st, j, chooser);
             }
+        }
+        if let (Some(r), Some(steps)) = (record, st.steps.take()) {
+            r.extend(steps);
         }
         Schedule {
             assignments: st.packer.into_assignments(),
@@ -146,15 +151,14 @@ impl LearnedScheduler<'_> {
     }
 
     /// Places job `j` with the first of its choices (asked of `chooser` one at a time) that
-    /// fits; whether one did. Level 2's steps of the plan committed go to `record` (those of
-    /// plans that did not fit are dropped).
+    /// fits; whether one did. Level 2's steps of the plan committed are recorded when the state
+    /// records (those of plans that did not fit are dropped).
     pub(super) fn place_job(
         &self,
         pricing: &RoundPricing,
         st: &mut PlaceState,
         j: usize,
         chooser: &mut dyn Chooser,
-        mut record: Option<&mut Vec<SampledStep>>,
     ) -> bool {
         let job = &pricing.snapshot().jobs[j];
         let options = pricing.options(JobPos(j));
@@ -188,19 +192,13 @@ impl LearnedScheduler<'_> {
                 mode: o.mode,
                 coloc_coef: o.terms.coloc_coef,
             };
-            let recorded = record.as_deref().map_or(0, Vec::len);
+            let recorded = st.steps.as_ref().map_or(0, Vec::len);
             let (plan, gpus) = match st.placer {
-                Placer::Learned => (
-                    self.learned_plan(
-                        pricing,
-                        st,
-                        task,
-                        st.types[t].1,
-                        chooser,
-                        record.as_deref_mut(),
-                    ),
-                    GpuChoice::OwnSwitches,
-                ),
+                Placer::Learned => {
+                    let type_server = st.types[t].1;
+                    let plan = self.learned_plan(pricing, st, task, type_server, chooser);
+                    (plan, GpuChoice::OwnSwitches)
+                }
                 Placer::Packer => (
                     st.packer.consolidated_plan(job, &o.gpu_type, o.workers),
                     GpuChoice::Compact,
@@ -215,7 +213,7 @@ impl LearnedScheduler<'_> {
                 st.placed[j] = true;
                 return true;
             }
-            if let Some(r) = record.as_deref_mut() {
+            if let Some(r) = st.steps.as_mut() {
                 r.truncate(recorded);
             }
         }
@@ -223,15 +221,15 @@ impl LearnedScheduler<'_> {
     }
 
     /// Level 2 for one job: servers one at a time (of the type of server `type_server`), each
-    /// taking as many of the remaining workers as fit; `None` if the workers do not fit.
+    /// taking as many of the remaining workers as fit; `None` if the workers do not fit. Each
+    /// step is recorded when the state records.
     pub(super) fn learned_plan(
         &self,
         pricing: &RoundPricing,
-        st: &PlaceState,
+        st: &mut PlaceState,
         task: PlaceTask,
         type_server: usize,
         chooser: &mut dyn Chooser,
-        mut record: Option<&mut Vec<SampledStep>>,
     ) -> Option<Vec<(usize, u32)>> {
         let (packer, occ, index) = (&st.packer, &st.occ, &st.index);
         let job = &pricing.snapshot().jobs[task.job];
@@ -260,24 +258,25 @@ impl LearnedScheduler<'_> {
                     }
                     pristine_seen = true;
                 }
-                features::place_row(
+                let view = features::PlaceView {
                     pricing,
                     packer,
-                    occ,
-                    task,
-                    s,
+                    occupants: occ,
+                };
+                let offer = features::Offer {
+                    server: s,
                     rest,
-                    plan.len(),
-                    cands.len(),
-                    &mut rows,
-                );
+                    step: plan.len(),
+                    candidates: cands.len(),
+                };
+                features::place_row(view, task, offer, &mut rows);
                 offered.push(s);
             }
             // An answer out of range is the first candidate: valid whatever the chooser says.
             let best = Some(chooser.server(task.job, &rows))
                 .filter(|&b| b < offered.len())
                 .unwrap_or(0);
-            if let Some(r) = record.as_deref_mut() {
+            if let Some(r) = st.steps.as_mut() {
                 r.push(SampledStep {
                     job: task.job,
                     rows: rows
@@ -319,13 +318,13 @@ impl LearnedScheduler<'_> {
                 .run
                 .current
                 .as_ref()
-                .is_some_and(|a| a.workers.iter().any(|w| w.server == s))
+                .is_some_and(|a| a.workers.iter().any(|w| w.server == ServerIdx(s)))
     }
 }
 
 /// Who makes the decoding's choices ([`LearnedScheduler::place_by`]): level 1's allocation and
 /// level 2's scores, or an outside agent.
-pub trait Chooser {
+pub(crate) trait Chooser {
     /// Job `j`'s next option (an index in [`RoundPricing::options`]) after `tried`, the options
     /// already tried for it this round in order (empty: its first choice); `None`: it waits.
     /// `fits(k)`: whether option `k`'s GPU type has that many GPUs free now (an option that
@@ -367,7 +366,7 @@ impl Chooser for Scores<'_, '_> {
 }
 
 /// The index of the highest value, the first on ties (the policy's greedy choice).
-pub fn argmax(v: &[f32]) -> usize {
+pub(crate) fn argmax(v: &[f32]) -> usize {
     let mut best = 0;
     for (i, &x) in v.iter().enumerate() {
         if x > v[best] {
@@ -455,24 +454,26 @@ pub(super) struct PlaceState<'p> {
     occ: Occupants,
     index: Candidates,
     /// (GPU type, its first server), in order of first appearance.
-    types: Vec<(String, usize)>,
+    types: Vec<(crate::model::GpuType, usize)>,
     free_of_type: Vec<u64>,
     placed: Vec<bool>,
     /// Who places: level 2 or the packer.
     placer: Placer,
+    /// Level 2's steps, when the decoding records them.
+    steps: Option<Vec<SampledStep>>,
 }
 
 impl<'p> PlaceState<'p> {
     fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel, placer: Placer) -> Self {
         let snap = pricing.snapshot();
         let packer = Packer::new(snap, perf);
-        let mut types: Vec<(String, usize)> = Vec::new();
+        let mut types: Vec<(crate::model::GpuType, usize)> = Vec::new();
         let mut free_of_type: Vec<u64> = Vec::new();
         for (i, s) in snap.cluster.servers.iter().enumerate() {
             match types.iter().position(|(t, _)| *t == s.gpu_type) {
                 Some(t) => free_of_type[t] += u64::from(s.num_gpus()),
                 None => {
-                    types.push((s.gpu_type.clone(), i));
+                    types.push((s.gpu_type, i));
                     free_of_type.push(u64::from(s.num_gpus()));
                 }
             }
@@ -485,6 +486,7 @@ impl<'p> PlaceState<'p> {
             free_of_type,
             placed: vec![false; snap.jobs.len()],
             placer,
+            steps: None,
         }
     }
 
@@ -617,8 +619,8 @@ impl Candidates {
         }
         if let Some(cur) = &job.run.current {
             for w in &cur.workers {
-                if self.type_of.get(w.server) == Some(&t) && usable(w.server) {
-                    out.push(w.server);
+                if self.type_of.get(w.server.0) == Some(&t) && usable(w.server.0) {
+                    out.push(w.server.0);
                 }
             }
         }
@@ -632,7 +634,7 @@ impl Candidates {
 /// that holds every worker — for an all-reduce job, under one socket; `CrossSocket`: a server
 /// that holds every worker; `Multi`: any); all of `cands` if none does, so that a job is never
 /// refused a placement the mode alone rules out. Later steps are not filtered.
-pub fn keep_mode(
+pub(crate) fn keep_mode(
     pricing: &RoundPricing,
     packer: &Packer,
     task: PlaceTask,
@@ -670,12 +672,12 @@ pub fn keep_mode(
 }
 
 /// Workers per server of an assignment, in order of first appearance.
-pub fn plan_of(a: &crate::model::Assignment) -> Vec<(usize, u32)> {
+pub(crate) fn plan_of(a: &crate::model::Assignment) -> Vec<(usize, u32)> {
     let mut plan: Vec<(usize, u32)> = Vec::new();
     for w in &a.workers {
-        match plan.iter_mut().find(|p| p.0 == w.server) {
+        match plan.iter_mut().find(|p| p.0 == w.server.0) {
             Some(p) => p.1 += 1,
-            None => plan.push((w.server, 1)),
+            None => plan.push((w.server.0, 1)),
         }
     }
     plan

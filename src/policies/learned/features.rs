@@ -7,6 +7,7 @@
 //! names below are written into the weights file and checked when it is loaded.
 
 use crate::model::JobPos;
+use crate::model::ServerIdx;
 use crate::model::{Architecture, ClusterSnapshot, Job};
 use crate::objective::{Mode, RoundPricing};
 use crate::policies::Packer;
@@ -251,7 +252,7 @@ pub(super) fn finite(x: f64) -> f32 {
 /// Who holds workers where while a schedule is built: what level 2 reads besides the free
 /// resources.
 #[derive(Debug, Clone)]
-pub struct Occupants {
+pub(crate) struct Occupants {
     /// Per server, the snapshot indices of the jobs with workers there.
     pub on: Vec<Vec<usize>>,
     /// Per server, jobs there whose workers span several servers (NIC sharers).
@@ -287,7 +288,7 @@ impl Occupants {
 
 /// What level 2 is placing: job `j` with `workers` workers (and `ps` PS) in `mode`.
 #[derive(Debug, Clone, Copy)]
-pub struct PlaceTask {
+pub(crate) struct PlaceTask {
     /// Snapshot index of the job.
     pub job: usize,
     /// Workers of the chosen option.
@@ -298,20 +299,50 @@ pub struct PlaceTask {
     pub coloc_coef: f64,
 }
 
-/// Appends to `out` the level-2 row of server `s` as the next home of `rest` more workers of
-/// `task`, at step `step` of its placement, among `candidates` candidate servers.
-#[allow(clippy::too_many_arguments)]
-pub fn place_row(
-    pricing: &RoundPricing,
-    packer: &Packer,
-    occupants: &Occupants,
+/// What a level-2 row reads of the round: its prices, the packer's ledger of what is free, and
+/// who runs where so far.
+#[derive(Clone, Copy)]
+pub(crate) struct PlaceView<'v, 'a> {
+    /// The round, priced.
+    pub pricing: &'v RoundPricing<'a>,
+    /// What is free.
+    pub packer: &'v Packer<'a>,
+    /// Who runs where.
+    pub occupants: &'v Occupants,
+}
+
+/// One candidate of a placement step: server `server` as the next home of `rest` more workers,
+/// at step `step` of the job's placement, among `candidates` candidate servers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Offer {
+    /// The candidate server.
+    pub server: usize,
+    /// Workers left to place.
+    pub rest: u32,
+    /// Servers the job took so far.
+    pub step: usize,
+    /// Candidates offered at this step.
+    pub candidates: usize,
+}
+
+/// Appends to `out` the level-2 row of `offer` for `task`.
+pub(crate) fn place_row(
+    view: PlaceView<'_, '_>,
     task: PlaceTask,
-    s: usize,
-    rest: u32,
-    step: usize,
-    candidates: usize,
+    offer: Offer,
     out: &mut Vec<f32>,
 ) {
+    let PlaceView {
+        pricing,
+        packer,
+        occupants,
+    } = view;
+    let Offer {
+        server: s,
+        rest,
+        step,
+        candidates,
+    } = offer;
     let snap: &ClusterSnapshot = pricing.snapshot();
     let job: &Job = &snap.jobs[task.job];
     let server = &snap.cluster.servers[s];
@@ -364,8 +395,11 @@ pub fn place_row(
     let cur = job.run.current.as_ref().filter(|a| !a.workers.is_empty());
     // The job runs here now and every GPU it holds here is still free: it can stay.
     let current_free = cur.is_some_and(|a| {
-        let mine: Vec<&crate::model::WorkerTask> =
-            a.workers.iter().filter(|w| w.server == s).collect();
+        let mine: Vec<&crate::model::WorkerTask> = a
+            .workers
+            .iter()
+            .filter(|w| w.server == ServerIdx(s))
+            .collect();
         !mine.is_empty()
             && mine.iter().all(|w| {
                 w.gpus
@@ -374,7 +408,11 @@ pub fn place_row(
             })
     });
     let current_share = cur.map_or(0.0, |a| {
-        a.workers.iter().filter(|w| w.server == s).count() as f64 / a.workers.len() as f64
+        a.workers
+            .iter()
+            .filter(|w| w.server == ServerIdx(s))
+            .count() as f64
+            / a.workers.len() as f64
     });
     let (cpu, _) = packer.free_cpu_mem(s);
     let cpu_after = (cpu - f64::from(take) * job.demand.cpu_per_worker) / server.cpu_cores.max(1.0);

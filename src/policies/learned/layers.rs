@@ -8,6 +8,11 @@ use nalgebra::{DMatrix, DVector};
 
 use crate::error::{Error, Result};
 
+/// Width of the job embedding `φ` a new network is built with.
+pub const EMBED: usize = 16;
+/// Hidden width of the MLPs of a new network (both levels and the tier head).
+pub const HIDDEN: usize = 32;
+
 /// One affine layer, `y = W x + b`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dense {

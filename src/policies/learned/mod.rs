@@ -20,7 +20,7 @@
 //! 4. Level 2 places a job server by server among candidates ([`Candidates`]: a few servers of
 //!    the option's GPU type per free GPU count, and the job's current servers;
 //!    servers untouched this round share one row): the first server must keep the option's mode
-//!    ([`keep_mode`]); it takes as many of the remaining workers as fit (a multi-server option
+//!    (`keep_mode`); it takes as many of the remaining workers as fit (a multi-server option
 //!    leaves one for another server); GPUs within a server go under PCIe switches no one uses
 //!    when there is room ([`GpuChoice::OwnSwitches`](crate::policies::GpuChoice::OwnSwitches)), the PS by the packer's rule. A choice that
 //!    cannot be placed falls to the next; a job with none left waits.
@@ -33,7 +33,7 @@
 //!
 //! 6. On a round whose jobs offer CPU/memory tiers, level 1's tier head (when the weights hold
 //!    one) chooses each job's tier for its first choice, and steps 1–5 run twice — at the demand
-//!    and at those tiers — the objective keeping the better ([`tiers`]).
+//!    and at those tiers — the objective keeping the better ([`TierHead`]).
 //!
 //! Files: this one the scheduler (weights, settings, level 1's scores, the round's decision);
 //! `decode` steps 2–5; `features` the three feature sets; `net` the networks, `layers` what they
@@ -43,14 +43,15 @@ mod decode;
 pub mod features;
 mod layers;
 mod net;
-pub mod tiers;
+pub(crate) mod tiers;
 
-pub use decode::{
-    CANDIDATES_PER_BUCKET, Candidates, Chooser, Sampled, SampledStep, argmax, keep_mode, plan_of,
-};
+pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep};
+pub(crate) use decode::{Chooser, argmax, keep_mode, plan_of};
 use decode::{allocation, gumbel};
 pub use layers::Dense;
-pub use net::{EMBED, FORMAT_VERSION, HIDDEN, PolicyNet};
+#[cfg(feature = "train")]
+pub(crate) use layers::{EMBED, HIDDEN};
+pub use net::{FORMAT_VERSION, PolicyNet};
 pub use tiers::TierHead;
 
 use rand::SeedableRng;

@@ -20,17 +20,12 @@ use nalgebra::{DMatrix, DVector};
 use safetensors::tensor::{Dtype, SafeTensors};
 
 use super::features::{JOB_FEATURES, L1_WIDTH, OPTION_FEATURES, PLACE_FEATURES};
-use super::layers::{Dense, mlp, normalise, relu};
+use super::layers::{Dense, EMBED, HIDDEN, mlp, normalise, relu};
 use super::tiers::{TIER_FEATURES, TierHead};
 use crate::error::{Error, Result};
 
 /// Version of the weights layout; a file of another version is refused.
 pub const FORMAT_VERSION: &str = "1";
-
-/// Width of the job embedding `φ` a new network is built with.
-pub const EMBED: usize = 16;
-/// Hidden width of both levels' MLPs in a new network.
-pub const HIDDEN: usize = 32;
 
 /// The two levels' weights and input normalisation.
 #[derive(Debug, Clone, PartialEq)]

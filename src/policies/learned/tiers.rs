@@ -189,7 +189,7 @@ impl TierHead {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut dense = |inputs: usize, outputs: usize| Dense::random(inputs, outputs, &mut rng);
         let w = TIER_FEATURES.len();
-        let h = super::HIDDEN;
+        let h = super::layers::HIDDEN;
         TierHead {
             mean: DVector::zeros(w),
             std: DVector::from_element(w, 1.0),
@@ -222,7 +222,7 @@ impl TierHead {
         }
     }
 
-    /// One score per row of [`TIER_FEATURES`].
+    /// One score per row of the tier features (`TIER_FEATURES`).
     pub fn scores(&self, rows: &[Vec<f32>]) -> Vec<f32> {
         if rows.is_empty() {
             return Vec::new();

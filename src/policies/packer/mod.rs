@@ -13,6 +13,7 @@ mod plans;
 
 use plans::{dedup, ps_servers, take_until};
 
+use crate::model::ServerIdx;
 use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, GpuSlot, Job, PsTask, WorkerTask};
 use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape};
 
@@ -62,7 +63,7 @@ pub struct Packer<'a> {
     /// Free cores and memory per server: the validator's own ledger and rule.
     ledger: CoreMemLedger,
     /// Server indices by GPU type, in cluster order.
-    groups: Vec<(String, Vec<usize>)>,
+    groups: Vec<(crate::model::GpuType, Vec<usize>)>,
     assignments: Vec<Assignment>,
     /// Free GPUs in the whole cluster (kept, not recounted: policies ask before every job).
     free_total: u64,
@@ -85,11 +86,11 @@ impl<'a> Packer<'a> {
                 free_count: s.num_gpus(),
             })
             .collect();
-        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut groups: Vec<(crate::model::GpuType, Vec<usize>)> = Vec::new();
         for (i, s) in snapshot.cluster.servers.iter().enumerate() {
             match groups.iter_mut().find(|(t, _)| *t == s.gpu_type) {
                 Some((_, v)) => v.push(i),
-                None => groups.push((s.gpu_type.clone(), vec![i])),
+                None => groups.push((s.gpu_type, vec![i])),
             }
         }
         Packer {
@@ -140,7 +141,7 @@ impl<'a> Packer<'a> {
         // A worker holds what its tier grants (the demand at tier 0).
         let (wc, wm) = job.worker_hold(a.tier);
         for w in &a.workers {
-            let Some(s) = self.servers.get(w.server) else {
+            let Some(s) = self.servers.get(w.server.0) else {
                 return false;
             };
             if w.gpus
@@ -155,8 +156,12 @@ impl<'a> Packer<'a> {
             if srv >= self.servers.len() {
                 return false;
             }
-            let w = a.workers.iter().filter(|w| w.server == srv).count() as f64;
-            let p = a.ps.iter().filter(|p| p.server == srv).count() as f64;
+            let w = a
+                .workers
+                .iter()
+                .filter(|w| w.server == ServerIdx(srv))
+                .count() as f64;
+            let p = a.ps.iter().filter(|p| p.server == ServerIdx(srv)).count() as f64;
             let cpu = w * wc + p * d.cpu_per_ps;
             let mem = w * wm + p * d.mem_per_ps_gib;
             if !self.ledger.fits(srv, cpu, mem) {
@@ -176,7 +181,7 @@ impl<'a> Packer<'a> {
     fn commit(&mut self, job: &Job, a: Assignment) {
         let d = &job.demand;
         let (wc, wm) = job.worker_hold(a.tier);
-        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server).collect();
+        let mut worker_servers: Vec<usize> = a.workers.iter().map(|w| w.server.0).collect();
         worker_servers.sort_unstable();
         worker_servers.dedup();
         if worker_servers.len() > 1 {
@@ -185,16 +190,16 @@ impl<'a> Packer<'a> {
             }
         }
         for w in &a.workers {
-            let s = &mut self.servers[w.server];
+            let s = &mut self.servers[w.server.0];
             for &g in &w.gpus {
                 s.free[g as usize] = false;
                 s.free_count -= 1;
                 self.free_total -= 1;
             }
-            self.ledger.take(w.server, wc, wm);
+            self.ledger.take(w.server.0, wc, wm);
         }
         for p in &a.ps {
-            self.ledger.take(p.server, d.cpu_per_ps, d.mem_per_ps_gib);
+            self.ledger.take(p.server.0, d.cpu_per_ps, d.mem_per_ps_gib);
         }
         if self.tracking {
             let i = self.occupancy.add(&a, Some(&job.model));
@@ -257,7 +262,7 @@ impl<'a> Packer<'a> {
                     .own_switch_gpus(s, k * job.demand.gpus_per_worker)
                     .unwrap_or_else(|| self.compact_gpus(s, k * job.demand.gpus_per_worker));
                 workers.extend(chosen.chunks(g).map(|c| WorkerTask {
-                    server: s,
+                    server: ServerIdx(s),
                     gpus: c.to_vec(),
                 }));
             }
@@ -560,7 +565,7 @@ impl<'a> Packer<'a> {
             };
             for chunk in gpus.chunks(g as usize) {
                 workers.push(WorkerTask {
-                    server: s,
+                    server: ServerIdx(s),
                     gpus: chunk.to_vec(),
                 });
             }
@@ -569,7 +574,9 @@ impl<'a> Packer<'a> {
         let ps = ps_servers(job, plan, ps, &cpu, &mem)
             .unwrap_or_default()
             .into_iter()
-            .map(|server| PsTask { server })
+            .map(|server| PsTask {
+                server: ServerIdx(server),
+            })
             .collect();
         Assignment {
             tier: 0,

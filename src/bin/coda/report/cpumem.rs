@@ -58,7 +58,33 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
          held and stranded as time-averaged shares of the cluster's cores. {}\n",
         provenance(&dir, results)?
     );
-    let mut head = vec![Vec::new()];
+    let head = per_replay(&dir, &mut s)?;
+    s.push_str(&ilp_slice(&dir, results)?);
+    let _ = write!(
+        s,
+        "\n### Against the best baseline with fixed demands\n\nAverage JCT ÷ the best baseline's \
+         with every task at its demand.\n\n{}",
+        md_table(
+            &[
+                "replay",
+                "best baseline, fixed (h)",
+                "learned, fungible",
+                "learned-rl, fungible",
+                "learned, fixed",
+                "synergy-tune, fungible",
+            ],
+            &head
+        )
+    );
+    s.push_str(&seeds_table(&dir, results)?);
+    s.push_str(&tier_gap(results)?);
+    s.push_str(&transfer_sensitivity(&dir)?);
+    Ok(s)
+}
+
+/// Per trace and servers, fixed vs fungible (appended to `s`); returns the headline rows.
+fn per_replay(dir: &Path, s: &mut String) -> coda::Result<Vec<Vec<String>>> {
+    let mut head = Vec::new();
     for (tname, t) in TRACES {
         for (sname, srv) in SERVERS {
             let fixed = runs(&dir.join(format!("{t}-{srv}-fixed/comparison.csv")))?;
@@ -82,82 +108,79 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
             }
         }
     }
-    head.remove(0);
-    // The exact program in the loop: a slice small enough for the `ilp` policy.
+    Ok(head)
+}
+
+/// The exact program in the loop: a slice small enough for the `ilp` policy, fixed vs fungible
+/// and at `cpu_mem_transfer` 0.5 and 0 (empty when not run).
+fn ilp_slice(dir: &Path, results: &Path) -> coda::Result<String> {
     let slice = |run: &str| dir.join(format!("ilp/philly150-4x8-cpu3-{run}/comparison.csv"));
     let (f, g) = (slice("fixed"), slice("fungible"));
-    if f.is_file() && g.is_file() {
-        let fixed = runs(&f)?;
-        let _ = write!(
-            s,
-            "\n### Philly, 150 jobs on 4 × 8 GPUs, 3 cores per GPU, with `ilp`\n\n`ilp` as in \
-             the replays of `benches/results/sim/philly150-4x8-ilp` (10-job windows, 30 s and \
-             100 nodes a round); with `--cpu-mem fungible` the program chooses every job's tier \
-             with its placement. {}\n\n{}",
-            provenance(&dir.join("ilp"), results)?,
-            fixed_vs_fungible(&fixed, &runs(&g)?)
-        );
-        // The same fungible runs with `cpu_mem_transfer` at 0.5 and 0 (0: tiers change nothing).
-        let mut rows = Vec::new();
-        for (p, fj, ..) in &fixed {
-            let mut row = vec![p.clone()];
-            for run in ["fungible", "fungible-transfer0.5", "fungible-transfer0"] {
-                let file = slice(run);
-                let cell = if file.is_file() {
-                    jct(&runs(&file)?, p).map_or("–".into(), |x| format!("{:.3}", x / fj))
-                } else {
-                    "–".into()
-                };
-                row.push(cell);
-            }
-            rows.push(row);
+    if !(f.is_file() && g.is_file()) {
+        return Ok(String::new());
+    }
+    let fixed = runs(&f)?;
+    let mut s = format!(
+        "\n### Philly, 150 jobs on 4 × 8 GPUs, 3 cores per GPU, with `ilp`\n\n`ilp` as in \
+         the replays of `benches/results/sim/philly150-4x8-ilp` (10-job windows, 30 s and \
+         100 nodes a round); with `--cpu-mem fungible` the program chooses every job's tier \
+         with its placement. {}\n\n{}",
+        provenance(&dir.join("ilp"), results)?,
+        fixed_vs_fungible(&fixed, &runs(&g)?)
+    );
+    // The same fungible runs with `cpu_mem_transfer` at 0.5 and 0 (0: tiers change nothing).
+    let mut rows = Vec::new();
+    for (p, fj, ..) in &fixed {
+        let mut row = vec![p.clone()];
+        for run in ["fungible", "fungible-transfer0.5", "fungible-transfer0"] {
+            let file = slice(run);
+            let cell = if file.is_file() {
+                jct(&runs(&file)?, p).map_or("–".into(), |x| format!("{:.3}", x / fj))
+            } else {
+                "–".into()
+            };
+            row.push(cell);
         }
-        let _ = write!(
-            s,
-            "\nFungible ÷ fixed average JCT at `cpu_mem_transfer` 1 (shipped), 0.5 and 0.\n\n{}",
-            md_table(&["policy", "1", "0.5", "0"], &rows)
-        );
+        rows.push(row);
     }
     let _ = write!(
         s,
-        "\n### Against the best baseline with fixed demands\n\nAverage JCT ÷ the best baseline's \
-         with every task at its demand.\n\n{}",
-        md_table(
-            &[
-                "replay",
-                "best baseline, fixed (h)",
-                "learned, fungible",
-                "learned-rl, fungible",
-                "learned, fixed",
-                "synergy-tune, fungible",
-            ],
-            &head
-        )
+        "\nFungible ÷ fixed average JCT at `cpu_mem_transfer` 1 (shipped), 0.5 and 0.\n\n{}",
+        md_table(&["policy", "1", "0.5", "0"], &rows)
     );
-    s.push_str(&seeds_table(&dir, results)?);
-    // Level 1's tier head against the exact program on held-out rounds with tiers.
+    Ok(s)
+}
+
+/// Level 1's tier head against the exact program on held-out rounds with tiers (empty when
+/// not run).
+fn tier_gap(results: &Path) -> coda::Result<String> {
     let tiers = results.join("gap/tiers/gap.csv");
-    if tiers.is_file() {
-        s.push_str(&super::results::gap_table(
-            &tiers,
-            results,
-            "\n### The learned tier choice against the exact program",
-            &[
-                "learned-tier-head+tiers",
-                "learned@demand+tiers",
-                "learned",
-                "best-heuristic",
-            ],
-        )?);
-        s.push_str(
-            "`learned-tier-head+tiers`: the learned policy choosing tiers with its tier head, \
-             the greedy rule then upgrading what is still free (as deployed); \
-             `learned@demand+tiers`: the same levels 1 and 2 placing at the demand, tiers handed \
-             out after placement; `learned`: the tier head without the greedy rule; the \
-             baselines hand out tiers by their rule (`synergy-tune`: TUNE; others: none).\n",
-        );
+    if !tiers.is_file() {
+        return Ok(String::new());
     }
-    // Sensitivity to the share of Synergy's speed-ups that carries over.
+    let mut s = super::gap::gap_table(
+        &tiers,
+        results,
+        "\n### The learned tier choice against the exact program",
+        &[
+            "learned-tier-head+tiers",
+            "learned@demand+tiers",
+            "learned",
+            "best-heuristic",
+        ],
+    )?;
+    s.push_str(
+        "`learned-tier-head+tiers`: the learned policy choosing tiers with its tier head, \
+         the greedy rule then upgrading what is still free (as deployed); \
+         `learned@demand+tiers`: the same levels 1 and 2 placing at the demand, tiers handed \
+         out after placement; `learned`: the tier head without the greedy rule; the \
+         baselines hand out tiers by their rule (`synergy-tune`: TUNE; others: none).\n",
+    );
+    Ok(s)
+}
+
+/// Sensitivity to the share of Synergy's speed-ups that carries over.
+fn transfer_sensitivity(dir: &Path) -> coda::Result<String> {
     let mut sens = Vec::new();
     for (tname, t) in TRACES {
         for (sname, srv) in SERVERS {
@@ -189,8 +212,7 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
             }
         }
     }
-    let _ = write!(
-        s,
+    Ok(format!(
         "\n### Sensitivity to `cpu_mem_transfer` (fungible)\n\nAverage JCT in hours (÷ the best \
          baseline with fixed demands on the same servers, which no transfer changes; 0 is the \
          fixed replay of the same policies).\n\n{}",
@@ -205,8 +227,7 @@ pub(super) fn cpu_mem_section(results: &Path) -> coda::Result<String> {
             ],
             &sens
         )
-    );
-    Ok(s)
+    ))
 }
 
 /// Per policy: average JCT fixed and fungible, their ratio, and cores held and stranded.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod cpumem;
+mod gap;
 mod models;
 mod python;
 mod results;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use coda::lab::calibrate::{PlacementCheck, placement_summary};
+use coda::perf::calibrate::{PlacementCheck, placement_summary};
 
 use super::table::{Table, md_table, median};
 

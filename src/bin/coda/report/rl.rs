@@ -55,9 +55,22 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             traces.push(tr);
         }
     }
+    let (summary, per_run) = gae_by_trace(&t, &traces)?;
+    s.push_str(&summary);
+    s.push_str(&gae_by_run(dir, &traces, &per_run)?);
+    s.push_str(&gae_throughput(dir)?);
+    Ok(s)
+}
+
+/// A run's replay of a trace: (trace, run, average JCT ÷ the start's).
+type RunRatio = (String, String, f64);
+
+/// Per trace: the best baseline, the start, and each kind of run's ratios to both; and every
+/// run's ratio to the start.
+fn gae_by_trace(t: &Table, traces: &[String]) -> coda::Result<(String, Vec<RunRatio>)> {
     let mut rows = Vec::new();
     let mut per_run = Vec::new();
-    for tr in &traces {
+    for tr in traces {
         let mut best: Option<(String, f64)> = None;
         let mut start = f64::NAN;
         let mut runs: Vec<(String, f64)> = Vec::new();
@@ -108,7 +121,7 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             per_run.push((tr.clone(), n.clone(), *j / start));
         }
     }
-    s.push_str(&md_table(
+    let table = md_table(
         &[
             "trace",
             "best baseline (h)",
@@ -119,8 +132,12 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             "rollouts ÷ best",
         ],
         &rows,
-    ));
-    // Per run: the validation it kept and, per trace, its ratio to the start.
+    );
+    Ok((table, per_run))
+}
+
+/// Per run: the validation it kept and, per trace, its ratio to the start.
+fn gae_by_run(dir: &Path, traces: &[String], per_run: &[RunRatio]) -> coda::Result<String> {
     let mut names: Vec<String> = per_run.iter().map(|r| r.1.clone()).collect();
     names.sort();
     names.dedup();
@@ -154,7 +171,7 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             evs.get(evs.len() / 2)
                 .map_or("–".into(), |e| format!("{e:.2}")),
         ];
-        for tr in &traces {
+        for tr in traces {
             cells.push(
                 per_run
                     .iter()
@@ -165,15 +182,17 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
         rows.push(cells);
     }
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
-    let _ = write!(
-        s,
+    Ok(format!(
         "\nPer run: iterations in its budget, the lowest validation average JCT of the checked \
          iterations (the start's is checked too: a run that never beat it keeps the start's \
          weights), the critic's median explained variance of the sampled returns, and each \
          replay ÷ the start.\n\n{}",
         md_table(&head, &rows)
-    );
-    // Throughput: the same command with the learner on the GPU, on the GPU machine's CPU, here.
+    ))
+}
+
+/// Throughput: the same command with the learner on the GPU, on the GPU machine's CPU, here.
+fn gae_throughput(dir: &Path) -> coda::Result<String> {
     let mut rows = Vec::new();
     for (name, what) in [
         (
@@ -209,8 +228,7 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             format!("{:.1}", k / ls),
         ]);
     }
-    let _ = write!(
-        s,
+    Ok(format!(
         "\nThroughput of `coda train rl --stages t:8x8:200:2:12 --episodes 4 --rollouts 4` (two \
          iterations; the learner's seconds include batching, the critic's steps and its first \
          fit):\n\n{}",
@@ -224,8 +242,7 @@ pub(super) fn rl_gae_section(dir: &Path, results: &Path) -> coda::Result<String>
             ],
             &rows
         )
-    );
-    Ok(s)
+    ))
 }
 
 /// Per-round quality of several weights files side by side (`runs`, each with
@@ -350,7 +367,7 @@ pub(super) fn labels_section(dir: &Path, results: &Path) -> coda::Result<String>
     // gaps, proven, job counts)
     type Group = (Vec<f64>, Vec<f64>, usize, Vec<usize>);
     let mut by: std::collections::BTreeMap<(usize, usize, String), Group> = Default::default();
-    for l in coda::lab::learn::read_labels(&file)? {
+    for l in coda::learn::read_labels(&file)? {
         let (servers, jobs) = (l.snapshot.cluster.servers.len(), l.snapshot.jobs.len());
         let source = if l.id.starts_with("gen-") {
             "generated"

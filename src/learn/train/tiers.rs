@@ -1,6 +1,6 @@
 //! Imitation training of the tier head ([`crate::policies::learned::TierHead`]): per job the
 //! expert ran on a round with tiers, the cross-entropy of the expert's tier among the job's
-//! tier rows ([`crate::lab::learn::tier_examples`]). Seeded, one libtorch thread, the weights of
+//! tier rows ([`crate::learn::tier_examples`]). Seeded, one libtorch thread, the weights of
 //! the epoch with the lowest validation loss kept (the last without validation examples).
 
 use rand::SeedableRng;
@@ -10,7 +10,7 @@ use tch::{Device, Tensor};
 
 use super::{HIDDEN, RowBatch, grouped_loss, moments, named_tensors, row_batch};
 use crate::error::{Error, Result};
-use crate::lab::learn::TierExample;
+use crate::learn::TierExample;
 use crate::policies::learned::TierHead;
 use crate::policies::learned::tiers::TIER_FEATURES;
 

@@ -20,18 +20,17 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
-use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
-use crate::model::{Cluster, ClusterSnapshot, Job, Schedule};
+use crate::learn::examples::{ChoiceExample, PlaceExample};
+use crate::model::{Cluster, ClusterSnapshot, Job};
 use crate::objective::Objective;
-use crate::perf::{self, JobQuery, PerfModel, PlacementShape};
-use crate::policies::Backfill;
+use crate::perf::{self, PerfModel};
+use crate::policies::back_fill;
 use crate::policies::learned::{LearnedScheduler, PolicyNet, Sampled};
-use crate::scheduler::Scheduler;
 use crate::sim::{SimConfig, Simulator, Unplaceable};
 
 /// How long an episode runs after its last arrival, seconds: two days, several times the
 /// average completion time of every policy on the shipped traces (a setting).
-pub const EPISODE_TAIL_S: f64 = 2.0 * 86_400.0;
+pub(crate) const EPISODE_TAIL_S: f64 = 2.0 * 86_400.0;
 
 /// One workload on one cluster: what a rollout replays.
 #[derive(Debug, Clone)]
@@ -46,22 +45,37 @@ pub struct Episode {
     pub config: SimConfig,
 }
 
+/// Where episodes' jobs come from: a named pool of jobs (trace order) and the cluster they run
+/// on.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPool<'p> {
+    /// A name for the episodes (`{name}[{start}..{end}]`).
+    pub name: &'p str,
+    /// The jobs, in trace order.
+    pub jobs: &'p [Job],
+    /// The cluster.
+    pub cluster: &'p Cluster,
+}
+
 impl Episode {
-    /// Jobs `start .. start + len` of `pool` (trace order) on `cluster`, arrivals shifted to
-    /// begin at 0; the contention allowance is measured as `coda compare` measures it (a FIFO
-    /// replay of the same jobs); jobs the cluster can never run are left out. The run stops
-    /// [`EPISODE_TAIL_S`] after the last arrival (jobs left count to then): a poor sampled
-    /// policy cannot make an episode, and an iteration, arbitrarily long.
+    /// Jobs `window` of `pool` (trace order, the window clipped to the pool) on its cluster,
+    /// arrivals shifted to begin at 0; the contention allowance is measured as `coda compare`
+    /// measures it (a FIFO replay of the same jobs); jobs the cluster can never run are left
+    /// out. The run stops two days (`EPISODE_TAIL_S`) after the last arrival (jobs left count to then): a
+    /// poor sampled policy cannot make an episode, and an iteration, arbitrarily long.
     pub fn window(
-        name: &str,
-        pool: &[Job],
-        start: usize,
-        len: usize,
-        cluster: &Cluster,
+        pool: JobPool<'_>,
+        window: std::ops::Range<usize>,
         perf: &dyn PerfModel,
         objective: Objective,
     ) -> Result<Self> {
-        let end = (start + len).min(pool.len());
+        let JobPool {
+            name,
+            jobs: pool,
+            cluster,
+        } = pool;
+        let start = window.start;
+        let end = window.end.min(pool.len());
         if start >= end {
             return Err(Error::setting(
                 "episode",
@@ -126,19 +140,6 @@ pub struct Rollout {
     pub finished: (usize, usize),
 }
 
-/// A scheduler that returns a schedule decided elsewhere (so the back-fill wraps it).
-pub(crate) struct Given(pub(crate) Schedule);
-
-impl Scheduler for Given {
-    fn name(&self) -> &str {
-        "learned"
-    }
-
-    fn schedule(&mut self, _snapshot: &ClusterSnapshot) -> Result<Schedule> {
-        Ok(self.0.clone())
-    }
-}
-
 /// How a rollout decodes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Decoding {
@@ -178,20 +179,19 @@ pub fn rollout(
             Decoding::Greedy => policy.sample_greedy(&snap),
             Decoding::Sample { .. } => policy.sample(&snap, rng.random()),
         };
-        let mut fill = Backfill::new(Box::new(Given(schedule)), perf, objective);
-        let schedule = fill.schedule(&snap)?;
+        let (schedule, _) = back_fill(perf, objective, &snap, schedule)?;
         // Only level 2's steps read efficiencies: a round without one skips the pricing.
         let efficiency = if sampled.steps.is_empty() {
             Vec::new()
         } else {
-            efficiencies(perf, &snap, &schedule)?
+            perf::placement_efficiencies(perf, &snap, &schedule)?
         };
         let out = sim.apply(&schedule)?;
         rounds.push(round_sample(
             &snap,
             sampled,
             &efficiency,
-            jct_reward(&snap, &out),
+            -out.hours_in_system(&snap),
         ));
     }
     let records = sim.records();
@@ -218,21 +218,6 @@ pub fn rollout(
         },
         finished: (finished, n),
     })
-}
-
-/// Level 1's reward for a round (see the module docs): minus the job-hours the round's jobs
-/// spend in the system from the decision to the next round (to their finish, if sooner).
-pub fn jct_reward(snap: &ClusterSnapshot, out: &crate::sim::RoundOutcome) -> f64 {
-    let mut in_system = 0.0;
-    for j in &snap.jobs {
-        let end = out
-            .completed
-            .iter()
-            .find(|c| c.0 == j.id)
-            .map_or(out.end_s, |c| c.1.min(out.end_s));
-        in_system += (end - out.start_s).max(0.0);
-    }
-    -in_system / 3600.0
 }
 
 fn round_sample(
@@ -266,38 +251,6 @@ fn round_sample(
         efficiency: effs,
         reward,
     }
-}
-
-/// Per job of `schedule`, its placement efficiency: the speed in context over the speed of the
-/// same workers and PS packed alone on servers of its GPU type (capped at 2: a packed shape is
-/// not always the fastest, PS locality can beat it).
-pub fn efficiencies(
-    perf: &dyn PerfModel,
-    snap: &ClusterSnapshot,
-    schedule: &Schedule,
-) -> Result<Vec<(crate::model::JobId, f64)>> {
-    let speeds = perf::speeds(perf, snap, schedule)?;
-    let mut out = Vec::with_capacity(speeds.len());
-    for ((id, s), a) in speeds.iter().zip(&schedule.assignments) {
-        let (Some(job), Some(w)) = (snap.job(*id), a.workers.first()) else {
-            continue;
-        };
-        let server = &snap.cluster.servers[w.server];
-        let shape = PlacementShape::packed(
-            a.workers.len() as u32,
-            a.ps.len() as u32,
-            job.demand.gpus_per_worker,
-            server.num_gpus(),
-        );
-        let alone = perf.speed(&JobQuery::of(job), &server.gpu_type, &shape)?;
-        let e = if alone.iterations_per_s > 0.0 {
-            (s.iterations_per_s / alone.iterations_per_s).clamp(0.0, 2.0)
-        } else {
-            1.0
-        };
-        out.push((*id, e));
-    }
-    Ok(out)
 }
 
 /// Level-1 advantages of a group of rollouts of the same episode: per rollout, per round, the
@@ -338,7 +291,7 @@ pub fn advantages(group: &[Rollout], gamma: f64) -> Vec<Vec<f64>> {
 
 /// Per round of `rollout`, the return from that round on: the rewards, each divided by `scale`,
 /// discounted by `gamma` per round.
-pub fn discounted_returns(rollout: &Rollout, scale: f64, gamma: f64) -> Vec<f64> {
+pub(crate) fn discounted_returns(rollout: &Rollout, scale: f64, gamma: f64) -> Vec<f64> {
     let mut g = vec![0.0; rollout.rounds.len()];
     let mut acc = 0.0;
     for (i, round) in rollout.rounds.iter().enumerate().rev() {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scheduler::RoundSolve;
 use crate::sim::{JobRecord, Metrics};
 
 /// One simulation, summarised.
@@ -46,7 +47,7 @@ pub struct RunSummary {
     /// ([`crate::sim::Unplaceable::Skip`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unplaceable: Vec<(crate::model::JobId, String)>,
-    /// What the policy reported about its rounds ([`crate::scheduler::RunLog::notes`]).
+    /// What the policy reported about its rounds ([`crate::scheduler::RoundEvents::notes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_notes: Vec<String>,
 }
@@ -180,7 +181,7 @@ impl Comparison {
 
 /// One row per job: `id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds,
 /// max_gpus,max_servers` (empty where a job never started or never finished).
-pub fn jobs_csv(records: &[JobRecord]) -> String {
+pub(crate) fn jobs_csv(records: &[JobRecord]) -> String {
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
     let mut s = String::from(
         "id,arrival_s,first_start_s,finish_s,jct_s,queueing_s,restarts,gpu_seconds,max_gpus,max_servers\n",
@@ -205,10 +206,45 @@ pub fn jobs_csv(records: &[JobRecord]) -> String {
 }
 
 /// `time_s,gpus_held,utilization` at every change of the GPUs held.
-pub fn utilization_csv(timeline: &[(f64, u64)], gpus: u64) -> String {
+pub(crate) fn utilization_csv(timeline: &[(f64, u64)], gpus: u64) -> String {
     let mut s = String::from("time_s,gpus_held,utilization\n");
     for &(t, g) in timeline {
         let _ = writeln!(s, "{t},{g},{}", g as f64 / gpus.max(1) as f64);
     }
     s
+}
+
+/// One row per round a policy solved: status, objectives, bound, gap, times, nodes, and the
+/// program (with its columns and search nodes where it was the configuration program).
+pub(crate) fn solves_csv(solves: &[RoundSolve]) -> String {
+    let mut out = String::from(
+        "time_s,jobs,held,status,objective,start_objective,returned_start,best_bound,gap,build_s,solve_s,nodes,program,columns,search_nodes\n",
+    );
+    let opt = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
+    for r in solves {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.time_s,
+            r.jobs,
+            r.held,
+            r.status,
+            r.objective,
+            r.start_objective,
+            r.returned_start,
+            r.best_bound,
+            r.gap,
+            r.build_s,
+            r.solve_s,
+            opt(r.nodes),
+            if r.columns.is_some() {
+                "config"
+            } else {
+                "compact"
+            },
+            opt(r.columns.map(|c| c as u64)),
+            opt(r.search_nodes),
+        );
+    }
+    out
 }

@@ -1,19 +1,19 @@
 //! Solve time against cluster size (`coda bench-solve`): one row per instance and a CSV (the
-//! instances come from [`crate::workload::scaling_instance`]; the command line draws the plot).
+//! instances come from [`coda::workload::scaling_instance`]; the command line draws the plot).
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::ilp::{SolveProgram, SolveRequest, SolveSettings, SolveStatus, relative_gap};
-use crate::model::ClusterSnapshot;
-use crate::objective::Objective;
-use crate::perf::PerfModel;
+use coda::Result;
+use coda::ilp::{SolveProgram, SolveRequest, SolveSettings, SolveStatus, relative_gap};
+use coda::model::ClusterSnapshot;
+use coda::objective::Objective;
+use coda::perf::PerfModel;
 
 /// One measured solve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ScalingRow {
+pub(crate) struct ScalingRow {
     /// Instance name.
     pub instance: String,
     /// Servers.
@@ -68,7 +68,7 @@ pub struct ScalingRow {
 
 /// Solves one instance with `program` (`Auto` as the round's size picks it) and reports the
 /// row.
-pub fn measure(
+pub(crate) fn measure(
     name: &str,
     snapshot: &ClusterSnapshot,
     perf: &dyn PerfModel,
@@ -119,6 +119,6 @@ pub fn measure(
 }
 
 /// Writes rows as CSV (atomically).
-pub fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
-    crate::util::write_csv(path, rows)
+pub(crate) fn write_csv(rows: &[ScalingRow], path: &Path) -> Result<()> {
+    coda::io::write_csv(path, rows)
 }

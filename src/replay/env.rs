@@ -16,7 +16,7 @@
 //! A step with only one possible answer — a fallback with no option left that fits (wait), a
 //! placement with one candidate — is a forced move, made without asking.
 //!
-//! The steps drive the learned policy's own decoding ([`LearnedScheduler::place_by`]): keep
+//! The steps drive the learned policy's own decoding (`LearnedScheduler::place_by`): keep
 //! pass, selection, largest first, fallbacks, masks and the shared packer — so every schedule
 //! is valid whatever the actions, and the policy's greedy answers ([`GymOptions::hints`])
 //! reproduce `coda simulate --policy learned --policy-samples 1`. The round's schedule is
@@ -28,7 +28,7 @@
 //! Observations: `slots × OBS_WIDTH` values; a slot holds the level-1 features of a job (pick),
 //! of an option or wait row (option, [`crate::policies::learned::features::L1_WIDTH`]), or a
 //! candidate server's level-2 row (place), padded with zeros, and the step's kind one-hot in the
-//! last three columns. Rewards as `coda train rl` gives them ([`crate::lab::learn::rl`]), paid at
+//! last three columns. Rewards as `coda train rl` gives them ([`crate::learn::rl`]), paid at
 //! the step that ends a round: minus the job-hours spent in the system until the next round
 //! ([`Reward::Jct`]; an episode's return is minus the total time in system), or the placement
 //! efficiency of every job level 2 placed ([`Reward::Efficiency`]).
@@ -41,16 +41,14 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use super::{Replay, ReplayRun};
 use crate::error::{Error, Result};
-use crate::lab::learn::rl::{Given, efficiencies, jct_reward};
-use crate::lab::replay::{Replay, ReplaySpec};
 use crate::model::{ClusterSnapshot, JobId, Schedule};
 use crate::objective::{Objective, RoundPricing};
-use crate::perf::{CalibratedPerf, PerfModel};
-use crate::policies::Backfill;
+use crate::perf::{self, CalibratedPerf, PerfModel};
+use crate::policies::back_fill;
 use crate::policies::learned::features::{self, L1_WIDTH, Level1Rows, PLACE_FEATURES};
 use crate::policies::learned::{Allocation, Chooser, LearnedScheduler, Placer, PolicyNet, argmax};
-use crate::scheduler::{RunLog, Scheduler};
 use crate::workload::trace::CpuMemMode;
 
 /// Values per observation slot: the widest row (a level-1 option row) and the step's kind.
@@ -79,7 +77,7 @@ pub enum Reward {
     Efficiency,
 }
 
-/// The environment's own settings (the replay's are a [`ReplaySpec`]).
+/// The environment's own settings (the replay's are a [`Replay`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GymOptions {
@@ -89,7 +87,8 @@ pub struct GymOptions {
     pub reward: Reward,
     /// Back-fill each round's schedule as the `learned` policy is.
     pub backfill: bool,
-    /// Give every step the shipped (or `ReplaySpec::policy_weights`) policy's greedy answer.
+    /// Give every step the shipped (or [`super::PolicySpec::policy_weights`]) policy's greedy
+    /// answer.
     pub hints: bool,
 }
 
@@ -129,13 +128,13 @@ pub struct Step {
     /// Reward earned since the previous step.
     pub reward: f64,
     /// The finished replay (metrics and per-job records), at the end.
-    pub done: Option<Box<Replay>>,
+    pub done: Option<Box<ReplayRun>>,
 }
 
 enum Event {
     Ask(Ask),
     Reward(f64),
-    Done(Box<Replay>),
+    Done(Box<ReplayRun>),
     Failed(Error),
 }
 
@@ -149,9 +148,9 @@ pub struct GymEpisode {
 
 impl GymEpisode {
     /// Loads the workload and starts the episode; returns it with its first decision.
-    pub fn start(spec: ReplaySpec, opts: GymOptions) -> Result<(Self, Step)> {
+    pub fn start(spec: Replay, opts: GymOptions) -> Result<(Self, Step)> {
         spec.check("env")?;
-        if spec.cpu_mem != CpuMemMode::Fixed {
+        if spec.workload.cpu_mem != CpuMemMode::Fixed {
             return Err(Error::setting(
                 "env",
                 "cpu_mem",
@@ -263,7 +262,7 @@ fn recv<T>(rx: &Receiver<T>) -> std::result::Result<T, RecvError> {
 
 /// The episode's thread: every round decided by the agent, back-filled, applied.
 fn episode(
-    spec: &ReplaySpec,
+    spec: &Replay,
     opts: &GymOptions,
     outbox: &Sender<Event>,
     inbox: &Receiver<usize>,
@@ -273,7 +272,7 @@ fn episode(
     let workload = spec.workload(perf)?;
     let allowance = spec.allowance(&workload, perf)?;
     let mut sim = spec.simulator(&workload, allowance, perf)?;
-    let net = match &spec.policy_weights {
+    let net = match &spec.policy.policy_weights {
         Some(p) => PolicyNet::load(p)?,
         None => LearnedScheduler::shipped(perf, objective)?.net().clone(),
     };
@@ -291,17 +290,19 @@ fn episode(
         let snap = snap.clone();
         let (schedule, placed) = agent.decide(perf, objective, &snap)?;
         let schedule = if opts.backfill {
-            Backfill::new(Box::new(Given(schedule)), perf, objective).schedule(&snap)?
+            back_fill(perf, objective, &snap, schedule)?.0
         } else {
             schedule
         };
         let efficiency = match opts.reward {
-            Reward::Efficiency if !placed.is_empty() => efficiencies(perf, &snap, &schedule)?,
+            Reward::Efficiency if !placed.is_empty() => {
+                perf::placement_efficiencies(perf, &snap, &schedule)?
+            }
             _ => Vec::new(),
         };
         let out = sim.apply(&schedule)?;
         let reward = match opts.reward {
-            Reward::Jct => jct_reward(&snap, &out),
+            Reward::Jct => -out.hours_in_system(&snap),
             // Only the jobs of the schedule (a plan level 2 gave up on placed nothing).
             Reward::Efficiency => placed
                 .iter()
@@ -317,12 +318,11 @@ fn episode(
     }
     let wall = t.elapsed().as_secs_f64();
     let replay = spec.finish(
-        "env".to_string(),
+        "env",
         &workload,
-        allowance,
         &sim,
         wall,
-        &RunLog::default(),
+        &crate::scheduler::RoundEvents::default(),
     );
     let _ = outbox.send(Event::Done(Box::new(replay)));
     Ok(())

@@ -1,7 +1,7 @@
 //! Level 1's learned critic: a value network over the same deep set of jobs the policy reads,
 //! fitted to λ-returns, whose values turn per-round rewards into generalised advantage
-//! estimates ([`crate::lab::learn::rl::gae`]). It replaces the other-rollouts baseline of
-//! [`crate::lab::learn::rl::advantages`] (kept as the ablation without a critic).
+//! estimates ([`crate::learn::rl::gae`]). It replaces the other-rollouts baseline of
+//! [`crate::learn::rl::advantages`] (kept as the ablation without a critic).
 //!
 //! **Inputs.** Per job of the round, its level-1 job features (normalised as the policy's), each
 //! embedded by a small MLP, pooled twice — the mean (what the round looks like) and the sum
@@ -21,7 +21,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::{Norm, normalised, pooled};
 use crate::error::{Error, Result};
-use crate::lab::learn::rl::{Episode, Rollout};
+use crate::learn::rl::{Episode, Rollout};
 use crate::policies::learned::features::JOB_FEATURES;
 
 /// Jobs (and jobs to come) per unit of the pooled-sum and count inputs.

@@ -5,23 +5,23 @@
 //!
 //! Level 1 minimises the cross-entropy of the expert's choice among each job's rows (options and
 //! wait); level 2 the cross-entropy of the expert's server among the candidates of each
-//! teacher-forced step ([`crate::lab::learn::examples`]). Each level is first trained on its own,
+//! teacher-forced step ([`crate::learn::examples`]). Each level is first trained on its own,
 //! then both together. Everything random takes the seed; libtorch runs one intra-op thread (its
 //! own pool thrashes on a small shared machine, and one thread keeps runs byte-identical).
 
 pub mod critic;
 mod curves;
+mod imitation;
 pub mod rl;
 pub mod tiers;
 
 pub use curves::{EpochLog, write_curve};
+pub use imitation::{Trained, train};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
-use tch::nn::{self, Module, OptimizerConfig};
+use tch::nn::{self, Module};
 use tch::{Device, Kind, Tensor};
 
 use super::examples::{ChoiceExample, PlaceExample};
@@ -503,189 +503,33 @@ impl TchPolicy {
     }
 }
 
-/// The device `name` says — `auto` (CUDA when libtorch sees a GPU, else the CPU), `cpu` or
-/// `cuda` (an error when libtorch sees no GPU).
-pub fn device_named(name: &str) -> Result<Device> {
-    match name {
-        "auto" => Ok(Device::cuda_if_available()),
-        "cpu" => Ok(Device::Cpu),
-        "cuda" if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
-        "cuda" => Err(Error::setting(
-            "--device",
-            "device",
-            name,
-            "a GPU libtorch can see (this build or machine has none): use cpu or auto",
-        )),
-        _ => Err(Error::setting(
-            "--device",
-            "device",
-            name,
-            "auto, cpu or cuda",
-        )),
-    }
+/// Where a network trains, as asked: `auto` (CUDA when libtorch sees a GPU, else the CPU), `cpu`
+/// or `cuda` (an error when libtorch sees no GPU at [`TrainDevice::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum TrainDevice {
+    /// CUDA when libtorch sees a GPU, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// The first GPU.
+    Cuda,
 }
 
-/// What training produced.
-pub struct Trained {
-    /// The plain-Rust network: each level's weights from the epoch of its lowest validation
-    /// loss (early stopping without stopping: the curve shows every epoch).
-    pub net: PolicyNet,
-    /// Those lowest validation losses, level 1 and level 2.
-    pub best_val: [f64; 2],
-    /// The learning curve.
-    pub curve: Vec<EpochLog>,
-    /// Level-1 decisions and level-2 steps trained on, and held out for validation.
-    pub sizes: [usize; 4],
-    /// Where it ran.
-    pub device: String,
-}
-
-/// Trains both levels on `train`, validating on `val` (each: per labelled round, its level-1
-/// example and level-2 steps). `observe` sees every epoch; checkpoints go to `cfg.run_dir`.
-pub fn train(
-    cfg: &TrainConfig,
-    train: &[(ChoiceExample, Vec<PlaceExample>)],
-    val: &[(ChoiceExample, Vec<PlaceExample>)],
-    observe: &mut dyn FnMut(&EpochLog),
-) -> Result<Trained> {
-    cfg.check()?;
-    tch::set_num_threads(1);
-    tch::manual_seed(cfg.seed as i64);
-    let device = cfg.device;
-    let started = std::time::Instant::now();
-    let choices: Vec<ChoiceExample> = train.iter().map(|t| t.0.clone()).collect();
-    let steps: Vec<PlaceExample> = train.iter().flat_map(|t| t.1.clone()).collect();
-    let mut norm = Norm::of(&choices, &steps);
-    norm.drop(&cfg.drop_features);
-    let policy = TchPolicy::new(device);
-    let mut opt = nn::AdamW {
-        wd: cfg.weight_decay,
-        ..Default::default()
-    }
-    .build(&policy.vs, cfg.learning_rate)
-    .map_err(|e| Error::Solver {
-        solver: "libtorch".into(),
-        reason: e.to_string(),
-    })?;
-
-    // Fixed batches (tensors built once); their order is shuffled every epoch.
-    let batches: Vec<(Option<L1Batch>, Option<RowBatch>)> = train
-        .chunks(cfg.batch_rounds)
-        .map(|chunk| {
-            let c: Vec<&ChoiceExample> = chunk.iter().map(|t| &t.0).collect();
-            let s: Vec<&PlaceExample> = chunk.iter().flat_map(|t| t.1.iter()).collect();
-            (l1_batch(&c, &norm, device), l2_batch(&s, &norm, device))
-        })
-        .collect();
-    let val_c: Vec<&ChoiceExample> = val.iter().map(|t| &t.0).collect();
-    let val_s: Vec<&PlaceExample> = val.iter().flat_map(|t| t.1.iter()).collect();
-    let val_l1 = l1_batch(&val_c, &norm, device);
-    let val_l2 = l2_batch(&val_s, &norm, device);
-    let count = |b: &Option<L1Batch>| b.as_ref().map_or(0, |b| b.decisions as usize);
-    let count2 = |b: &Option<RowBatch>| b.as_ref().map_or(0, |b| b.decisions as usize);
-    let sizes = [
-        batches.iter().map(|b| count(&b.0)).sum(),
-        batches.iter().map(|b| count2(&b.1)).sum(),
-        count(&val_l1),
-        count2(&val_l2),
-    ];
-
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut curve = Vec::new();
-    let phases = [
-        ("level1", cfg.epochs.0, true, false),
-        ("level2", cfg.epochs.1, false, true),
-        ("joint", cfg.epochs.2, true, true),
-    ];
-    let mut epoch = 0;
-    // Each level's weights at its lowest validation loss (with no validation set, the last).
-    let mut best: [(f64, Option<PolicyNet>); 2] = [(f64::INFINITY, None), (f64::INFINITY, None)];
-    for (phase, n, do1, do2) in phases {
-        for _ in 0..n {
-            epoch += 1;
-            let mut order: Vec<usize> = (0..batches.len()).collect();
-            order.shuffle(&mut rng);
-            let (mut s1, mut n1, mut s2, mut n2) = (0.0, 0i64, 0.0, 0i64);
-            for i in order {
-                let (b1, b2) = &batches[i];
-                // Each level's mean cross-entropy per decision; summed when both train.
-                let mut parts: Vec<Tensor> = Vec::new();
-                if do1 && let Some(b) = b1 {
-                    let (l, _) = policy.l1_loss(b);
-                    s1 += l.double_value(&[]);
-                    n1 += b.decisions;
-                    parts.push(l / b.decisions as f64);
-                }
-                if do2 && let Some(b) = b2 {
-                    let (l, _) = policy.l2_loss(b);
-                    s2 += l.double_value(&[]);
-                    n2 += b.decisions;
-                    parts.push(l / b.decisions as f64);
-                }
-                if !parts.is_empty() {
-                    opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
-                }
-            }
-            let (v1, a1, v2, a2) = tch::no_grad(|| {
-                let (v1, a1) = val_l1.as_ref().map_or((f64::NAN, f64::NAN), |b| {
-                    let (l, c) = policy.l1_loss(b);
-                    (
-                        l.double_value(&[]) / b.decisions as f64,
-                        c as f64 / b.decisions as f64,
-                    )
-                });
-                let (v2, a2) = val_l2.as_ref().map_or((f64::NAN, f64::NAN), |b| {
-                    let (l, c) = policy.l2_loss(b);
-                    (
-                        l.double_value(&[]) / b.decisions as f64,
-                        c as f64 / b.decisions as f64,
-                    )
-                });
-                (v1, a1, v2, a2)
-            });
-            let log = EpochLog {
-                epoch,
-                phase,
-                l1_train_loss: if n1 > 0 { s1 / n1 as f64 } else { f64::NAN },
-                l1_val_loss: v1,
-                l1_val_acc: a1,
-                l2_train_loss: if n2 > 0 { s2 / n2 as f64 } else { f64::NAN },
-                l2_val_loss: v2,
-                l2_val_acc: a2,
-                seconds: started.elapsed().as_secs_f64(),
-            };
-            for (level, trained, loss) in [(0, do1, v1), (1, do2, v2)] {
-                // Without validation rounds (NaN loss) the last epoch stands.
-                if trained && (loss < best[level].0 || loss.is_nan()) {
-                    best[level] = (loss, Some(policy.to_policy_net(&norm)?));
-                }
-            }
-            observe(&log);
-            curve.push(log);
-            if cfg.checkpoint_every > 0 && epoch % cfg.checkpoint_every == 0 {
-                let net = policy.to_policy_net(&norm)?;
-                let path = cfg
-                    .run_dir
-                    .join(format!("checkpoint-{epoch:04}.safetensors"));
-                crate::util::write_atomic(
-                    &path,
-                    &net.to_safetensors(&[("epoch", epoch.to_string())])?,
-                )?;
-            }
+impl TrainDevice {
+    /// The libtorch device.
+    pub fn resolve(self) -> Result<Device> {
+        match self {
+            TrainDevice::Auto => Ok(Device::cuda_if_available()),
+            TrainDevice::Cpu => Ok(Device::Cpu),
+            TrainDevice::Cuda if tch::Cuda::is_available() => Ok(Device::Cuda(0)),
+            TrainDevice::Cuda => Err(Error::setting(
+                "--device",
+                "device",
+                "cuda",
+                "a GPU libtorch can see (this build or machine has none): use cpu or auto",
+            )),
         }
     }
-    let last = policy.to_policy_net(&norm)?;
-    let mut net = best[0].1.clone().unwrap_or_else(|| last.clone());
-    if let Some(l2) = &best[1].1 {
-        net.l2_mean = l2.l2_mean.clone();
-        net.l2_std = l2.l2_std.clone();
-        net.l2 = l2.l2.clone();
-    }
-    Ok(Trained {
-        net,
-        best_val: [best[0].0, best[1].0],
-        curve,
-        sizes,
-        device: format!("{device:?}"),
-    })
 }

@@ -1,5 +1,5 @@
 //! Reinforcement learning from the imitation checkpoint: PPO (clipped surrogate, entropy bonus)
-//! on rollouts of the policy in the simulator ([`crate::lab::learn::rl`]: episodes, rewards,
+//! on rollouts of the policy in the simulator ([`crate::learn::rl`]: episodes, rewards,
 //! baselines). Rollouts run in parallel (rayon) with the plain-Rust network; the update runs
 //! here with libtorch on the recorded rows, so both evaluate the same function (the parity test
 //! of the imitation trainer covers it).
@@ -25,18 +25,21 @@ use rayon::prelude::*;
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
+mod learner;
+
 use super::critic::{Critic, CriticBatch, explained_variance};
 pub use super::curves::{RlLog, write_rl_curve};
-use super::{Norm, TchPolicy, l1_batch, l2_batch, padded};
+use super::{Norm, TchPolicy, padded};
 use crate::error::{Error, Result};
-use crate::lab::learn::examples::{ChoiceExample, PlaceExample};
-use crate::lab::learn::rl::{
-    Decoding, Episode, Rollout, advantages, discounted_returns, gae, rollout,
+use crate::learn::examples::{ChoiceExample, PlaceExample};
+use crate::learn::rl::{
+    Decoding, Episode, JobPool, Rollout, advantages, discounted_returns, gae, rollout,
 };
 use crate::model::{Cluster, Job};
 use crate::objective::Objective;
 use crate::perf::PerfModel;
 use crate::policies::learned::PolicyNet;
+use learner::{Learner, Update};
 
 /// What level 2 is rewarded for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,7 +252,7 @@ fn norm_of(net: &PolicyNet) -> Norm {
 /// Per group of `pad` (rows of candidate indices, padding one past `logits`), the
 /// log-probability of `target` under `softmax(logits / temperature)` and that distribution's
 /// entropy.
-fn grouped_logp(
+pub(super) fn grouped_logp(
     logits: &Tensor,
     pad: &Tensor,
     target: &Tensor,
@@ -264,7 +267,7 @@ fn grouped_logp(
 
 /// PPO's loss on one group of decisions — minus the clipped surrogate of the probability
 /// ratios `exp(logp − old)` weighted by `adv`, minus the entropy bonus — and the ratios.
-fn ppo_loss(
+pub(super) fn ppo_loss(
     logp: &Tensor,
     old: &Tensor,
     adv: &Tensor,
@@ -288,15 +291,15 @@ fn moments(v: &[f64]) -> (f64, f64) {
 }
 
 /// One minibatch: level-1 rounds with a per-decision advantage, level-2 steps with theirs.
-struct Minibatch<'a> {
-    choices: Vec<&'a ChoiceExample>,
-    l1_adv: Vec<f32>,
-    steps: Vec<&'a PlaceExample>,
-    l2_adv: Vec<f32>,
+pub(super) struct Minibatch<'a> {
+    pub(super) choices: Vec<&'a ChoiceExample>,
+    pub(super) l1_adv: Vec<f32>,
+    pub(super) steps: Vec<&'a PlaceExample>,
+    pub(super) l2_adv: Vec<f32>,
 }
 
 /// The greedy policy's mean average JCT over `episodes`, hours.
-fn validate(
+pub(super) fn validate(
     perf: &dyn PerfModel,
     objective: Objective,
     net: &PolicyNet,
@@ -313,28 +316,48 @@ fn validate(
     Ok(sum / episodes.len().max(1) as f64)
 }
 
+/// What RL trains on: the round's model and objective, the pool of jobs episodes are cut from
+/// (trace order), and the validation episodes that choose the weights returned.
+#[derive(Clone, Copy)]
+pub struct RlData<'d> {
+    /// The performance model.
+    pub perf: &'d dyn PerfModel,
+    /// The objective the policy's decodings are scored by.
+    pub objective: Objective,
+    /// The jobs training windows are cut from.
+    pub pool: &'d [Job],
+    /// The episodes validation replays greedily.
+    pub validation: &'d [Episode],
+}
+
 /// This iteration's episodes, `cfg.episodes` windows of the pool at seeded offsets, and their
 /// rollouts, each episode rolled out `cfg.rollouts` times by the sampling policy (over all
 /// cores; each rollout seeded; rollout `k` is of episode `k / cfg.rollouts`).
 fn sample_rollouts(
     cfg: &RlConfig,
     stage: &Stage,
-    pool: &[Job],
-    perf: &dyn PerfModel,
-    objective: Objective,
+    data: RlData<'_>,
     net: &PolicyNet,
     rng: &mut ChaCha8Rng,
 ) -> Result<(Vec<Episode>, Vec<Rollout>)> {
+    let RlData {
+        perf,
+        objective,
+        pool,
+        ..
+    } = data;
     let mut episodes = Vec::with_capacity(cfg.episodes);
     for _ in 0..cfg.episodes {
         let hi = pool.len().saturating_sub(stage.window).max(1);
         let at = rng.random_range(0..hi);
+        let jobs = JobPool {
+            name: "pool",
+            jobs: pool,
+            cluster: &stage.cluster,
+        };
         episodes.push(Episode::window(
-            "pool",
-            pool,
-            at,
-            stage.window,
-            &stage.cluster,
+            jobs,
+            at..at + stage.window,
             perf,
             objective,
         )?);
@@ -361,7 +384,7 @@ fn sample_rollouts(
 }
 
 /// The critic's side of an iteration: what it is fitted to and how well it did.
-struct CriticState {
+pub(super) struct CriticState {
     critic: Critic,
     /// Rewards are divided by it (fixed at the first iteration).
     scale: Option<f64>,
@@ -476,15 +499,12 @@ fn minibatches<'a>(
     (batches, m2, train_avg_jct_h)
 }
 
-/// PPO from `start` on windows of `pool` (trace order), stage by stage; `validation` episodes
-/// choose the weights returned. `observe` sees every iteration.
+/// PPO from `start` on windows of `data.pool` (trace order), stage by stage; `data.validation`
+/// episodes choose the weights returned. `observe` sees every iteration.
 pub fn train_rl(
     cfg: &RlConfig,
     start: &PolicyNet,
-    perf: &dyn PerfModel,
-    objective: Objective,
-    pool: &[Job],
-    validation: &[Episode],
+    data: RlData<'_>,
     observe: &mut dyn FnMut(&RlLog),
 ) -> Result<RlTrained> {
     cfg.check()?;
@@ -495,130 +515,54 @@ pub fn train_rl(
     let norm = norm_of(start);
     let mut policy = TchPolicy::new(dev);
     policy.load(start)?;
-    let mut opt = nn::Adam::default()
+    let opt = nn::Adam::default()
         .build(&policy.vs, cfg.learning_rate)
         .map_err(|e| Error::Solver {
             solver: "libtorch".into(),
             reason: e.to_string(),
         })?;
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut critic = match cfg.advantage {
+    let critic = match cfg.advantage {
         Advantage::Gae { .. } => Some(CriticState {
             critic: Critic::new(dev, cfg.critic_learning_rate)?,
             scale: None,
         }),
         Advantage::Rollouts => None,
     };
-    let start_val = validate(perf, objective, start, validation)?;
-    let mut best = (0usize, start_val, start.clone());
+    let start_val = validate(data.perf, data.objective, start, data.validation)?;
+    let mut l = Learner {
+        cfg,
+        dev,
+        norm,
+        policy,
+        opt,
+        rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+        critic,
+        best: (0usize, start_val, start.clone()),
+    };
     let mut curve = Vec::new();
     let mut iteration = 0usize;
     'stages: for stage in &cfg.stages {
         for i in 0..stage.iterations {
             iteration += 1;
-            let net = policy.to_policy_net(&norm)?;
+            let net = l.policy.to_policy_net(&l.norm)?;
             let sampling = Instant::now();
-            let (episodes, rollouts) =
-                sample_rollouts(cfg, stage, pool, perf, objective, &net, &mut rng)?;
+            let (episodes, rollouts) = sample_rollouts(cfg, stage, data, &net, &mut l.rng)?;
             let rollout_s = sampling.elapsed().as_secs_f64();
             let learning = Instant::now();
             let (adv, value_loss, ev) =
-                level1_advantages(cfg, &episodes, &rollouts, &norm, &mut critic);
+                level1_advantages(cfg, &episodes, &rollouts, &l.norm, &mut l.critic);
             let (batches, m2, train_avg_jct_h) = minibatches(cfg, &rollouts, &adv);
-            let tensors: Vec<_> = batches
-                .iter()
-                .map(|b| {
-                    (
-                        l1_batch(&b.choices, &norm, dev),
-                        Tensor::from_slice(&b.l1_adv).to_device(dev),
-                        l2_batch(&b.steps, &norm, dev),
-                        Tensor::from_slice(&b.l2_adv).to_device(dev),
-                    )
-                })
-                .collect();
-            // The sampling policy's log-probabilities (the weights have not moved yet).
-            let (mut ent1, mut ent2, mut n1, mut n2) = (0.0, 0.0, 0usize, 0usize);
-            let old: Vec<(Option<Tensor>, Option<Tensor>)> = tch::no_grad(|| {
-                tensors
-                    .iter()
-                    .map(|(b1, _, b2, _)| {
-                        let o1 = b1.as_ref().map(|b| {
-                            let logits =
-                                policy.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
-                            let (lp, ent) =
-                                grouped_logp(&logits, &b.pad, &b.target, cfg.temperature);
-                            ent1 += ent.sum(Kind::Float).double_value(&[]);
-                            n1 += b.decisions as usize;
-                            lp
-                        });
-                        let o2 = b2.as_ref().map(|b| {
-                            let (lp, ent) = grouped_logp(
-                                &policy.level2(&b.x),
-                                &b.pad,
-                                &b.target,
-                                cfg.temperature,
-                            );
-                            ent2 += ent.sum(Kind::Float).double_value(&[]);
-                            n2 += b.decisions as usize;
-                            lp
-                        });
-                        (o1, o2)
-                    })
-                    .collect()
-            });
-            let (mut kl, mut clipped, mut counted) = (0.0, 0.0, 0.0);
-            let mut steps = 0usize;
-            for epoch in 0..cfg.ppo_epochs {
-                let mut idx: Vec<usize> = (0..tensors.len()).collect();
-                rand::seq::SliceRandom::shuffle(idx.as_mut_slice(), &mut rng);
-                for k in idx {
-                    let (b1, a1, b2, a2) = &tensors[k];
-                    let mut parts: Vec<Tensor> = Vec::new();
-                    if stage.level1
-                        && let (Some(b), Some(old1)) = (b1, &old[k].0)
-                    {
-                        let logits = policy.level1(&b.jx, &b.j_round, b.rounds, &b.cx, &b.c_round);
-                        let (lp, ent) = grouped_logp(&logits, &b.pad, &b.target, cfg.temperature);
-                        let (loss, ratio) = ppo_loss(&lp, old1, a1, &ent, cfg);
-                        parts.push(loss);
-                        if epoch + 1 == cfg.ppo_epochs {
-                            tch::no_grad(|| {
-                                kl += (old1 - &lp).sum(Kind::Float).double_value(&[]);
-                                clipped += (&ratio - 1.0)
-                                    .abs()
-                                    .gt(cfg.clip)
-                                    .to_kind(Kind::Float)
-                                    .sum(Kind::Float)
-                                    .double_value(&[]);
-                                counted += b.decisions as f64;
-                            });
-                        }
-                    }
-                    if stage.level2
-                        && let (Some(b), Some(old2)) = (b2, &old[k].1)
-                    {
-                        let (lp, ent) =
-                            grouped_logp(&policy.level2(&b.x), &b.pad, &b.target, cfg.temperature);
-                        parts.push(ppo_loss(&lp, old2, a2, &ent, cfg).0);
-                    }
-                    if !parts.is_empty() {
-                        opt.backward_step(&Tensor::stack(&parts, 0).sum(Kind::Float));
-                        steps += 1;
-                    }
-                }
-            }
+            let tensors = l.device_batches(&batches);
+            let mut u = Update::default();
+            let old = l.old_logps(&tensors, &mut u);
+            l.ppo_epochs(stage, &tensors, &old, &mut u);
             let learn_s = learning.elapsed().as_secs_f64();
             let out_of_time = cfg
                 .time_budget_s
                 .is_some_and(|b| started.elapsed().as_secs_f64() > b);
             let last_of_stage = i + 1 == stage.iterations || out_of_time;
             let val_avg_jct_h = if iteration.is_multiple_of(cfg.validate_every) || last_of_stage {
-                let net = policy.to_policy_net(&norm)?;
-                let v = validate(perf, objective, &net, validation)?;
-                if v < best.1 {
-                    best = (iteration, v, net);
-                }
-                v
+                l.validate_keep_best(data, iteration)?
             } else {
                 f64::NAN
             };
@@ -627,12 +571,16 @@ pub fn train_rl(
                 stage: stage.name.clone(),
                 train_avg_jct_h,
                 efficiency: m2,
-                decisions: (n1, n2),
-                l1_entropy: ent1 / n1.max(1) as f64,
-                l2_entropy: ent2 / n2.max(1) as f64,
-                l1_kl: if counted > 0.0 { kl / counted } else { 0.0 },
-                clip_fraction: if counted > 0.0 {
-                    clipped / counted
+                decisions: (u.n1, u.n2),
+                l1_entropy: u.ent1 / u.n1.max(1) as f64,
+                l2_entropy: u.ent2 / u.n2.max(1) as f64,
+                l1_kl: if u.counted > 0.0 {
+                    u.kl / u.counted
+                } else {
+                    0.0
+                },
+                clip_fraction: if u.counted > 0.0 {
+                    u.clipped / u.counted
                 } else {
                     0.0
                 },
@@ -640,20 +588,13 @@ pub fn train_rl(
                 value_loss,
                 explained_variance: ev,
                 rollouts: (rollouts.len(), rollout_s),
-                learner_steps: (steps, learn_s),
+                learner_steps: (u.steps, learn_s),
                 seconds: started.elapsed().as_secs_f64(),
             };
             observe(&log);
             curve.push(log);
             if cfg.checkpoint_every > 0 && iteration.is_multiple_of(cfg.checkpoint_every) {
-                let net = policy.to_policy_net(&norm)?;
-                let path = cfg
-                    .run_dir
-                    .join(format!("rl-checkpoint-{iteration:04}.safetensors"));
-                crate::util::write_atomic(
-                    &path,
-                    &net.to_safetensors(&[("rl_iteration", iteration.to_string())])?,
-                )?;
+                l.checkpoint(iteration)?;
             }
             if out_of_time {
                 break 'stages;
@@ -661,8 +602,8 @@ pub fn train_rl(
         }
     }
     Ok(RlTrained {
-        net: best.2,
-        best: (best.0, best.1),
+        net: l.best.2,
+        best: (l.best.0, l.best.1),
         start_val,
         curve,
         device: format!("{dev:?}"),

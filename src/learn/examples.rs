@@ -8,7 +8,7 @@
 //! the policy would have been offered in that state.
 
 use crate::error::Result;
-use crate::lab::learn::labels::RoundLabel;
+use crate::learn::labels::RoundLabel;
 use crate::model::Assignment;
 use crate::model::JobPos;
 use crate::objective::{Objective, RoundPricing};
@@ -120,24 +120,25 @@ pub fn examples(
                     &packer,
                     task,
                     done.len(),
-                    index.offer(&packer, job, a.workers[0].server, rest, &done),
+                    index.offer(&packer, job, a.workers[0].server.0, rest, &done),
                 );
                 if let Some(target) = cands.iter().position(|&c| c == s) {
                     let rows = cands
                         .iter()
                         .map(|&c| {
                             let mut row = Vec::with_capacity(features::PLACE_FEATURES.len());
-                            features::place_row(
-                                &pricing,
-                                &packer,
-                                &occ,
-                                task,
-                                c,
+                            let view = features::PlaceView {
+                                pricing: &pricing,
+                                packer: &packer,
+                                occupants: &occ,
+                            };
+                            let offer = features::Offer {
+                                server: c,
                                 rest,
-                                done.len(),
-                                cands.len(),
-                                &mut row,
-                            );
+                                step: done.len(),
+                                candidates: cands.len(),
+                            };
+                            features::place_row(view, task, offer, &mut row);
                             row
                         })
                         .collect();
@@ -160,7 +161,7 @@ pub fn examples(
 /// Tier example: one job the expert ran on a round whose jobs offer tiers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TierExample {
-    /// One row per tier of the job ([`crate::policies::learned::tiers::TIER_FEATURES`]), tier 0
+    /// One row per tier of the job (the tier head's features, `policies/learned/tiers.rs`), tier 0
     /// first, for the option the expert ran it with.
     pub rows: Vec<Vec<f32>>,
     /// The expert's tier.

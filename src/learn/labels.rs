@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::ilp::{SolveRequest, SolveSettings, SolveStatus};
+use crate::ilp::{SolveSettings, SolveStatus};
 use crate::model::JobPos;
+use crate::model::ServerIdx;
 use crate::model::{Assignment, ClusterSnapshot, JobId, PsTask, Schedule, WorkerTask};
 use crate::objective::{Mode, Objective, RoundPricing};
 use crate::perf::PerfModel;
-use crate::policies::BestHeuristic;
+use crate::policies::ExactRound;
 use crate::policies::PolicyKind;
-use crate::scheduler::Scheduler;
 use crate::sim::{SimConfig, Simulator, Unplaceable};
 use crate::workload::{GenerateOptions, Workload, generate};
 
@@ -44,7 +44,7 @@ pub struct JobLabel {
     pub option: Option<usize>,
     /// The chosen option's workers, PS, mode and GPU type (for reading the file without
     /// re-pricing the round).
-    pub shape: Option<(u32, u32, Mode, String)>,
+    pub shape: Option<(u32, u32, Mode, crate::model::GpuType)>,
     /// The job stays exactly where it runs now (its GPUs unchanged).
     pub kept: bool,
     /// Level 2: GPUs per switch, by (server, switch) ascending.
@@ -80,24 +80,83 @@ pub struct RoundLabel {
     pub jobs: Vec<JobLabel>,
 }
 
+/// A round size as `SERVERSxJOBS` (a clap value parser).
+#[cfg(feature = "cli")]
+fn size(s: &str) -> std::result::Result<(usize, usize), String> {
+    let bad = || format!("`{s}`: expected SERVERSxJOBS, e.g. 8x16");
+    let (a, b) = s.trim().split_once('x').ok_or_else(bad)?;
+    let servers: usize = a.trim().parse().map_err(|_| bad())?;
+    let jobs: usize = b.trim().parse().map_err(|_| bad())?;
+    if !(1..=crate::model::MAX_SERVERS).contains(&servers) {
+        return Err(format!(
+            "must be in [1, {}] servers",
+            crate::model::MAX_SERVERS
+        ));
+    }
+    Ok((servers, jobs))
+}
+
 /// Which rounds to label: `rounds` generated rounds of every `(servers, jobs)` size, each from
-/// its own seed derived from `seed`, solved with `settings`.
-#[derive(Debug, Clone, PartialEq)]
+/// its own seed derived from `seed`, solved under the limits given. `coda label`'s flags and the
+/// Python package's labelling keys (`python -m coda.distributed label`), with one set of
+/// defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 pub struct LabelSpec {
-    /// Sizes as (servers of 8 GPUs, jobs).
+    /// Round sizes as SERVERSxJOBS (8-GPU servers), comma-separated.
+    #[cfg_attr(feature = "cli", arg(long, value_delimiter = ',', default_value = "2x4,3x6,4x8",
+        value_parser = size))]
     pub sizes: Vec<(usize, usize)>,
-    /// Rounds per size.
+    /// Rounds per size (0: trace rounds only).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = LabelSpec::default().rounds))]
     pub rounds: usize,
-    /// Base seed.
+    /// Base seed (each round draws its own from it).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0))]
     pub seed: u64,
-    /// Fraction of the jobs running when the round is cut (so the labels hold keep/move
-    /// decisions).
+    /// Fraction of each round's jobs already running (so the labels hold keep/move decisions).
+    #[cfg_attr(feature = "cli", arg(long,
+        default_value_t = LabelSpec::default().running_fraction,
+        value_parser = |s: &str| crate::error::Expected::Fraction.parse(s)))]
     pub running_fraction: f64,
-    /// Solver settings per round.
-    pub settings: SolveSettings,
+    /// Solver seconds per round (a round stopped by it is labelled as not proven).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = LabelSpec::default().time_limit,
+        value_parser = |s: &str| crate::error::Expected::TimeLimit.parse(s)))]
+    pub time_limit: f64,
+    /// Branch-and-bound node limit per round (repeatable labels).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u64).range(1..)))]
+    pub node_limit: Option<u64>,
+    /// The configuration program's work limit per round, pricing-search nodes (repeatable
+    /// labels of large rounds).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = clap::value_parser!(u64).range(1..)))]
+    pub work_limit: Option<u64>,
+}
+
+impl Default for LabelSpec {
+    fn default() -> Self {
+        LabelSpec {
+            sizes: vec![(2, 4), (3, 6), (4, 8)],
+            rounds: 10,
+            seed: 0,
+            running_fraction: 0.3,
+            time_limit: 10.0,
+            node_limit: None,
+            work_limit: None,
+        }
+    }
 }
 
 impl LabelSpec {
+    /// The solver settings of every round.
+    pub fn settings(&self) -> SolveSettings {
+        SolveSettings {
+            time_limit_s: self.time_limit,
+            node_limit: self.node_limit,
+            work_limit: self.work_limit,
+            ..SolveSettings::default()
+        }
+    }
+
     /// Every round of the spec, as (id, generator seed, servers, jobs), in a fixed order.
     pub fn rounds(&self) -> Vec<(String, u64, usize, usize)> {
         let mut out = Vec::new();
@@ -146,26 +205,44 @@ impl LabelSpec {
     }
 }
 
-/// Rounds cut from a trace replay, running jobs included: `workload` replayed under `policy`
-/// with `opts` (any [`PolicyKind`] but [`PolicyKind::Ilp`]; `learned` visits the
-/// policy's own states, for DAgger), every `every`-th
-/// round with at least two jobs present, up to `count` rounds, each cut to a label window (the
-/// `ilp` policy's before it held running jobs): every running job, and waiting ones by
-/// [`RoundPricing::alone_value`] up to `max_jobs` in all but at least `max_jobs / 4` (so a round
-/// with many running jobs holds more than `max_jobs`). Ids are
-/// `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the replay.
-#[allow(clippy::too_many_arguments)]
+/// How rounds are cut from a trace replay ([`trace_rounds`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceCut {
+    /// The policy the trace is replayed under (any but [`PolicyKind::Ilp`]; `learned` visits
+    /// the policy's own states, for DAgger).
+    pub policy: PolicyKind,
+    /// Its options.
+    pub options: crate::policies::PolicyOptions,
+    /// Every `every`-th round with at least two jobs present is cut (>= 1).
+    pub every: usize,
+    /// Up to this many rounds.
+    pub count: usize,
+    /// Jobs per round (>= 1): every running job, and waiting ones by
+    /// [`RoundPricing::alone_value`] up to this many in all but at least a quarter of it.
+    pub max_jobs: usize,
+}
+
+/// Rounds cut from a trace replay, running jobs included: `workload` replayed under
+/// `cut.policy`, every `cut.every`-th round with at least two jobs present, up to `cut.count`
+/// rounds, each cut to a label window (the `ilp` policy's before it held running jobs): every
+/// running job, and waiting ones by [`RoundPricing::alone_value`] up to `cut.max_jobs` in all
+/// but at least `max_jobs / 4` (so a round with many running jobs holds more than `max_jobs`).
+/// Ids are `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the
+/// replay.
 pub fn trace_rounds(
     name: &str,
     workload: &Workload,
     perf: &dyn PerfModel,
     objective: &Objective,
-    policy: PolicyKind,
-    opts: &crate::policies::PolicyOptions,
-    every: usize,
-    count: usize,
-    max_jobs: usize,
+    cut: &TraceCut,
 ) -> Result<Vec<(String, ClusterSnapshot)>> {
+    let TraceCut {
+        policy,
+        ref options,
+        every,
+        count,
+        max_jobs,
+    } = *cut;
     if policy == PolicyKind::Ilp || every == 0 || max_jobs == 0 {
         return Err(Error::setting(
             "trace rounds",
@@ -174,7 +251,7 @@ pub fn trace_rounds(
             "a heuristic policy, every >= 1 and max_jobs >= 1",
         ));
     }
-    let mut baseline = policy.build(perf, opts)?;
+    let mut baseline = policy.build(perf, options)?;
     let config = SimConfig {
         objective: *objective,
         unplaceable: Unplaceable::Skip,
@@ -240,11 +317,12 @@ pub fn label_round(
     objective: &Objective,
     settings: &SolveSettings,
 ) -> Result<RoundLabel> {
-    let heuristic = BestHeuristic::new(perf, *objective).schedule(snapshot)?;
-    let solved = SolveRequest::new(snapshot, perf, *objective)?
-        .settings(settings.checked()?)
-        .candidates([heuristic])
-        .solve()?;
+    let solved = ExactRound {
+        settings: settings.clone(),
+        objective: *objective,
+        ..ExactRound::default()
+    }
+    .solve(perf, snapshot)?;
     let pricing = RoundPricing::new(perf, snapshot, *objective);
     let jobs = labels_of(&pricing, &solved.schedule)?;
     let r = solved.report;
@@ -313,13 +391,89 @@ pub fn resume_labels(path: &std::path::Path) -> Result<std::collections::HashSet
     Ok(done)
 }
 
-/// A policy's gap to a label's reference: `(reference - objective) / |reference|` (`coda gap`,
-/// `coda.gap`).
-pub fn relative_gap(reference: f64, objective: f64) -> f64 {
-    (reference - objective) / reference.abs().max(1e-9)
+/// The labels of `files` by id (sorted, the first of each id kept), only those proven optimal
+/// with `proven_only`, and how many the files held: the order every training reads them in
+/// (every `validate_every`-th is held out).
+pub fn read_label_sets(
+    files: &[std::path::PathBuf],
+    proven_only: bool,
+) -> Result<(Vec<RoundLabel>, usize)> {
+    let mut labels = Vec::new();
+    for f in files {
+        labels.extend(read_labels(f)?);
+    }
+    let total = labels.len();
+    if proven_only {
+        labels.retain(|l| l.proven);
+    }
+    labels.sort_by(|a, b| a.id.cmp(&b.id));
+    labels.dedup_by(|a, b| a.id == b.id);
+    Ok((labels, total))
+}
+
+/// `items` (per labelled round, in [`read_label_sets`]' order) split into training and
+/// validation: every `every`-th held out (`every` ≥ 1).
+pub fn split_held_out<T>(items: Vec<T>, every: usize) -> (Vec<T>, Vec<T>) {
+    let every = every.max(1);
+    let (mut train, mut validation) = (Vec::new(), Vec::new());
+    for (i, e) in items.into_iter().enumerate() {
+        if i % every == every - 1 {
+            validation.push(e);
+        } else {
+            train.push(e);
+        }
+    }
+    (train, validation)
+}
+
+/// A policy's schedule of a labelled round, scored: whether it is valid, its score (`None`
+/// when invalid), its objective (NaN when invalid) and its gap to the round's reference
+/// ([`RoundLabel::gap_to`]).
+#[derive(Debug, Clone)]
+pub struct LabelScore {
+    /// Whether the schedule runs on the round.
+    pub valid: bool,
+    /// Its score, term by term.
+    pub score: Option<crate::objective::Score>,
+    /// Its objective.
+    pub objective: f64,
+    /// Its gap to the reference.
+    pub gap: f64,
 }
 
 impl RoundLabel {
+    /// `schedule` of this round scored by `pricing` (the round priced) against `reference`
+    /// ([`RoundLabel::reference`]): what `coda gap` and `coda.gap` report of every policy.
+    pub fn score(
+        &self,
+        pricing: &RoundPricing<'_>,
+        reference: f64,
+        schedule: &Schedule,
+    ) -> Result<LabelScore> {
+        let valid = schedule.validate(&self.snapshot).is_empty();
+        let score = if valid {
+            Some(pricing.score(schedule)?)
+        } else {
+            None
+        };
+        let objective = score.as_ref().map_or(f64::NAN, |s| s.total);
+        Ok(LabelScore {
+            valid,
+            score,
+            objective,
+            gap: RoundLabel::gap_to(reference, objective),
+        })
+    }
+
+    /// A policy's gap to a round's [`RoundLabel::reference`]: `(reference − value) /
+    /// |reference|`, what `coda gap` and `coda.gap` report. Relative to the reference (the
+    /// optimum), so every policy of a round is scored on one scale, and signed: a policy may
+    /// beat an unproven incumbent. (A solve's own gap, [`crate::ilp::relative_gap`], is relative
+    /// to its incumbent, as MIP solvers report it.)
+    pub fn gap_to(reference: f64, value: f64) -> f64 {
+        (reference - value) / reference.abs().max(1e-9)
+    }
+
     /// What a policy is scored against: the proven optimum, or with `include_unproven` the
     /// bound of a round the solver did not close; `None` for a round left out.
     pub fn reference(&self, include_unproven: bool) -> Option<f64> {
@@ -367,19 +521,19 @@ pub fn labels_of(pricing: &RoundPricing<'_>, schedule: &Schedule) -> Result<Vec<
         for w in &a.workers {
             for &g in &w.gpus {
                 let (b, _) = topology
-                    .switch_of(w.server, g)
+                    .switch_of(w.server.0, g)
                     .expect("a scored schedule names real GPUs");
-                *per_switch.entry((w.server, b.0)).or_default() += 1;
+                *per_switch.entry((w.server.0, b.0)).or_default() += 1;
             }
         }
         let mut ps: BTreeMap<usize, u32> = BTreeMap::new();
         for p in &a.ps {
-            *ps.entry(p.server).or_default() += 1;
+            *ps.entry(p.server.0).or_default() += 1;
         }
         out.push(JobLabel {
             job: job.id,
             option,
-            shape: Some((f.workers, f.ps, f.mode, f.gpu_type.clone())),
+            shape: Some((f.workers, f.ps, f.mode, f.gpu_type)),
             kept: job.run.current.as_ref() == Some(a),
             steps: per_switch
                 .into_iter()
@@ -424,7 +578,7 @@ pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedu
             .ok_or_else(|| bad(format!("job {} is kept but does not run", l.job)))?;
         for w in &cur.workers {
             for &g in &w.gpus {
-                used[w.server][g as usize] = true;
+                used[w.server.0][g as usize] = true;
             }
         }
         out.push(cur);
@@ -473,13 +627,17 @@ pub fn rebuild(snapshot: &ClusterSnapshot, labels: &[JobLabel]) -> Result<Schedu
                 )));
             }
             workers.extend(gpus.chunks(gpw).map(|c| WorkerTask {
-                server,
+                server: ServerIdx(server),
                 gpus: c.to_vec(),
             }));
         }
         let ps =
             l.ps.iter()
-                .flat_map(|&(server, n)| (0..n).map(move |_| PsTask { server }))
+                .flat_map(|&(server, n)| {
+                    (0..n).map(move |_| PsTask {
+                        server: ServerIdx(server),
+                    })
+                })
                 .collect();
         out.push(Assignment {
             tier: 0,

@@ -17,6 +17,6 @@ pub mod train;
 
 pub use examples::{TierExample, tier_examples};
 pub use labels::{
-    JobLabel, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of, read_labels, rebuild,
-    relative_gap, resume_labels, trace_rounds,
+    JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, TraceCut, label_round, labels_of,
+    read_label_sets, read_labels, rebuild, resume_labels, split_held_out, trace_rounds,
 };
