@@ -600,7 +600,11 @@ proptest! {
         let score = Objective::default().score(perf(), &s, &config.schedule).unwrap().total;
         prop_assert!((score - config.report.objective).abs() < 1e-6);
         prop_assert_eq!(compact.status, SolveStatus::Optimal);
-        prop_assert!(config.report.best_bound >= compact.objective - 1e-6, "bound {} below the optimum {}", config.report.best_bound, compact.objective);
+        // The bound is checked against what the compact program's schedule scores, not against
+        // HiGHS' value for it: that value may sit up to the solver's feasibility tolerance above
+        // what any schedule reaches (seed 4372: 1.0000000000003e-6 above its own schedule's
+        // score, which the configuration program's bound matches to 1e-12).
+        prop_assert!(config.report.best_bound >= compact.objective_check - 1e-6, "bound {} below the optimum {}", config.report.best_bound, compact.objective_check);
         prop_assert_eq!(config.report.status, SolveStatus::Optimal, "config gap {}", config.report.gap);
         prop_assert!((config.report.objective - compact.objective).abs() <= BOTH_PROVEN, "config {} vs compact {}", config.report.objective, compact.objective);
     }
