@@ -3,6 +3,8 @@
 //! Every layer that asks "which switch is this GPU under?" (footprints, the formulation's switch
 //! variables, the codec, the occupancy index) reads it here, in O(1), instead of searching.
 
+use std::sync::Arc;
+
 use super::cluster::{Cluster, GpuSlot};
 
 /// A PCIe switch of the cluster, numbered over all servers (server order, then the server's own
@@ -27,7 +29,8 @@ pub struct PcieSwitch {
 /// Socket and switch of every GPU of a cluster, and its PCIe switches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topology {
-    slots: Vec<Vec<GpuSlot>>,
+    /// Shared: every packer and occupancy index of the round reads the same table.
+    slots: Arc<Vec<Vec<GpuSlot>>>,
     switches: Vec<PcieSwitch>,
     /// `[server][gpu]` → (switch id, position of the GPU under that switch).
     switch_of: Vec<Vec<(SwitchId, usize)>>,
@@ -87,7 +90,7 @@ impl Topology {
             on_server.push(ids);
         }
         Topology {
-            slots,
+            slots: Arc::new(slots),
             switches,
             switch_of,
             on_server,
@@ -97,6 +100,12 @@ impl Topology {
     /// Socket and switch of every GPU, `[server][gpu]` (what [`Cluster::slot_table`] returns).
     pub fn slots(&self) -> &[Vec<GpuSlot>] {
         &self.slots
+    }
+
+    /// The slot table, shared (no copy): what a [`crate::perf::Occupancy`] or a packer of this
+    /// round starts from instead of recomputing it.
+    pub(crate) fn shared_slots(&self) -> Arc<Vec<Vec<GpuSlot>>> {
+        Arc::clone(&self.slots)
     }
 
     /// Number of servers.

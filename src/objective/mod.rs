@@ -37,6 +37,7 @@ mod pricing;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use pricing::OptionCache;
 pub use pricing::{OptionFacts, RoundPricing};
 
 use crate::error::{Error, Result};

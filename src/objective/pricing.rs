@@ -8,6 +8,8 @@
 //! the [`PerfModel`] does not give; it only remembers what it gave.
 
 use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::{
     ClusterShape, JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment,
@@ -45,6 +47,8 @@ pub struct RoundPricing<'a> {
     objective: Objective,
     topology: Topology,
     options: Vec<OnceCell<Vec<JobOption>>>,
+    /// Option lists priced in earlier rounds, when the caller keeps them.
+    kept: Option<&'a OptionCache>,
     /// What option enumeration reads of the cluster, summarised once for all jobs.
     shape: ClusterShape,
     restart: Vec<OnceCell<f64>>,
@@ -88,6 +92,7 @@ impl<'a> RoundPricing<'a> {
             objective,
             topology: Topology::of(&snapshot.cluster),
             options: (0..n).map(|_| OnceCell::new()).collect(),
+            kept: None,
             shape: ClusterShape::of(&snapshot.cluster),
             restart: (0..n).map(|_| OnceCell::new()).collect(),
             model_of,
@@ -95,6 +100,20 @@ impl<'a> RoundPricing<'a> {
             gpu_types,
             coloc: (0..cells).map(|_| std::cell::Cell::new(f64::NAN)).collect(),
             models,
+        }
+    }
+
+    /// [`RoundPricing::new`] reading and keeping option lists in `kept` (a policy's cache across
+    /// the rounds of a replay: see [`OptionCache`]).
+    pub(crate) fn keeping(
+        perf: &'a dyn PerfModel,
+        snapshot: &'a ClusterSnapshot,
+        objective: Objective,
+        kept: &'a OptionCache,
+    ) -> Self {
+        RoundPricing {
+            kept: Some(kept),
+            ..RoundPricing::new(perf, snapshot, objective)
         }
     }
 
@@ -127,8 +146,12 @@ impl<'a> RoundPricing<'a> {
     pub fn options(&self, j: JobPos) -> &[JobOption] {
         let j = j.0;
         self.options[j].get_or_init(|| {
-            self.objective
-                .job_options_in(self.perf, &self.shape, &self.snapshot.jobs[j])
+            let job = &self.snapshot.jobs[j];
+            let price = || self.objective.job_options_in(self.perf, &self.shape, job);
+            match self.kept {
+                Some(kept) => kept.get_or_price(&self.shape, &self.objective, job, price),
+                None => price(),
+            }
         })
     }
 
@@ -220,13 +243,35 @@ impl<'a> RoundPricing<'a> {
     /// The index in [`RoundPricing::options`] of the option `f` describes (the program's
     /// `y_jk` order), if the list holds it.
     pub fn option_index(&self, j: JobPos, f: &OptionFacts) -> Option<usize> {
-        self.options(j).iter().position(|o| {
-            o.workers == f.workers
+        // A job's options are listed by tier, GPU type (in the cluster's order), workers, PS
+        // and mode (`Objective::job_options_in`'s loops), so a binary search finds the first
+        // that matches: pricing a schedule looks up every job's option, and the lists are long.
+        let rank = |t: &GpuType| self.shape.types.iter().position(|(x, _)| x == t);
+        let key = (f.tier, rank(&f.gpu_type)?, f.workers, f.ps, f.mode);
+        let options = self.options(j);
+        let k = options.partition_point(|o| {
+            (
+                o.tier,
+                rank(&o.gpu_type).unwrap_or(usize::MAX),
+                o.workers,
+                o.ps,
+                o.mode,
+            ) < key
+        });
+        let found = options.get(k).is_some_and(|o| {
+            (o.tier, o.gpu_type, o.workers, o.ps, o.mode)
+                == (f.tier, f.gpu_type, f.workers, f.ps, f.mode)
+        });
+        let found = found.then_some(k);
+        debug_assert_eq!(
+            found,
+            options.iter().position(|o| o.workers == f.workers
                 && o.ps == f.ps
                 && o.mode == f.mode
                 && o.gpu_type == f.gpu_type
-                && o.tier == f.tier
-        })
+                && o.tier == f.tier)
+        );
+        found
     }
 
     /// The terms of the option `f` describes: read from the job's options (priced directly if
@@ -263,6 +308,14 @@ impl<'a> RoundPricing<'a> {
                 violations,
             });
         }
+        self.score_valid(schedule)
+    }
+
+    /// [`RoundPricing::score`] of a schedule valid by construction (a decoder's proposals),
+    /// without validating it again: validation costs a quarter of a proposal's pricing.
+    /// Checked in debug builds.
+    pub(crate) fn score_valid(&self, schedule: &Schedule) -> Result<Score> {
+        debug_assert!(schedule.validate(self.snapshot).is_empty());
         let idx = |id: JobId| {
             self.snapshot
                 .job_index(id)
@@ -270,7 +323,7 @@ impl<'a> RoundPricing<'a> {
         };
         // Who shares what is read from the one occupancy index the performance model uses; the
         // objective only aggregates it first-order (sums over shared switches and servers).
-        let occ = Occupancy::of(self.snapshot, schedule);
+        let occ = Occupancy::of_on(self.topology.shared_slots(), self.snapshot, schedule);
         let mut out = Vec::new();
         let mut total = 0.0;
         for (i, a) in schedule.assignments.iter().enumerate() {
@@ -324,8 +377,12 @@ impl<'a> RoundPricing<'a> {
             out.push(js);
         }
         // Running jobs the schedule stops pay their restart too.
+        let mut assigned = vec![false; self.snapshot.jobs.len()];
+        for a in &schedule.assignments {
+            assigned[idx(a.job)] = true;
+        }
         for (j, job) in self.snapshot.jobs.iter().enumerate() {
-            if job.run.current.is_some() && schedule.assignment(job.id).is_none() {
+            if job.run.current.is_some() && !assigned[j] {
                 let r = self.restart_cost(JobPos(j))?;
                 if r > 0.0 {
                     total -= r;
@@ -396,5 +453,75 @@ fn unpriceable(job: &Job, f: &OptionFacts) -> Error {
             "job {}: {} workers, {} PS, {:?} on {} at tier {} cannot be priced",
             job.id, f.workers, f.ps, f.mode, f.gpu_type, f.tier
         ),
+    }
+}
+
+/// Option lists kept across rounds: a job's options are a function of the job, the cluster's
+/// shape and the objective alone (`Objective::job_options_in`; the performance model is the
+/// keeper's), so a job that has not changed since an earlier round — a waiting job — has the
+/// options it had then. A policy that prices every job every round keeps one of these and
+/// prices with [`RoundPricing::keeping`]: the lists are the ones pricing them again would give
+/// (the whole job is compared, not its id), without asking the model again.
+#[derive(Debug, Default)]
+pub(crate) struct OptionCache(Mutex<Kept>);
+
+/// What an [`OptionCache`] holds.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The cluster shape and objective the lists were priced for (another clears them).
+    context: Option<(ClusterShape, Objective)>,
+    /// Per job id, the versions of the job seen lately and their options (a round may price a
+    /// job at its demand and at its tiers: a few versions each).
+    jobs: HashMap<JobId, Vec<(Job, Vec<JobOption>)>>,
+}
+
+/// Versions kept per job.
+const VERSIONS: usize = 4;
+
+impl Clone for OptionCache {
+    /// An empty cache: what it keeps can always be priced again.
+    fn clone(&self) -> Self {
+        OptionCache::default()
+    }
+}
+
+impl OptionCache {
+    /// The options of `job` on a cluster of `shape` under `objective`: kept ones if the same
+    /// job was priced in the same context before, else `price()`'s, then kept.
+    fn get_or_price(
+        &self,
+        shape: &ClusterShape,
+        objective: &Objective,
+        job: &Job,
+        price: impl FnOnce() -> Vec<JobOption>,
+    ) -> Vec<JobOption> {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept
+            .context
+            .as_ref()
+            .is_none_or(|(s, o)| s != shape || o != objective)
+        {
+            kept.jobs.clear();
+            kept.context = Some((shape.clone(), *objective));
+        }
+        let versions = kept.jobs.entry(job.id).or_default();
+        if let Some((_, options)) = versions.iter().find(|(j, _)| j == job) {
+            return options.clone();
+        }
+        let options = price();
+        if versions.len() == VERSIONS {
+            versions.remove(0);
+        }
+        versions.push((job.clone(), options.clone()));
+        options
+    }
+
+    /// Forgets the jobs `snapshot` no longer holds (finished ones), so that the cache stays the
+    /// size of one round.
+    pub(crate) fn keep_only(&self, snapshot: &ClusterSnapshot) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.jobs.len() > snapshot.jobs.len() {
+            kept.jobs.retain(|id, _| snapshot.job_index(*id).is_some());
+        }
     }
 }

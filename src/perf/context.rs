@@ -2,6 +2,8 @@
 //! the contention it meets. [`Occupancy`] is the only place that reads co-location out of a
 //! schedule.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::{JobQuery, PerfModel, Speed};
@@ -131,12 +133,14 @@ pub fn packed(gpus: u32, per_server: u32) -> Vec<u32> {
 /// objective's contention terms both read co-location from here and nowhere else.
 #[derive(Debug, Clone)]
 pub struct Occupancy {
-    slots: Vec<Vec<GpuSlot>>,
+    slots: Arc<Vec<Vec<GpuSlot>>>,
     footprints: Vec<Footprint>,
     models: Vec<Option<String>>,
     workers_on: Vec<Vec<usize>>,
     distributed_on: Vec<Vec<usize>>,
-    /// `[server][switch]` → assignments with a GPU under that switch.
+    /// `[server][switch]` → assignments with a GPU under that switch (a server's list grows
+    /// to its switches when a first assignment lands there: most of a large cluster's servers
+    /// are never touched by a placement being built).
     switch_on: Vec<Vec<Vec<usize>>>,
     /// Per placed assignment, how often its transfers compete on a shared NIC (`q`); 1 (always)
     /// until [`Occupancy::price_nic_competition`] prices it.
@@ -146,15 +150,16 @@ pub struct Occupancy {
 impl Occupancy {
     /// An empty cluster.
     pub fn new(cluster: &Cluster) -> Self {
-        let slots = cluster.slot_table();
-        let switch_on = slots
-            .iter()
-            .map(|g| vec![Vec::new(); g.iter().map(|x| x.switch as usize + 1).max().unwrap_or(0)])
-            .collect();
+        Occupancy::on(Arc::new(cluster.slot_table()))
+    }
+
+    /// An empty cluster with this slot table (a round's [`crate::model::Topology`] shares its
+    /// own).
+    pub(crate) fn on(slots: Arc<Vec<Vec<GpuSlot>>>) -> Self {
         Occupancy {
             workers_on: vec![Vec::new(); slots.len()],
             distributed_on: vec![Vec::new(); slots.len()],
-            switch_on,
+            switch_on: vec![Vec::new(); slots.len()],
             slots,
             footprints: Vec::new(),
             models: Vec::new(),
@@ -165,7 +170,16 @@ impl Occupancy {
     /// Every assignment of `schedule`, in order (index `i` = assignment `i`), with the model of
     /// its job when the snapshot has it.
     pub fn of(snapshot: &ClusterSnapshot, schedule: &Schedule) -> Self {
-        let mut occ = Occupancy::new(&snapshot.cluster);
+        Occupancy::of_on(Arc::new(snapshot.cluster.slot_table()), snapshot, schedule)
+    }
+
+    /// [`Occupancy::of`] with the cluster's slot table given (shared by a priced round).
+    pub(crate) fn of_on(
+        slots: Arc<Vec<Vec<GpuSlot>>>,
+        snapshot: &ClusterSnapshot,
+        schedule: &Schedule,
+    ) -> Self {
+        let mut occ = Occupancy::on(slots);
         for a in &schedule.assignments {
             occ.add(a, snapshot.job(a.job).map(|j| j.model.as_str()));
         }
@@ -190,7 +204,11 @@ impl Occupancy {
             }
         }
         for &(s, k) in &fp.switches {
-            self.switch_on[s][k as usize].push(i);
+            let on = &mut self.switch_on[s];
+            if on.len() <= k as usize {
+                on.resize(k as usize + 1, Vec::new());
+            }
+            on[k as usize].push(i);
         }
         self.footprints.push(fp);
         self.models.push(model.map(str::to_string));
@@ -248,7 +266,13 @@ impl Occupancy {
 
     /// Placed assignments with a GPU under PCIe switch `switch` of `server`.
     pub fn switch_on(&self, server: usize, switch: u32) -> &[usize] {
-        &self.switch_on[server][switch as usize]
+        self.on_switch(server, switch)
+    }
+
+    /// The list of [`Occupancy::switch_on`] (empty where nothing landed yet).
+    fn on_switch(&self, server: usize, switch: u32) -> &Vec<usize> {
+        static NONE: Vec<usize> = Vec::new();
+        self.switch_on[server].get(switch as usize).unwrap_or(&NONE)
     }
 
     /// The shape of assignment `a` (footprint `fp`) among the placed ones; `own` is its own index
@@ -263,12 +287,7 @@ impl Occupancy {
             v.dedup();
             v
         };
-        let pcie = others(
-            &mut fp
-                .switches
-                .iter()
-                .map(|&(s, k)| &self.switch_on[s][k as usize]),
-        );
+        let pcie = others(&mut fp.switches.iter().map(|&(s, k)| self.on_switch(s, k)));
         let co_runners: Vec<Vec<String>> = fp
             .worker_servers
             .iter()

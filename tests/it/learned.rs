@@ -55,6 +55,28 @@ proptest! {
             prop_assert_eq!(&s, &p.decide(&snap));
         }
     }
+
+    /// The options the policy keeps from round to round are the ones pricing the round again
+    /// gives: deciding another round (with tiers offered) in between, or starting afresh, gives
+    /// the same schedule.
+    #[test]
+    fn options_kept_between_rounds_change_no_decision(
+        servers in 1usize..6, jobs in 1usize..12, seed in 0u64..10_000, tiers: bool,
+    ) {
+        let perf = CalibratedPerf::shipped();
+        let a = snapshot(servers, jobs, seed, 0.4, true);
+        let mut b = snapshot(servers, jobs + 2, seed + 1, 0.4, true);
+        if tiers {
+            coda::workload::offer_tiers(&mut b, perf);
+        }
+        let p = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
+        let first = p.decide(&a);
+        let other = p.decide(&b);
+        prop_assert_eq!(&first, &p.decide(&a));
+        let fresh = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
+        prop_assert_eq!(&other, &fresh.decide(&b));
+        prop_assert_eq!(&first, &fresh.decide(&a));
+    }
 }
 
 #[test]

@@ -152,6 +152,34 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
+    /// A job's option is found by its identity (workers, PS, mode, GPU type, tier) at its first
+    /// position in the job's list — the list's order lets the lookup search rather than scan —
+    /// on clusters of two GPU types with CPU/memory tiers offered; an option the list lacks is
+    /// not found.
+    #[test]
+    fn every_option_is_found_where_it_is_listed(servers in 1usize..6, jobs in 1usize..9, seed in 0u64..10_000) {
+        let mut snap = generate(&GenerateOptions { servers, jobs, seed, gpu_types: vec!["v100".into(), "k80".into()], ..Default::default() }, perf()).unwrap();
+        coda::workload::offer_tiers(&mut snap, perf());
+        let pricing = RoundPricing::new(perf(), &snap, Objective::default());
+        for j in 0..snap.jobs.len() {
+            let options = pricing.options(coda::model::JobPos(j));
+            for (k, o) in options.iter().enumerate() {
+                let facts = coda::objective::OptionFacts {
+                    workers: o.workers, ps: o.ps, mode: o.mode, gpu_type: o.gpu_type, tier: o.tier,
+                    local_pairs: 0.0, footprint: Default::default(),
+                };
+                let first = options.iter().position(|p| (p.workers, p.ps, p.mode, p.gpu_type, p.tier) == (o.workers, o.ps, o.mode, o.gpu_type, o.tier));
+                prop_assert_eq!(pricing.option_index(coda::model::JobPos(j), &facts), first);
+                prop_assert!(first.unwrap() <= k);
+            }
+            let absent = coda::objective::OptionFacts {
+                workers: u32::MAX, ps: 0, mode: Mode::Single, gpu_type: options.first().map_or(coda::model::GpuType::from("v100"), |o| o.gpu_type), tier: 0,
+                local_pairs: 0.0, footprint: Default::default(),
+            };
+            prop_assert_eq!(pricing.option_index(coda::model::JobPos(j), &absent), None);
+        }
+    }
+
     #[test]
     fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000) {
         let snap = generate(

@@ -6,6 +6,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::features::{self, Occupants, PLACE_FEATURES, PlaceTask};
+use super::layers::Scratch;
 use super::{Allocation, LearnedScheduler, Placer};
 use crate::model::JobPos;
 use crate::model::ServerIdx;
@@ -64,6 +65,8 @@ impl LearnedScheduler<'_> {
             net: &self.net,
             noise,
             temperature: self.temperature,
+            scratch: Scratch::default(),
+            scores: Vec::new(),
         };
         self.place_by(pricing, &alloc.order, &mut scores, placer, record)
     }
@@ -342,6 +345,9 @@ struct Scores<'a, 'r> {
     net: &'a super::PolicyNet,
     noise: Option<&'r mut ChaCha8Rng>,
     temperature: f32,
+    /// Buffers of level 2's forward passes, reused step after step.
+    scratch: Scratch,
+    scores: Vec<f32>,
 }
 
 impl Chooser for Scores<'_, '_> {
@@ -355,13 +361,14 @@ impl Chooser for Scores<'_, '_> {
     }
 
     fn server(&mut self, _job: usize, rows: &[f32]) -> usize {
-        let mut scores = self.net.level2_scores(rows);
+        self.net
+            .level2_scores_into(rows, &mut self.scratch, &mut self.scores);
         if let Some(rng) = self.noise.as_deref_mut() {
-            for v in &mut scores {
+            for v in &mut self.scores {
                 *v += self.temperature * gumbel(rng);
             }
         }
-        argmax(&scores)
+        argmax(&self.scores)
     }
 }
 
@@ -418,11 +425,12 @@ pub(super) fn allocation(logits: &[Vec<f32>]) -> Allocation {
         let z: f32 = l.iter().map(|x| (x - max).exp()).sum();
         p_run.push(1.0 - (wait - max).exp() / z);
         let mut c: Vec<usize> = (0..options.len()).filter(|&k| options[k] > *wait).collect();
-        c.sort_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
+        // A total order (ties broken by index): the unstable sort gives the stable one's result.
+        c.sort_unstable_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
         choices.push(c);
     }
     let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
+    order.sort_unstable_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
     Allocation { choices, order }
 }
 
@@ -437,7 +445,8 @@ pub(super) fn filled(logits: &[Vec<f32>]) -> Allocation {
         }
         let options = &l[..l.len() - 1];
         let mut c: Vec<usize> = (0..options.len()).collect();
-        c.sort_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
+        // A total order (ties broken by index): the unstable sort gives the stable one's result.
+        c.sort_unstable_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
         alloc.choices[j] = c;
         waiting[j] = true;
     }
@@ -466,7 +475,7 @@ pub(super) struct PlaceState<'p> {
 impl<'p> PlaceState<'p> {
     fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel, placer: Placer) -> Self {
         let snap = pricing.snapshot();
-        let packer = Packer::new(snap, perf);
+        let packer = Packer::priced(pricing, perf);
         let mut types: Vec<(crate::model::GpuType, usize)> = Vec::new();
         let mut free_of_type: Vec<u64> = Vec::new();
         for (i, s) in snap.cluster.servers.iter().enumerate() {

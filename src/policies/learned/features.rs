@@ -183,22 +183,35 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
                 )
             })
             .collect();
+        // Per (GPU type, mode, workers), the best base value among the options: what "the best
+        // option of the same type and mode one worker smaller" below looks up (a sorted table,
+        // not a scan of every option per option).
+        let mut best: Vec<((usize, Mode, u32), f64)> = options
+            .iter()
+            .zip(&type_gpus_of)
+            .map(|(o, t)| ((t.0, o.mode, o.workers), o.terms.base))
+            .collect();
+        best.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        best.dedup_by(|later, kept| {
+            // Sorted by base within a key: the last of a key is its best.
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = later.1;
+            }
+            same
+        });
         let mut rows = Vec::with_capacity(options.len() + 1);
         for (k, o) in options.iter().enumerate() {
             let gpus = f64::from(o.workers * job.demand.gpus_per_worker);
             // The best option of the same type and mode one worker smaller: what the last
             // worker adds, per GPU.
-            let smaller = options
-                .iter()
-                .enumerate()
-                .filter(|&(q, p)| {
-                    type_gpus_of[q].0 == type_gpus_of[k].0
-                        && p.mode == o.mode
-                        && p.workers < o.workers
-                })
-                .map(|(_, p)| p)
-                .map(|p| (p.workers, p.terms.base))
-                .max_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+            let key = (type_gpus_of[k].0, o.mode);
+            let below = best.partition_point(|e| e.0 < (key.0, key.1, o.workers));
+            let smaller = below
+                .checked_sub(1)
+                .map(|i| best[i])
+                .filter(|e| (e.0.0, e.0.1) == key)
+                .map(|e| (e.0.2, e.1));
             let marginal = match smaller {
                 Some((w, b)) => {
                     (o.terms.base - b) / f64::from((o.workers - w) * job.demand.gpus_per_worker)

@@ -60,7 +60,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::Result;
 use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
-use crate::objective::{Objective, RoundPricing};
+use crate::objective::{Objective, OptionCache, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::Scheduler;
 
@@ -111,6 +111,8 @@ pub struct LearnedScheduler<'a> {
     samples: usize,
     seed: u64,
     temperature: f32,
+    /// Every job's options, kept from round to round (a waiting job's do not change).
+    kept: OptionCache,
 }
 
 /// Decodings per round of a new [`LearnedScheduler`]: the greedy one and seven sampled from
@@ -129,6 +131,7 @@ impl<'a> LearnedScheduler<'a> {
             samples: DEFAULT_SAMPLES,
             seed: 0,
             temperature: 1.0,
+            kept: OptionCache::default(),
         }
     }
 
@@ -224,6 +227,7 @@ impl<'a> LearnedScheduler<'a> {
     /// distribution (and level 2's, every other one; Gumbel-perturbed scores, seeded); the one
     /// the objective scores highest (the first on ties).
     pub fn decide(&self, snapshot: &ClusterSnapshot) -> Schedule {
+        self.kept.keep_only(snapshot);
         // With tiers, level 1 chooses them only through its tier head (`tiers`); levels 1 and
         // 2 decide GPUs on the round without tiers, at the demand or at the chosen tiers.
         if snapshot.jobs.iter().any(|j| !j.tiers.is_empty()) {
@@ -234,7 +238,7 @@ impl<'a> LearnedScheduler<'a> {
 
     /// [`LearnedScheduler::decide`] on a round without tiers.
     fn decide_at(&self, snapshot: &ClusterSnapshot) -> Schedule {
-        let pricing = RoundPricing::new(self.perf, snapshot, self.objective);
+        let pricing = RoundPricing::keeping(self.perf, snapshot, self.objective, &self.kept);
         let logits = self.logits(&pricing);
         self.decode(&pricing, &logits)
     }
@@ -248,10 +252,15 @@ impl<'a> LearnedScheduler<'a> {
         if self.samples <= 1 {
             return best;
         }
-        let mut best_score = pricing.score(&best).map_or(f64::NEG_INFINITY, |s| s.total);
+        // Every proposal is valid by construction (`place_by`): scored without validating.
+        let mut best_score = pricing
+            .score_valid(&best)
+            .map_or(f64::NEG_INFINITY, |s| s.total);
         // The first proposal the objective scores highest wins (ties keep the earlier one).
         let mut offer = |s: Schedule| {
-            let score = pricing.score(&s).map_or(f64::NEG_INFINITY, |s| s.total);
+            let score = pricing
+                .score_valid(&s)
+                .map_or(f64::NEG_INFINITY, |s| s.total);
             if score > best_score {
                 best = s;
                 best_score = score;

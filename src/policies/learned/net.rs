@@ -16,11 +16,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 use safetensors::tensor::{Dtype, SafeTensors};
 
 use super::features::{JOB_FEATURES, L1_WIDTH, OPTION_FEATURES, PLACE_FEATURES};
-use super::layers::{Dense, EMBED, HIDDEN, mlp, normalise, relu};
+use super::layers::{Dense, EMBED, HIDDEN, Scratch, mlp, normalise, relu};
 use super::tiers::{TIER_FEATURES, TierHead};
 use crate::error::{Error, Result};
 
@@ -46,10 +46,6 @@ pub struct PolicyNet {
     pub l2: [Dense; 3],
     /// Level 1's CPU/memory tier choice, when the file has one ([`TierHead`]).
     pub tier: Option<TierHead>,
-}
-
-fn rows_matrix(rows: &[&[f32]], width: usize) -> DMatrix<f32> {
-    DMatrix::from_fn(rows.len(), width, |i, k| rows[i][k])
 }
 
 impl PolicyNet {
@@ -82,29 +78,42 @@ impl PolicyNet {
     /// Level-1 logits: per job, one per candidate row (its options, then wait).
     pub fn level1_logits(&self, jobs: &[Vec<f32>], candidates: &[Vec<Vec<f32>>]) -> Vec<Vec<f32>> {
         let nj = JOB_FEATURES.len();
-        let job_rows: Vec<&[f32]> = jobs.iter().map(Vec::as_slice).collect();
-        let mut x = rows_matrix(&job_rows, nj);
-        let mean = self.l1_mean.rows(0, nj).into_owned();
-        let std = self.l1_std.rows(0, nj).into_owned();
-        normalise(&mut x, &mean, &std);
-        let h = relu(self.phi.forward(&x));
-        let summary: DVector<f32> = if jobs.is_empty() {
-            DVector::zeros(self.phi.outputs())
-        } else {
-            h.row_sum().transpose() / jobs.len() as f32
-        };
-        let cand_rows: Vec<&[f32]> = candidates.iter().flatten().map(Vec::as_slice).collect();
-        let e = summary.len();
-        let mut input = DMatrix::zeros(cand_rows.len(), L1_WIDTH + e);
-        for (i, r) in cand_rows.iter().enumerate() {
-            for k in 0..L1_WIDTH {
-                input[(i, k)] = (r[k] - self.l1_mean[k]) / self.l1_std[k];
-            }
-            for k in 0..e {
-                input[(i, L1_WIDTH + k)] = summary[k];
-            }
+        let n = jobs.len();
+        let mut s = Scratch::default();
+        s.input
+            .extend(jobs.iter().flat_map(|r| r[..nj].iter().copied()));
+        normalise(
+            &mut s.input,
+            &self.l1_mean.as_slice()[..nj],
+            &self.l1_std.as_slice()[..nj],
+        );
+        let mut h = Vec::new();
+        self.phi.forward_rows(&s.input, n, &mut h);
+        relu(&mut h);
+        // The deep set's summary: the mean embedding (each column summed in job order).
+        let e = self.phi.outputs();
+        let summary: Vec<f32> = (0..e)
+            .map(|c| {
+                if n == 0 {
+                    return 0.0;
+                }
+                h.iter().skip(c).step_by(e).fold(0.0, |a, &b| a + b) / n as f32
+            })
+            .collect();
+        let rows = candidates.iter().map(Vec::len).sum();
+        s.input.clear();
+        s.input.reserve(rows * (L1_WIDTH + e));
+        for r in candidates.iter().flatten() {
+            s.input.extend(
+                r[..L1_WIDTH]
+                    .iter()
+                    .zip(self.l1_mean.iter().zip(self.l1_std.iter()))
+                    .map(|(x, (m, sd))| (x - m) / sd),
+            );
+            s.input.extend_from_slice(&summary);
         }
-        let out = mlp(&self.l1, input);
+        let mut out = Vec::new();
+        mlp(&self.l1, rows, &mut s, &mut out);
         let mut it = out.iter().copied();
         candidates
             .iter()
@@ -114,15 +123,23 @@ impl PolicyNet {
 
     /// Level-2 scores of `rows`, [`PLACE_FEATURES`] values each, one row after another.
     pub fn level2_scores(&self, rows: &[f32]) -> Vec<f32> {
+        let mut out = Vec::new();
+        self.level2_scores_into(rows, &mut Scratch::default(), &mut out);
+        out
+    }
+
+    /// [`PolicyNet::level2_scores`] into `out`, with buffers kept by the caller.
+    pub(crate) fn level2_scores_into(&self, rows: &[f32], s: &mut Scratch, out: &mut Vec<f32>) {
         let w = PLACE_FEATURES.len();
         let n = rows.len() / w;
-        if n == 0 {
-            return Vec::new();
-        }
-        let x = DMatrix::from_fn(n, w, |i, k| {
-            (rows[i * w + k] - self.l2_mean[k]) / self.l2_std[k]
-        });
-        mlp(&self.l2, x).iter().copied().collect()
+        s.input.clear();
+        s.input.extend_from_slice(&rows[..n * w]);
+        normalise(
+            &mut s.input,
+            self.l2_mean.as_slice(),
+            self.l2_std.as_slice(),
+        );
+        mlp(&self.l2, n, s, out);
     }
 
     /// Every tensor by its file name, with its shape and row-major data (what a trainer

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::layers::{Dense, mlp, normalise};
+use super::layers::{Dense, Scratch, mlp, normalise};
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, Job, JobPos};
 use crate::objective::{JobOption, RoundPricing};
@@ -206,9 +206,11 @@ impl TierHead {
             .iter()
             .position(|&f| f == "tier_speed")
             .expect("a tier feature");
-        let unit = |rows: usize, cols: usize, at: (usize, usize)| Dense {
-            weight: DMatrix::from_fn(rows, cols, |i, k| if (i, k) == at { 1.0 } else { 0.0 }),
-            bias: DVector::zeros(rows),
+        let unit = |rows: usize, cols: usize, at: (usize, usize)| {
+            Dense::new(
+                DMatrix::from_fn(rows, cols, |i, k| if (i, k) == at { 1.0 } else { 0.0 }),
+                vec![0.0; rows],
+            )
         };
         // Speeds are positive, so the ReLUs pass them through unchanged.
         TierHead {
@@ -228,9 +230,13 @@ impl TierHead {
             return Vec::new();
         }
         let w = TIER_FEATURES.len();
-        let mut x = DMatrix::from_fn(rows.len(), w, |i, k| rows[i][k]);
-        normalise(&mut x, &self.mean, &self.std);
-        mlp(&self.layers, x).iter().copied().collect()
+        let mut s = Scratch::default();
+        s.input
+            .extend(rows.iter().flat_map(|r| r[..w].iter().copied()));
+        normalise(&mut s.input, self.mean.as_slice(), self.std.as_slice());
+        let mut out = Vec::new();
+        mlp(&self.layers, rows.len(), &mut s, &mut out);
+        out
     }
 
     /// The tiers of `rows` (one per tier, tier 0 first), best first (ties: the lower tier).
@@ -293,12 +299,12 @@ impl TierHead {
             return Err(bad("tensor `tier.std` must be finite and positive".into()));
         }
         let fc1 = Dense::from_named(tensors, "tier.fc1", w, origin)?;
-        let fc2 = Dense::from_named(tensors, "tier.fc2", fc1.bias.len(), origin)?;
-        let out = Dense::from_named(tensors, "tier.out", fc2.bias.len(), origin)?;
-        if out.bias.len() != 1 {
+        let fc2 = Dense::from_named(tensors, "tier.fc2", fc1.outputs(), origin)?;
+        let out = Dense::from_named(tensors, "tier.out", fc2.outputs(), origin)?;
+        if out.outputs() != 1 {
             return Err(bad(format!(
                 "`tier.out` must have one output, has {}",
-                out.bias.len()
+                out.outputs()
             )));
         }
         Ok(Some(TierHead {
@@ -317,7 +323,7 @@ impl super::LearnedScheduler<'_> {
     /// tiers take; the one the objective scores higher (at the tiers) is returned.
     pub(super) fn decide_tiered(&self, snapshot: &ClusterSnapshot) -> crate::model::Schedule {
         let demand = snapshot.at_demand();
-        let pd = RoundPricing::new(self.perf, &demand, self.objective);
+        let pd = RoundPricing::keeping(self.perf, &demand, self.objective, &self.kept);
         let logits = self.logits(&pd);
         let at_demand = self.decode(&pd, &logits);
         let Some(head) = &self.net.tier else {
@@ -348,14 +354,14 @@ impl super::LearnedScheduler<'_> {
         }
         // Level 1 reads no worker's cores or memory (nor do the options), so its logits at the
         // tiers are those at the demand: only the placement sees the tiers' cores.
-        let pp = RoundPricing::new(self.perf, &placed, self.objective);
+        let pp = RoundPricing::keeping(self.perf, &placed, self.objective, &self.kept);
         let mut at_tiers = self.decode(&pp, &logits);
         for a in &mut at_tiers.assignments {
             if let Some(j) = snapshot.job_index(a.job) {
                 a.tier = tiers[j];
             }
         }
-        let pt = RoundPricing::new(self.perf, snapshot, self.objective);
+        let pt = RoundPricing::keeping(self.perf, snapshot, self.objective, &self.kept);
         let score = |s: &crate::model::Schedule| pt.score(s).map_or(f64::NEG_INFINITY, |x| x.total);
         if score(&at_tiers) > score(&at_demand) {
             at_tiers

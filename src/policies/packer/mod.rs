@@ -15,6 +15,7 @@ use plans::{dedup, ps_servers, take_until};
 
 use crate::model::ServerIdx;
 use crate::model::{Assignment, ClusterSnapshot, CoreMemLedger, GpuSlot, Job, PsTask, WorkerTask};
+use crate::objective::RoundPricing;
 use crate::perf::{JobQuery, Occupancy, PerfModel, PlacementShape};
 
 /// How a policy places a job whose size it has decided.
@@ -43,10 +44,13 @@ pub enum GpuChoice {
     OwnSwitches,
 }
 
-/// The GPUs one server has left (its cores and memory are in the packer's ledger).
+/// The GPUs one server has left (its cores and memory are in the packer's ledger): its flags
+/// are `gpus` from `start` in the packer's one flag vector (one allocation for the cluster, not
+/// one per server: a decoding builds a packer per proposal).
 #[derive(Debug, Clone)]
 struct ServerState {
-    free: Vec<bool>,
+    start: usize,
+    gpus: u32,
     free_count: u32,
 }
 
@@ -60,6 +64,8 @@ pub struct Packer<'a> {
     occupancy: Occupancy,
     tracking: bool,
     servers: Vec<ServerState>,
+    /// Every GPU's free flag, server after server (see [`ServerState`]).
+    free: Vec<bool>,
     /// Free cores and memory per server: the validator's own ledger and rule.
     ledger: CoreMemLedger,
     /// Server indices by GPU type, in cluster order.
@@ -77,15 +83,32 @@ pub struct Packer<'a> {
 impl<'a> Packer<'a> {
     /// An empty cluster.
     pub fn new(snapshot: &'a ClusterSnapshot, perf: &'a dyn PerfModel) -> Self {
+        Packer::on(snapshot, perf, Occupancy::new(&snapshot.cluster))
+    }
+
+    /// An empty cluster whose slot table a round's pricing already holds (shared, not
+    /// recomputed: a decoding builds a packer per proposal).
+    pub(crate) fn priced(pricing: &RoundPricing<'a>, perf: &'a dyn PerfModel) -> Self {
+        let occupancy = Occupancy::on(pricing.topology().shared_slots());
+        Packer::on(pricing.snapshot(), perf, occupancy)
+    }
+
+    fn on(snapshot: &'a ClusterSnapshot, perf: &'a dyn PerfModel, occupancy: Occupancy) -> Self {
         let servers = snapshot
             .cluster
             .servers
             .iter()
-            .map(|s| ServerState {
-                free: vec![true; s.num_gpus() as usize],
-                free_count: s.num_gpus(),
+            .scan(0usize, |start, s| {
+                let st = ServerState {
+                    start: *start,
+                    gpus: s.num_gpus(),
+                    free_count: s.num_gpus(),
+                };
+                *start += s.num_gpus() as usize;
+                Some(st)
             })
             .collect();
+        let free = vec![true; snapshot.cluster.num_gpus() as usize];
         let mut groups: Vec<(crate::model::GpuType, Vec<usize>)> = Vec::new();
         for (i, s) in snapshot.cluster.servers.iter().enumerate() {
             match groups.iter_mut().find(|(t, _)| *t == s.gpu_type) {
@@ -99,9 +122,10 @@ impl<'a> Packer<'a> {
             has_distributed: vec![false; snapshot.cluster.servers.len()],
             exclusive_distributed: false,
             snapshot,
-            occupancy: Occupancy::new(&snapshot.cluster),
+            occupancy,
             tracking: false,
             servers,
+            free,
             ledger: CoreMemLedger::new(&snapshot.cluster),
             groups,
             assignments: Vec::new(),
@@ -141,12 +165,13 @@ impl<'a> Packer<'a> {
         // A worker holds what its tier grants (the demand at tier 0).
         let (wc, wm) = job.worker_hold(a.tier);
         for w in &a.workers {
-            let Some(s) = self.servers.get(w.server.0) else {
+            if w.server.0 >= self.servers.len() {
                 return false;
-            };
+            }
+            let free = self.free_gpus_on(w.server.0);
             if w.gpus
                 .iter()
-                .any(|&g| !s.free.get(g as usize).copied().unwrap_or(false))
+                .any(|&g| !free.get(g as usize).copied().unwrap_or(false))
             {
                 return false;
             }
@@ -192,7 +217,7 @@ impl<'a> Packer<'a> {
         for w in &a.workers {
             let s = &mut self.servers[w.server.0];
             for &g in &w.gpus {
-                s.free[g as usize] = false;
+                self.free[s.start + g as usize] = false;
                 s.free_count -= 1;
                 self.free_total -= 1;
             }
@@ -225,7 +250,8 @@ impl<'a> Packer<'a> {
 
     /// Free GPUs of server `s`, one flag per GPU.
     pub fn free_gpus_on(&self, s: usize) -> &[bool] {
-        &self.servers[s].free
+        let st = &self.servers[s];
+        &self.free[st.start..st.start + st.gpus as usize]
     }
 
     /// Free cores and GiB of memory of server `s`.
@@ -276,7 +302,7 @@ impl<'a> Packer<'a> {
     /// tightest socket that has room): the smallest free switch that holds them, else the
     /// largest free switches first; `None` if no socket has that much untouched room.
     fn own_switch_gpus(&self, s: usize, n: u32) -> Option<Vec<u32>> {
-        let st = &self.servers[s];
+        let on = self.free_gpus_on(s);
         let slots = &self.occupancy.slots()[s];
         // (socket, switch, its GPUs) of switches whose every GPU is free.
         let mut whole: Vec<(u32, u32, Vec<u32>)> = Vec::new();
@@ -286,7 +312,7 @@ impl<'a> Packer<'a> {
                 None => whole.push((slot.socket, slot.switch, vec![i as u32])),
             }
         }
-        whole.retain(|w| w.2.iter().all(|&i| st.free[i as usize]));
+        whole.retain(|w| w.2.iter().all(|&i| on[i as usize]));
         let room = |so: u32| -> u32 {
             whole
                 .iter()
@@ -554,9 +580,9 @@ impl<'a> Packer<'a> {
         for &(s, k) in plan {
             let gpus = match random_gpus.as_deref_mut() {
                 Some(rng) => {
-                    let mut free: Vec<u32> = (0..self.servers[s].free.len() as u32)
-                        .filter(|&i| self.servers[s].free[i as usize])
-                        .collect();
+                    let on = self.free_gpus_on(s);
+                    let mut free: Vec<u32> =
+                        (0..on.len() as u32).filter(|&i| on[i as usize]).collect();
                     free.shuffle(rng);
                     free.truncate((k * g) as usize);
                     free
@@ -590,11 +616,9 @@ impl<'a> Packer<'a> {
     /// tightest switch that holds all of them, else the tightest socket (its fullest switches
     /// first), else the fullest sockets.
     fn compact_gpus(&self, s: usize, n: u32) -> Vec<u32> {
-        let st = &self.servers[s];
+        let on = self.free_gpus_on(s);
         let slots = &self.occupancy.slots()[s];
-        let free: Vec<u32> = (0..st.free.len() as u32)
-            .filter(|&i| st.free[i as usize])
-            .collect();
+        let free: Vec<u32> = (0..on.len() as u32).filter(|&i| on[i as usize]).collect();
         let count = |pred: &dyn Fn(&GpuSlot) -> bool| {
             free.iter().filter(|&&i| pred(&slots[i as usize])).count() as u32
         };
