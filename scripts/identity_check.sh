@@ -28,7 +28,10 @@ done
 "$bin" gap --labels benches/results/gap/tiers/held_out.jsonl --out "$out/gap-tiers" > /dev/null
 "$bin" gap --labels benches/results/gap/large/labels.jsonl --include-unproven \
   --out "$out/gap-large" > /dev/null
-# Labels (a node limit and a time limit that does not bind: repeatable).
+# Labels (a node limit and a time limit that does not bind). One round is not repeatable on a
+# loaded machine: the trace set's second round (a node-limited solve of up to 850 s) ended at
+# different incumbents (3.733 and 3.707, same bound) in two runs of the same code, so where only
+# it differs, run both binaries side by side on that command before reading it as a change.
 "$bin" label --sizes 2x4,3x6 --rounds 3 --seed 5 --node-limit 300 --time-limit 1000 --threads 1 \
   --out "$out/labels.jsonl" > /dev/null
 "$bin" label --rounds 0 --trace philly --take 200 --cluster 4x8 --trace-policy pollux \
