@@ -104,11 +104,12 @@ impl PolicyNet {
         s.input.clear();
         s.input.reserve(rows * (L1_WIDTH + e));
         for r in candidates.iter().flatten() {
-            s.input.extend(
-                r[..L1_WIDTH]
-                    .iter()
-                    .zip(self.l1_mean.iter().zip(self.l1_std.iter()))
-                    .map(|(x, (m, sd))| (x - m) / sd),
+            let at = s.input.len();
+            s.input.extend_from_slice(&r[..L1_WIDTH]);
+            normalise(
+                &mut s.input[at..],
+                self.l1_mean.as_slice(),
+                self.l1_std.as_slice(),
             );
             s.input.extend_from_slice(&summary);
         }
