@@ -73,8 +73,23 @@ impl From<usize> for ServerIdx {
 /// assert_eq!(t, "v100");
 /// assert_eq!(serde_json::to_string(&t).unwrap(), "\"v100\"");
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Eq, PartialOrd, Ord)]
 pub struct GpuType(&'static str);
+
+impl std::hash::Hash for GpuType {
+    /// The name's hash: equal types (one pointer) have equal names.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl PartialEq for GpuType {
+    /// Every name is stored once ([`GpuType::new`]), so the same type is the same pointer: a
+    /// comparison in a placement's inner loops costs no string comparison.
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
 
 impl GpuType {
     /// The type named `name` (every name is stored once, for the life of the process).

@@ -137,6 +137,46 @@ pub fn plot_surfaces(
     line_chart(path, &axes, 0.0..24.5, 0.0..top * 1.05, &curves)
 }
 
+/// Points `(x, y)` per labelled series on log–log axes (a benchmark's growth curves: a straight
+/// line of slope `k` is growth as the `k`-th power).
+pub fn plot_log_log(
+    series: &[(&str, Vec<(f64, f64)>)],
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<()> {
+    let all = || {
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter())
+            .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+    };
+    let (x_lo, x_hi) = all().fold((f64::INFINITY, 0.0_f64), |(a, b), p| {
+        (a.min(p.0), b.max(p.0))
+    });
+    let (y_lo, y_hi) = all().fold((f64::INFINITY, 0.0_f64), |(a, b), p| {
+        (a.min(p.1), b.max(p.1))
+    });
+    if !x_lo.is_finite() || !y_lo.is_finite() {
+        return Ok(());
+    }
+    let axes = Axes {
+        title,
+        x_desc,
+        y_desc,
+        legend: SeriesLabelPosition::UpperLeft,
+        stroke: 2,
+    };
+    line_chart(
+        path,
+        &axes,
+        (x_lo / 1.5..x_hi * 1.5).log_scale(),
+        (y_lo / 1.5..y_hi * 1.5).log_scale(),
+        series,
+    )
+}
+
 /// Titles and styling of a [`line_chart`].
 struct Axes<'a> {
     title: &'a str,
@@ -147,16 +187,18 @@ struct Axes<'a> {
 }
 
 /// One line per `(label, points)` on the given axes, written as a 900 × 560 SVG.
-fn line_chart<X>(
+fn line_chart<X, Y>(
     path: &Path,
     axes: &Axes<'_>,
     x: X,
-    y: std::ops::Range<f64>,
+    y: Y,
     curves: &[(&str, Vec<(f64, f64)>)],
 ) -> Result<()>
 where
     X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
     X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
 {
     let err = |e: String| Error::io(path, std::io::Error::other(e));
     let mut svg = String::new();

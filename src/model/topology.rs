@@ -31,11 +31,12 @@ pub struct PcieSwitch {
 pub struct Topology {
     /// Shared: every packer and occupancy index of the round reads the same table.
     slots: Arc<Vec<Vec<GpuSlot>>>,
-    switches: Vec<PcieSwitch>,
+    /// The rest shared too: a policy keeps its replay's topology and clones it every round.
+    switches: Arc<Vec<PcieSwitch>>,
     /// `[server][gpu]` → (switch id, position of the GPU under that switch).
-    switch_of: Vec<Vec<(SwitchId, usize)>>,
+    switch_of: Arc<Vec<Vec<(SwitchId, usize)>>>,
     /// `[server]` → its switch ids.
-    on_server: Vec<Vec<SwitchId>>,
+    on_server: Arc<Vec<Vec<SwitchId>>>,
 }
 
 impl Topology {
@@ -91,9 +92,9 @@ impl Topology {
         }
         Topology {
             slots: Arc::new(slots),
-            switches,
-            switch_of,
-            on_server,
+            switches: Arc::new(switches),
+            switch_of: Arc::new(switch_of),
+            on_server: Arc::new(on_server),
         }
     }
 

@@ -34,16 +34,16 @@
 //! schedule with the full PerfModel instead, and `coda solve` / `coda bench-solve` report both.
 
 mod pricing;
+mod shape;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use pricing::OptionCache;
+pub(crate) use pricing::PricingCache;
 pub use pricing::{OptionFacts, RoundPricing};
+pub(crate) use shape::ClusterShape;
 
 use crate::error::{Error, Result};
-use crate::model::{
-    Architecture, Assignment, ClusterSnapshot, GpuType, Job, JobId, MAX_GPUS_PER_SERVER, Schedule,
-};
+use crate::model::{Architecture, Assignment, ClusterSnapshot, GpuType, Job, JobId, Schedule};
 use crate::perf::{JobQuery, PerfModel, PlacementShape, ServerSize, Speed};
 
 /// How a job's tasks are spread, as far as its isolated speed is concerned.
@@ -136,6 +136,24 @@ pub struct OptionShape {
     pub gpu_type: GpuType,
     /// CPU/memory tier of every worker.
     pub tier: u8,
+}
+
+/// The speeds one option's terms are made of (the performance model's answers for its shape
+/// alone, at its other PS-locality end, with one PCIe sharer and with one NIC sharer). They
+/// depend on the job's model, demand and tiers, not on its progress: [`PricingCache`] keeps them
+/// across rounds and only the arithmetic of the terms is redone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct OptionSpeeds {
+    /// The option's shape alone.
+    alone: Speed,
+    /// A PS job's speed at the other end of the locality interpolation.
+    other_end: Option<Speed>,
+    /// Whether `alone` is the all-local end (a PS job on one server).
+    all_local: bool,
+    /// With one job sharing its PCIe switches.
+    one_pcie: Speed,
+    /// With one NIC sharer (multi-server options).
+    one_nic: Option<Speed>,
 }
 
 /// Score of one job in a schedule.
@@ -313,38 +331,78 @@ impl Objective {
         o: OptionShape,
         server: Option<ServerSize>,
     ) -> Option<OptionTerms> {
-        let OptionShape {
-            workers,
-            ps,
-            mode,
-            gpu_type,
-            tier,
-        } = o;
-        job.worker_share(tier)?;
+        let speeds = Self::option_speeds(perf, job, &o, server)?;
+        Some(self.terms_at(job, &o, &speeds))
+    }
+
+    /// The speeds option `o`'s terms are made of (see [`OptionSpeeds`]), or `None` if the
+    /// option is impossible or unpriced. They read the job's model, demand and tiers, never its
+    /// progress.
+    fn option_speeds(
+        perf: &dyn PerfModel,
+        job: &Job,
+        o: &OptionShape,
+        server: Option<ServerSize>,
+    ) -> Option<OptionSpeeds> {
+        job.worker_share(o.tier)?;
         let q = JobQuery::of(job);
         // The whole step scales with the tier's speed (as the simulator runs it), so every
         // term below is priced at the cores and memory the option grants.
-        let f = crate::perf::tier_speed(perf, job, tier);
-        let speed = |sh: &PlacementShape| perf.speed(&q, &gpu_type, sh).map(|x| x.scaled(f));
+        let f = crate::perf::tier_speed(perf, job, o.tier);
+        let speed = |sh: &PlacementShape| perf.speed(&q, &o.gpu_type, sh).map(|x| x.scaled(f));
         // PS jobs on one server have every PS next to every worker.
-        let all_local = job.arch == Architecture::ParameterServer && mode == Mode::Single;
+        let all_local = job.arch == Architecture::ParameterServer && o.mode == Mode::Single;
         let f_mode = if all_local { 1.0 } else { 0.0 };
-        let shape = Self::shape(job, &o, f_mode, server)?;
+        let shape = Self::shape(job, o, f_mode, server)?;
         let s = speed(&shape).ok()?;
-        // Every term of the option is a difference of values measured against the same
-        // uncontended pace (the shape priced here), so contention costs credit too.
-        let at = |sh: &PlacementShape| speed(sh).ok().map(|x| self.value(job, &x, &s));
-        let here = self.value(job, &s, &s);
-        let (base, slope) = if job.arch == Architecture::ParameterServer {
-            // One end of the interpolation is the shape priced above.
-            let (b0, b1) = if all_local {
-                (at(&Self::shape(job, &o, 0.0, server)?)?, here)
-            } else {
-                (here, at(&Self::shape(job, &o, 1.0, server)?)?)
-            };
-            (b0, (b1 - b0) / f64::from(workers * ps))
+        // A PS job's locality slope interpolates to the other end (no PS local, or all).
+        let other_end = if job.arch == Architecture::ParameterServer {
+            let end = if all_local { 0.0 } else { 1.0 };
+            Some(speed(&Self::shape(job, o, end, server)?).ok()?)
         } else {
-            (here, 0.0)
+            None
+        };
+        let mut one_pcie = shape.clone();
+        one_pcie.pcie_sharing_jobs = 1;
+        let one_pcie = speed(&one_pcie).ok()?;
+        // One NIC sharer, first-order: a sharer like this job itself (its own communication
+        // share sets how often their transfers meet).
+        let one_nic = if o.mode == Mode::Multi {
+            let mut sh = shape.clone();
+            sh.nic_competing_flows = perf.nic_competition(s.inter_comm_s / s.step_time_s);
+            Some(speed(&sh).ok()?)
+        } else {
+            None
+        };
+        Some(OptionSpeeds {
+            alone: s,
+            other_end,
+            all_local,
+            one_pcie,
+            one_nic,
+        })
+    }
+
+    /// Option `o`'s terms for `job` as it stands now (its remaining work) from the option's
+    /// speeds: arithmetic only, so that a policy pricing the same job round after round asks
+    /// the performance model once ([`PricingCache`]).
+    fn terms_at(&self, job: &Job, o: &OptionShape, sp: &OptionSpeeds) -> OptionTerms {
+        let s = &sp.alone;
+        // Every term of the option is a difference of values measured against the same
+        // uncontended pace (the shape priced), so contention costs credit too.
+        let at = |x: &Speed| self.value(job, x, s);
+        let here = self.value(job, s, s);
+        let (base, slope) = match &sp.other_end {
+            // One end of the interpolation is the shape priced alone.
+            Some(other) => {
+                let (b0, b1) = if sp.all_local {
+                    (at(other), here)
+                } else {
+                    (here, at(other))
+                };
+                (b0, (b1 - b0) / f64::from(o.workers * o.ps))
+            }
+            None => (here, 0.0),
         };
         let uncapped = s.iterations_per_s * self.round_s < job.remaining_iterations();
         let coloc_coef = if uncapped {
@@ -352,23 +410,13 @@ impl Objective {
         } else {
             0.0
         };
-        let mut one_pcie = shape.clone();
-        one_pcie.pcie_sharing_jobs = 1;
-        // One NIC sharer, first-order: a sharer like this job itself (its own communication
-        // share sets how often their transfers meet).
-        let mut one_nic = shape.clone();
-        one_nic.nic_competing_flows = perf.nic_competition(s.inter_comm_s / s.step_time_s);
-        Some(OptionTerms {
+        OptionTerms {
             base,
             local_pair_slope: slope,
             coloc_coef,
-            pcie_coef: here - at(&one_pcie)?,
-            nic_coef: if mode == Mode::Multi {
-                here - at(&one_nic)?
-            } else {
-                0.0
-            },
-        })
+            pcie_coef: here - at(&sp.one_pcie),
+            nic_coef: sp.one_nic.as_ref().map_or(0.0, |x| here - at(x)),
+        }
     }
 
     /// Every option of a job on this cluster: workers and PS in range, each mode, each allowed
@@ -392,6 +440,36 @@ impl Objective {
         shape: &ClusterShape,
         job: &Job,
     ) -> Vec<JobOption> {
+        self.options_at(job, &Self::option_speeds_in(perf, shape, job))
+    }
+
+    /// A job's options with their terms at its progress now, from their speeds
+    /// ([`Objective::option_speeds_in`]).
+    pub(crate) fn options_at(
+        &self,
+        job: &Job,
+        speeds: &[(OptionShape, OptionSpeeds)],
+    ) -> Vec<JobOption> {
+        speeds
+            .iter()
+            .map(|(o, sp)| JobOption {
+                workers: o.workers,
+                ps: o.ps,
+                mode: o.mode,
+                gpu_type: o.gpu_type,
+                tier: o.tier,
+                terms: self.terms_at(job, o, sp),
+            })
+            .collect()
+    }
+
+    /// The options of [`Objective::job_options_in`] (in its order) with the speeds their terms
+    /// are made of: what does not change while the job runs.
+    pub(crate) fn option_speeds_in(
+        perf: &dyn PerfModel,
+        shape: &ClusterShape,
+        job: &Job,
+    ) -> Vec<(OptionShape, OptionSpeeds)> {
         let g = job.demand.gpus_per_worker;
         let types: Vec<&(GpuType, Vec<(u32, u64)>)> = shape
             .types
@@ -437,15 +515,8 @@ impl Objective {
                                 gpu_type: *t,
                                 tier,
                             };
-                            if let Some(terms) = self.option_terms(perf, job, o, shape.largest(t)) {
-                                out.push(JobOption {
-                                    workers: w,
-                                    ps: p,
-                                    mode,
-                                    gpu_type: *t,
-                                    tier,
-                                    terms,
-                                });
+                            if let Some(sp) = Self::option_speeds(perf, job, &o, shape.largest(t)) {
+                                out.push((o, sp));
                             }
                         }
                     }
@@ -514,6 +585,15 @@ impl Objective {
 
 /// Whether two assignments put the same tasks in the same places (order-insensitive).
 pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
+    // Different task counts differ in any order; identical lists (a kept assignment, the
+    // common case: every proposal of a round asks for every running job) are the same
+    // without the sorted copies below.
+    if a.workers.len() != b.workers.len() || a.ps.len() != b.ps.len() {
+        return false;
+    }
+    if a.workers == b.workers && a.ps == b.ps {
+        return true;
+    }
     let norm = |x: &Assignment| {
         let mut w: Vec<(usize, Vec<u32>)> = x
             .workers
@@ -530,100 +610,4 @@ pub fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
         (w, p)
     };
     norm(a) == norm(b)
-}
-
-/// What enumerating a job's options reads of a cluster, summarised once: per GPU type (by
-/// name) its servers' GPU counts with how many servers have each, the distinct (cores, memory)
-/// of servers with their counts, and whether any server has several sockets and whether there
-/// are several servers.
-///
-/// A job's largest worker count (per GPU type) and PS count worth enumerating are its own
-/// maxima clipped to what the cluster can hold (workers: the GPUs of that type in whole
-/// workers; PS: the servers' cores and memory in whole PS tasks) and to the range the
-/// performance model prices. Ranges in an instance may be far larger (`workers.max =
-/// 4294967295`); the options, and so the program's size, stay bounded by the cluster.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ClusterShape {
-    types: Vec<(GpuType, Vec<(u32, u64)>)>,
-    /// Per GPU type (by name), its largest server.
-    largest: Vec<(GpuType, ServerSize)>,
-    capacities: Vec<(f64, f64, u64)>,
-    multi_socket: bool,
-    multi_server: bool,
-}
-
-impl ClusterShape {
-    pub(crate) fn of(cluster: &crate::model::Cluster) -> Self {
-        let mut types: Vec<(GpuType, Vec<(u32, u64)>)> = Vec::new();
-        let mut largest: Vec<(GpuType, ServerSize)> = Vec::new();
-        let mut capacities: Vec<(f64, f64, u64)> = Vec::new();
-        for s in &cluster.servers {
-            let size = ServerSize::of(s);
-            match largest.iter_mut().find(|(t, _)| *t == s.gpu_type) {
-                Some((_, l)) if (size.gpus, size.socket_gpus) > (l.gpus, l.socket_gpus) => {
-                    *l = size
-                }
-                Some(_) => {}
-                None => largest.push((s.gpu_type, size)),
-            }
-            let sizes = match types.iter_mut().find(|(t, _)| *t == s.gpu_type) {
-                Some((_, v)) => v,
-                None => {
-                    types.push((s.gpu_type, Vec::new()));
-                    &mut types.last_mut().expect("just pushed").1
-                }
-            };
-            match sizes.iter_mut().find(|(n, _)| *n == s.num_gpus()) {
-                Some((_, c)) => *c += 1,
-                None => sizes.push((s.num_gpus(), 1)),
-            }
-            match capacities.iter_mut().find(|(c, m, _)| {
-                c.to_bits() == s.cpu_cores.to_bits() && m.to_bits() == s.memory_gib.to_bits()
-            }) {
-                Some((_, _, n)) => *n += 1,
-                None => capacities.push((s.cpu_cores, s.memory_gib, 1)),
-            }
-        }
-        types.sort_by_key(|t| t.0);
-        ClusterShape {
-            types,
-            largest,
-            capacities,
-            // GPUs of an NVLink server never cross the socket link (`Server::gpu_slots`).
-            multi_socket: cluster.servers.iter().any(|s| {
-                !s.nvlink
-                    && s.topology
-                        .iter()
-                        .filter(|sw| sw.iter().sum::<u32>() > 0)
-                        .count()
-                        > 1
-            }),
-            multi_server: cluster.servers.len() > 1,
-        }
-    }
-
-    /// The largest server of GPU type `gpu_type`, if the cluster has one.
-    pub(crate) fn largest(&self, gpu_type: &str) -> Option<ServerSize> {
-        self.largest
-            .iter()
-            .find(|(t, _)| t == gpu_type)
-            .map(|&(_, s)| s)
-    }
-
-    /// PS tasks of `job` the cluster can hold; a demand of zero cores and memory is bounded by
-    /// the most tasks any server may hold (one per GPU slot of the largest server allowed).
-    fn ps_slots(&self, job: &Job) -> u64 {
-        let d = job.demand;
-        let by = |have: f64, need: f64| {
-            if need > 0.0 {
-                (have / need).floor().min(f64::from(MAX_GPUS_PER_SERVER)) as u64
-            } else {
-                u64::from(MAX_GPUS_PER_SERVER)
-            }
-        };
-        self.capacities
-            .iter()
-            .map(|&(c, m, n)| n * by(c, d.cpu_per_ps).min(by(m, d.mem_per_ps_gib)))
-            .sum()
-    }
 }

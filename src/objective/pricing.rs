@@ -12,11 +12,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    ClusterShape, JobOption, JobScore, Mode, Objective, OptionTerms, Score, same_assignment,
+    ClusterShape, JobOption, JobScore, Mode, Objective, OptionShape, OptionSpeeds, OptionTerms,
+    Score, same_assignment,
 };
 use crate::error::{Error, Result};
 use crate::model::{
-    Architecture, Assignment, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
+    Architecture, Assignment, Cluster, ClusterSnapshot, Footprint, Job, JobId, Schedule, Topology,
 };
 use crate::model::{GpuType, JobPos};
 use crate::perf::{Occupancy, PerfModel};
@@ -48,10 +49,12 @@ pub struct RoundPricing<'a> {
     topology: Topology,
     options: Vec<OnceCell<Vec<JobOption>>>,
     /// Option lists priced in earlier rounds, when the caller keeps them.
-    kept: Option<&'a OptionCache>,
+    kept: Option<&'a PricingCache>,
     /// What option enumeration reads of the cluster, summarised once for all jobs.
     shape: ClusterShape,
     restart: Vec<OnceCell<f64>>,
+    /// Per job, the option of its current assignment (asked by every proposal of a round).
+    current: Vec<OnceCell<Option<usize>>>,
     /// Per job, the index of its model in `models`.
     model_of: Vec<usize>,
     /// Per server, the index of its GPU type in `gpu_types`.
@@ -70,6 +73,20 @@ impl<'a> RoundPricing<'a> {
         perf: &'a dyn PerfModel,
         snapshot: &'a ClusterSnapshot,
         objective: Objective,
+    ) -> Self {
+        let (topology, shape) = (
+            Topology::of(&snapshot.cluster),
+            ClusterShape::of(&snapshot.cluster),
+        );
+        Self::with(perf, snapshot, objective, topology, shape)
+    }
+
+    fn with(
+        perf: &'a dyn PerfModel,
+        snapshot: &'a ClusterSnapshot,
+        objective: Objective,
+        topology: Topology,
+        shape: ClusterShape,
     ) -> Self {
         let n = snapshot.jobs.len();
         let mut models: Vec<String> = Vec::new();
@@ -90,11 +107,12 @@ impl<'a> RoundPricing<'a> {
             perf,
             snapshot,
             objective,
-            topology: Topology::of(&snapshot.cluster),
+            topology,
             options: (0..n).map(|_| OnceCell::new()).collect(),
             kept: None,
-            shape: ClusterShape::of(&snapshot.cluster),
+            shape,
             restart: (0..n).map(|_| OnceCell::new()).collect(),
+            current: (0..n).map(|_| OnceCell::new()).collect(),
             model_of,
             type_of,
             gpu_types,
@@ -104,16 +122,17 @@ impl<'a> RoundPricing<'a> {
     }
 
     /// [`RoundPricing::new`] reading and keeping option lists in `kept` (a policy's cache across
-    /// the rounds of a replay: see [`OptionCache`]).
+    /// the rounds of a replay: see [`PricingCache`]).
     pub(crate) fn keeping(
         perf: &'a dyn PerfModel,
         snapshot: &'a ClusterSnapshot,
         objective: Objective,
-        kept: &'a OptionCache,
+        kept: &'a PricingCache,
     ) -> Self {
+        let (topology, shape) = kept.cluster(&snapshot.cluster);
         RoundPricing {
             kept: Some(kept),
-            ..RoundPricing::new(perf, snapshot, objective)
+            ..RoundPricing::with(perf, snapshot, objective, topology, shape)
         }
     }
 
@@ -147,10 +166,9 @@ impl<'a> RoundPricing<'a> {
         let j = j.0;
         self.options[j].get_or_init(|| {
             let job = &self.snapshot.jobs[j];
-            let price = || self.objective.job_options_in(self.perf, &self.shape, job);
             match self.kept {
-                Some(kept) => kept.get_or_price(&self.shape, &self.objective, job, price),
-                None => price(),
+                Some(kept) => kept.options(self.perf, &self.shape, &self.objective, job),
+                None => self.objective.job_options_in(self.perf, &self.shape, job),
             }
         })
     }
@@ -205,14 +223,28 @@ impl<'a> RoundPricing<'a> {
         let job = &self.snapshot.jobs[j];
         let r = match &job.run.current {
             Some(cur) if !cur.workers.is_empty() => {
-                let f = self.facts(j, cur, cur.footprint(self.topology.slots()));
-                let t = self.terms_of(j, &f)?;
+                let fp = cur.footprint(self.topology.slots());
+                let t = self.terms_of(j, &self.shape_of(j, cur, &fp))?;
                 self.objective.restart_s / self.objective.round_s
-                    * (t.base + t.local_pair_slope * f.local_pairs)
+                    * (t.base + t.local_pair_slope * fp.local_pairs as f64)
             }
             _ => 0.0,
         };
         Ok(*self.restart[j].get_or_init(|| r))
+    }
+
+    /// The index in [`RoundPricing::options`] of the option job `j` runs with now: `None` if
+    /// it is not running or its list does not hold that option.
+    pub fn current_option(&self, j: JobPos) -> Option<usize> {
+        *self.current[j.0].get_or_init(|| {
+            let cur = self.snapshot.jobs[j.0]
+                .run
+                .current
+                .as_ref()
+                .filter(|a| !a.workers.is_empty())?;
+            let fp = cur.footprint(self.topology.slots());
+            self.index_of(j, &self.shape_of(j.0, cur, &fp))
+        })
     }
 
     /// The option assignment `a` of job `j` takes, and how it sits.
@@ -221,6 +253,20 @@ impl<'a> RoundPricing<'a> {
     }
 
     fn facts(&self, j: usize, a: &Assignment, fp: Footprint) -> OptionFacts {
+        let o = self.shape_of(j, a, &fp);
+        OptionFacts {
+            workers: o.workers,
+            ps: o.ps,
+            mode: o.mode,
+            gpu_type: o.gpu_type,
+            tier: o.tier,
+            local_pairs: fp.local_pairs as f64,
+            footprint: fp,
+        }
+    }
+
+    /// The option assignment `a` of job `j` takes, sitting as `fp` says.
+    fn shape_of(&self, j: usize, a: &Assignment, fp: &Footprint) -> OptionShape {
         let job = &self.snapshot.jobs[j];
         let mode = if fp.task_servers.len() > 1 {
             Mode::Multi
@@ -229,20 +275,30 @@ impl<'a> RoundPricing<'a> {
         } else {
             Mode::Single
         };
-        OptionFacts {
+        OptionShape {
             workers: a.workers.len() as u32,
             ps: a.ps.len() as u32,
             mode,
             gpu_type: self.snapshot.cluster.servers[a.workers[0].server].gpu_type,
             tier: a.tier,
-            local_pairs: fp.local_pairs as f64,
-            footprint: fp,
         }
     }
 
     /// The index in [`RoundPricing::options`] of the option `f` describes (the program's
     /// `y_jk` order), if the list holds it.
     pub fn option_index(&self, j: JobPos, f: &OptionFacts) -> Option<usize> {
+        let shape = OptionShape {
+            workers: f.workers,
+            ps: f.ps,
+            mode: f.mode,
+            gpu_type: f.gpu_type,
+            tier: f.tier,
+        };
+        self.index_of(j, &shape)
+    }
+
+    /// [`RoundPricing::option_index`] of an option's shape.
+    fn index_of(&self, j: JobPos, f: &OptionShape) -> Option<usize> {
         // A job's options are listed by tier, GPU type (in the cluster's order), workers, PS
         // and mode (`Objective::job_options_in`'s loops), so a binary search finds the first
         // that matches: pricing a schedule looks up every job's option, and the lists are long.
@@ -276,24 +332,13 @@ impl<'a> RoundPricing<'a> {
 
     /// The terms of the option `f` describes: read from the job's options (priced directly if
     /// the option list does not hold it).
-    fn terms_of(&self, j: usize, f: &OptionFacts) -> Result<OptionTerms> {
+    fn terms_of(&self, j: usize, f: &OptionShape) -> Result<OptionTerms> {
         let job = &self.snapshot.jobs[j];
-        match self.option_index(JobPos(j), f) {
+        match self.index_of(JobPos(j), f) {
             Some(k) => Ok(self.options(JobPos(j))[k].terms),
             None => self
                 .objective
-                .option_terms(
-                    self.perf,
-                    job,
-                    super::OptionShape {
-                        workers: f.workers,
-                        ps: f.ps,
-                        mode: f.mode,
-                        gpu_type: f.gpu_type,
-                        tier: f.tier,
-                    },
-                    self.shape.largest(&f.gpu_type),
-                )
+                .option_terms(self.perf, job, *f, self.shape.largest(&f.gpu_type))
                 .ok_or_else(|| unpriceable(job, f)),
         }
     }
@@ -329,10 +374,11 @@ impl<'a> RoundPricing<'a> {
         for (i, a) in schedule.assignments.iter().enumerate() {
             let j = idx(a.job);
             let job = &self.snapshot.jobs[j];
-            let f = self.facts(j, a, occ.footprint(i).clone());
+            let fp = occ.footprint(i);
+            let f = self.shape_of(j, a, fp);
             let t = self.terms_of(j, &f)?;
             let mut pcol = 0.0;
-            for &s in &f.footprint.worker_servers {
+            for &s in &fp.worker_servers {
                 for &o in occ.workers_on(s).iter().filter(|&&o| o != i) {
                     pcol += self.colocation_excess(
                         JobPos(j),
@@ -341,15 +387,13 @@ impl<'a> RoundPricing<'a> {
                     );
                 }
             }
-            let npcie: usize = f
-                .footprint
+            let npcie: usize = fp
                 .switches
                 .iter()
                 .map(|&(s, k)| occ.switch_on(s, k).len() - 1)
                 .sum();
             let nnic: usize = if f.mode == Mode::Multi {
-                f.footprint
-                    .task_servers
+                fp.task_servers
                     .iter()
                     .map(|&s| occ.distributed_on(s).len() - 1)
                     .sum()
@@ -363,7 +407,7 @@ impl<'a> RoundPricing<'a> {
                 .is_some_and(|c| !same_assignment(c, a));
             let js = JobScore {
                 job: job.id,
-                isolated: t.base + t.local_pair_slope * f.local_pairs,
+                isolated: t.base + t.local_pair_slope * fp.local_pairs as f64,
                 coloc_loss: t.coloc_coef * pcol,
                 pcie_loss: t.pcie_coef * npcie as f64,
                 nic_loss: t.nic_coef * nnic as f64,
@@ -446,7 +490,7 @@ fn intern_type(list: &mut Vec<GpuType>, t: GpuType) -> usize {
     }
 }
 
-fn unpriceable(job: &Job, f: &OptionFacts) -> Error {
+fn unpriceable(job: &Job, f: &OptionShape) -> Error {
     Error::UnsupportedConfiguration {
         model: job.model.clone(),
         reason: format!(
@@ -456,72 +500,184 @@ fn unpriceable(job: &Job, f: &OptionFacts) -> Error {
     }
 }
 
-/// Option lists kept across rounds: a job's options are a function of the job, the cluster's
-/// shape and the objective alone (`Objective::job_options_in`; the performance model is the
-/// keeper's), so a job that has not changed since an earlier round — a waiting job — has the
-/// options it had then. A policy that prices every job every round keeps one of these and
-/// prices with [`RoundPricing::keeping`]: the lists are the ones pricing them again would give
-/// (the whole job is compared, not its id), without asking the model again.
+/// Option speeds kept across rounds: a job's options and the performance model's speeds their
+/// terms are made of are a function of the job as submitted, the cluster's shape and the
+/// performance model alone ([`Objective::option_speeds_in`]); only the arithmetic that turns
+/// them into terms reads the job's progress. A policy that prices every job every round keeps
+/// one of these and prices with [`RoundPricing::keeping`]: a job seen before (the whole job as
+/// submitted is compared, not its id) gets the options pricing it again would give, without
+/// asking the model again. Bit for bit: the terms are computed by the same arithmetic from the
+/// same speeds.
 #[derive(Debug, Default)]
-pub(crate) struct OptionCache(Mutex<Kept>);
+pub(crate) struct PricingCache(Mutex<Kept>);
 
-/// What an [`OptionCache`] holds.
+/// What a [`PricingCache`] holds.
 #[derive(Debug, Default)]
 struct Kept {
-    /// The cluster shape and objective the lists were priced for (another clears them).
-    context: Option<(ClusterShape, Objective)>,
-    /// Per job id, the versions of the job seen lately and their options (a round may price a
-    /// job at its demand and at its tiers: a few versions each).
-    jobs: HashMap<JobId, Vec<(Job, Vec<JobOption>)>>,
+    /// The cluster of the last round, its topology and its shape (a replay's cluster does not
+    /// change: built once, not every round).
+    cluster: Option<(Cluster, Topology, ClusterShape)>,
+    /// The cluster shape the speeds were priced for (another clears them).
+    shape: Option<ClusterShape>,
+    /// Per job id, the versions of the job seen lately (their progress ignored) and their
+    /// options' speeds (a round may price a job at its demand and at its tiers: a few versions
+    /// each).
+    jobs: HashMap<JobId, Vec<(Job, Priced)>>,
 }
+
+/// A job's options, each with the speeds its terms are made of.
+type Priced = Vec<(OptionShape, OptionSpeeds)>;
 
 /// Versions kept per job.
 const VERSIONS: usize = 4;
 
-impl Clone for OptionCache {
+impl Clone for PricingCache {
     /// An empty cache: what it keeps can always be priced again.
     fn clone(&self) -> Self {
-        OptionCache::default()
+        PricingCache::default()
     }
 }
 
-impl OptionCache {
-    /// The options of `job` on a cluster of `shape` under `objective`: kept ones if the same
-    /// job was priced in the same context before, else `price()`'s, then kept.
-    fn get_or_price(
+/// Whether two jobs are the same as submitted: every field but where they stand now
+/// ([`Job::run`]). Written out field by field so that a new field cannot be forgotten.
+fn same_submission(a: &Job, b: &Job) -> bool {
+    let Job {
+        id,
+        arrival_s,
+        model,
+        arch,
+        total_iterations,
+        demand,
+        tiers,
+        workers,
+        ps,
+        gpu_types,
+        local_batch,
+        requested,
+        run: _,
+    } = a;
+    *id == b.id
+        && *arrival_s == b.arrival_s
+        && *model == b.model
+        && *arch == b.arch
+        && *total_iterations == b.total_iterations
+        && *demand == b.demand
+        && *tiers == b.tiers
+        && *workers == b.workers
+        && *ps == b.ps
+        && *gpu_types == b.gpu_types
+        && *local_batch == b.local_batch
+        && *requested == b.requested
+}
+
+impl PricingCache {
+    /// The topology and shape of `cluster`: the kept ones if it is the last round's cluster.
+    fn cluster(&self, cluster: &Cluster) -> (Topology, ClusterShape) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &kept.cluster {
+            Some((c, t, s)) if c == cluster => (t.clone(), s.clone()),
+            _ => {
+                let (t, s) = (Topology::of(cluster), ClusterShape::of(cluster));
+                kept.cluster = Some((cluster.clone(), t.clone(), s.clone()));
+                (t, s)
+            }
+        }
+    }
+
+    /// The options of `job` on a cluster of `shape` under `objective`, their speeds kept if
+    /// the same job was priced on the same shape before (by the same keeper's model), else
+    /// priced now and kept.
+    fn options(
         &self,
+        perf: &dyn PerfModel,
         shape: &ClusterShape,
         objective: &Objective,
         job: &Job,
-        price: impl FnOnce() -> Vec<JobOption>,
     ) -> Vec<JobOption> {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept
-            .context
-            .as_ref()
-            .is_none_or(|(s, o)| s != shape || o != objective)
-        {
+        if kept.shape.as_ref() != Some(shape) {
             kept.jobs.clear();
-            kept.context = Some((shape.clone(), *objective));
+            kept.shape = Some(shape.clone());
         }
         let versions = kept.jobs.entry(job.id).or_default();
-        if let Some((_, options)) = versions.iter().find(|(j, _)| j == job) {
-            return options.clone();
+        if let Some((_, speeds)) = versions.iter().find(|(j, _)| same_submission(j, job)) {
+            return objective.options_at(job, speeds);
         }
-        let options = price();
+        let speeds = Objective::option_speeds_in(perf, shape, job);
+        let options = objective.options_at(job, &speeds);
         if versions.len() == VERSIONS {
             versions.remove(0);
         }
-        versions.push((job.clone(), options.clone()));
+        let submitted = Job {
+            run: Default::default(),
+            ..job.clone()
+        };
+        versions.push((submitted, speeds));
         options
     }
-
     /// Forgets the jobs `snapshot` no longer holds (finished ones), so that the cache stays the
     /// size of one round.
     pub(crate) fn keep_only(&self, snapshot: &ClusterSnapshot) {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if kept.jobs.len() > snapshot.jobs.len() {
             kept.jobs.retain(|id, _| snapshot.job_index(*id).is_some());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::WorkerTier;
+    use crate::perf::CalibratedPerf;
+
+    /// Options read through the cache are the ones priced afresh, bit for bit, after the jobs
+    /// progressed (the kept speeds, the terms redone), with tiers offered or not, and on
+    /// another cluster (the cache starts over).
+    #[test]
+    fn kept_options_are_the_ones_priced_afresh() {
+        let perf = CalibratedPerf::shipped();
+        let cache = PricingCache::default();
+        let objective = Objective::default();
+        for (file, tiers) in [
+            ("small", false),
+            ("hetero", false),
+            ("small", true),
+            ("hetero", true),
+        ] {
+            let path = format!(
+                "{}/examples/instances/{file}.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let mut snap = ClusterSnapshot::from_json_file(&path).unwrap();
+            if tiers {
+                for job in &mut snap.jobs {
+                    let d = job.demand;
+                    job.tiers = vec![WorkerTier {
+                        cpu_per_worker: 2.0 * d.cpu_per_worker,
+                        mem_per_worker_gib: 2.0 * d.mem_per_worker_gib,
+                    }];
+                }
+            }
+            for step in 0..3 {
+                let kept = RoundPricing::keeping(perf, &snap, objective, &cache);
+                let fresh = RoundPricing::new(perf, &snap, objective);
+                for j in 0..snap.jobs.len() {
+                    assert!(!fresh.options(JobPos(j)).is_empty());
+                    assert_eq!(
+                        kept.options(JobPos(j)),
+                        fresh.options(JobPos(j)),
+                        "step {step}"
+                    );
+                }
+                assert_eq!(kept.topology(), fresh.topology());
+                // The next round: every job a little further along.
+                for job in &mut snap.jobs {
+                    job.run.done_iterations = (job.run.done_iterations
+                        + 0.3 * job.total_iterations)
+                        .min(0.99 * job.total_iterations);
+                }
+            }
         }
     }
 }

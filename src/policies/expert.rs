@@ -13,7 +13,7 @@ use super::sizing::Base;
 use crate::error::Result;
 use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
-use crate::objective::{Objective, RoundPricing};
+use crate::objective::{Objective, PricingCache, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundEvent, Scheduler};
 
@@ -77,6 +77,8 @@ pub struct Backfill<'a> {
     objective: Objective,
     /// The last round's back-fill, until taken ([`Scheduler::take_events`]).
     events: Vec<RoundEvent>,
+    /// Option speeds kept across rounds (every job is priced every round).
+    kept: PricingCache,
 }
 
 impl<'a> Backfill<'a> {
@@ -91,6 +93,7 @@ impl<'a> Backfill<'a> {
             perf,
             objective,
             events: Vec::new(),
+            kept: PricingCache::default(),
         }
     }
 }
@@ -106,7 +109,9 @@ impl Scheduler for Backfill<'_> {
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         self.events.clear();
         let schedule = self.inner.schedule(snap)?;
-        let (filled, added) = back_fill(self.perf, self.objective, snap, schedule)?;
+        self.kept.keep_only(snap);
+        let pricing = RoundPricing::keeping(self.perf, snap, self.objective, &self.kept);
+        let (filled, added) = fill(&pricing, schedule)?;
         if added > 0 {
             self.events.push(RoundEvent::BackFilled(added));
         }
@@ -132,9 +137,15 @@ pub fn back_fill(
     snap: &ClusterSnapshot,
     schedule: Schedule,
 ) -> Result<(Schedule, u64)> {
-    let pricing = RoundPricing::new(perf, snap, objective);
+    fill(&RoundPricing::new(perf, snap, objective), schedule)
+}
+
+/// [`back_fill`] on a priced round.
+fn fill(pricing: &RoundPricing<'_>, schedule: Schedule) -> Result<(Schedule, u64)> {
+    let snap = pricing.snapshot();
     let mut best = pricing.score(&schedule)?.total;
-    let mut packer = Packer::new(snap, perf);
+    // The round's slot table, shared with the pricing's occupancy index.
+    let mut packer = Packer::priced(pricing, pricing.perf());
     for a in &schedule.assignments {
         let Some(j) = snap.job_index(a.job) else {
             return Ok((schedule, 0));

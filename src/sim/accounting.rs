@@ -51,9 +51,9 @@ impl Simulator<'_> {
     }
 
     pub(super) fn gpus_held(&self) -> u64 {
-        self.state
+        self.active
             .iter()
-            .filter_map(|s| s.assignment.as_ref())
+            .filter_map(|&i| self.state[i].assignment.as_ref())
             .map(|a| a.workers.iter().map(|w| w.gpus.len() as u64).sum::<u64>())
             .sum()
     }
@@ -64,8 +64,9 @@ impl Simulator<'_> {
         if dt > 0.0 {
             self.account_cpu_mem(dt);
             let busy = (self.last_arrival.min(t) - self.last_advance).max(0.0);
-            for (i, s) in self.state.iter_mut().enumerate() {
-                let r = &mut self.records[i];
+            // Only active jobs hold GPUs or wait.
+            for &i in &self.active {
+                let (s, r) = (&mut self.state[i], &mut self.records[i]);
                 if s.assignment.is_some() {
                     let acc = s.accrue(dt);
                     r.gpu_seconds += acc.held;
@@ -106,8 +107,10 @@ impl Simulator<'_> {
         let servers = &self.priced.cluster.servers;
         let n = servers.len();
         let mut used: Vec<(f64, f64, u32)> = vec![(0.0, 0.0, 0); n];
-        for (i, st) in self.state.iter().enumerate() {
-            let Some(a) = &st.assignment else { continue };
+        for &i in &self.active {
+            let Some(a) = &self.state[i].assignment else {
+                continue;
+            };
             let job = &self.jobs[i];
             let d = &job.demand;
             let (wc, wm) = job.worker_hold(a.tier);
@@ -171,11 +174,11 @@ impl Simulator<'_> {
     /// After a round: GPUs idle on servers whose free cores or memory cannot take one more
     /// worker of any waiting job.
     pub(super) fn count_stranded(&mut self) {
-        let waiting: Vec<usize> = (0..self.state.len())
-            .filter(|&i| {
-                let s = &self.state[i];
-                s.arrived && !s.finished && s.assignment.is_none()
-            })
+        let waiting: Vec<usize> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&i| self.state[i].assignment.is_none())
             .collect();
         if waiting.is_empty() {
             return;
@@ -191,8 +194,8 @@ impl Simulator<'_> {
             .fold(f64::INFINITY, f64::min);
         // The packer's ledger of free GPUs, cores and memory, filled with what runs now.
         let mut ledger = crate::policies::Packer::new(&self.priced, self.perf);
-        for (i, st) in self.state.iter().enumerate() {
-            if let Some(a) = &st.assignment {
+        for &i in &self.active {
+            if let Some(a) = &self.state[i].assignment {
                 ledger.keep(&self.jobs[i], a);
             }
         }
@@ -213,7 +216,7 @@ impl Simulator<'_> {
 
     /// Jobs finished so far.
     pub fn finished(&self) -> usize {
-        self.state.iter().filter(|s| s.finished).count()
+        self.finished_count
     }
 
     /// Jobs in the run.

@@ -164,6 +164,8 @@ impl<'a> Simulator<'a> {
             index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             jobs,
             state,
+            active: Vec::new(),
+            finished_count: 0,
             records,
             events: BinaryHeap::new(),
             seq: 0,
@@ -227,32 +229,32 @@ impl<'a> Simulator<'a> {
 
     /// Whether every job has finished.
     pub fn done(&self) -> bool {
-        self.state.iter().all(|s| s.finished)
+        self.finished_count == self.state.len()
     }
 
     /// Recomputes every running job's in-context speed and its completion event.
     pub(super) fn reprice(&mut self) -> Result<()> {
+        // Only the jobs that hold GPUs matter for speeds (all of them active, in index order);
+        // cloning the rest would cost O(trace).
         let schedule = Schedule {
             assignments: self
-                .state
+                .active
                 .iter()
-                .filter_map(|s| s.assignment.clone())
+                .filter_map(|&i| self.state[i].assignment.clone())
                 .collect(),
         };
-        // Only the jobs that hold GPUs matter for speeds; cloning the rest would cost O(trace).
         self.priced.time_s = self.now;
         self.priced.jobs.clear();
         self.priced.jobs.extend(
-            self.jobs
+            self.active
                 .iter()
-                .zip(&self.state)
-                .filter(|(_, st)| st.assignment.is_some())
-                .map(|(j, _)| j.clone()),
+                .filter(|&&i| self.state[i].assignment.is_some())
+                .map(|&i| self.jobs[i].clone()),
         );
         self.priced.reindex();
         let speeds = perf::speeds(self.perf, &self.priced, &schedule)?;
-        for s in &mut self.state {
-            s.speed = 0.0;
+        for &i in &self.active {
+            self.state[i].speed = 0.0;
         }
         let allowance = self.config.contention_allowance;
         for (id, sp) in speeds {
@@ -265,7 +267,8 @@ impl<'a> Simulator<'a> {
                 sp.iterations_per_s
             };
         }
-        for i in 0..self.state.len() {
+        for k in 0..self.active.len() {
+            let i = self.active[k];
             let s = &mut self.state[i];
             let progressing = s.assignment.is_some() && !s.restarting && s.speed > 0.0;
             let desired = progressing.then_some(s.speed);
@@ -288,10 +291,9 @@ impl<'a> Simulator<'a> {
     /// What a scheduler sees now: the jobs that have arrived and not finished.
     pub(crate) fn snapshot(&self) -> ClusterSnapshot {
         let jobs = self
-            .jobs
+            .active
             .iter()
-            .zip(&self.state)
-            .filter(|(_, s)| s.arrived && !s.finished)
+            .map(|&i| (&self.jobs[i], &self.state[i]))
             .map(|(j, s)| {
                 let mut j = j.clone();
                 // Keep the snapshot valid when progress lands a hair short of the total.
@@ -325,10 +327,8 @@ impl<'a> Simulator<'a> {
         }
         let mut restarted = Vec::new();
         self.cpu_mem_now = None;
-        for i in 0..self.state.len() {
-            if !self.state[i].arrived || self.state[i].finished {
-                continue;
-            }
+        for k in 0..self.active.len() {
+            let i = self.active[k];
             let id = self.jobs[i].id;
             let new = schedule.assignment(id).cloned();
             let old = self.state[i].assignment.clone();
@@ -376,8 +376,12 @@ impl<'a> Simulator<'a> {
             }
         }
         self.count_stranded();
-        let waiting = self.state.iter().any(|s| s.arrived && !s.finished);
-        if waiting && self.arrivals_left == 0 && self.state.iter().all(|s| s.assignment.is_none()) {
+        let waiting = !self.active.is_empty();
+        let none_runs = self
+            .active
+            .iter()
+            .all(|&i| self.state[i].assignment.is_none());
+        if waiting && self.arrivals_left == 0 && none_runs {
             // The cluster is empty, nothing will arrive, and the policy placed no waiting job:
             // no later round can see anything different, so the run ends here and says why.
             self.stall = Some(Stall {
@@ -392,9 +396,9 @@ impl<'a> Simulator<'a> {
             return Ok(restarted);
         }
         let queued = self
-            .state
+            .active
             .iter()
-            .any(|s| s.arrived && !s.finished && s.assignment.is_none());
+            .any(|&i| self.state[i].assignment.is_none());
         if waiting && !queued && self.keeps && self.config.skip_idle_rounds {
             // Every arrived job runs and the policy would keep them all at every round until
             // the next arrival: no tick until then (see `next_event`).
@@ -461,6 +465,8 @@ impl<'a> Simulator<'a> {
         match event {
             Event::Arrival(i) => {
                 self.state[i].arrived = true;
+                let at = self.active.partition_point(|&k| k < i);
+                self.active.insert(at, i);
                 self.arrivals_left -= 1;
                 if !self.tick_pending {
                     // The first arrival after an idle spell starts the round clock; after
@@ -482,12 +488,16 @@ impl<'a> Simulator<'a> {
                 self.state[job].done = self.jobs[job].total_iterations;
                 self.state[job].finished = true;
                 self.state[job].assignment = None;
+                // As the re-pricing of every job did for a finished one: no completion pending.
+                self.state[job].version += 1;
+                self.state[job].event_speed = None;
+                self.finished_count += 1;
+                if let Ok(at) = self.active.binary_search(&job) {
+                    self.active.remove(at);
+                }
                 self.cpu_mem_now = None;
                 self.records[job].finish_s = Some(t);
-                if self.deferred.is_some()
-                    && self.emptied.is_none()
-                    && !self.state.iter().any(|s| s.arrived && !s.finished)
-                {
+                if self.deferred.is_some() && self.emptied.is_none() && self.active.is_empty() {
                     self.emptied = Some(t);
                 }
             }

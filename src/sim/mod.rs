@@ -298,6 +298,11 @@ pub struct Simulator<'a> {
     /// Position of each job id in `jobs` (looked up on every reprice).
     index_of: std::collections::HashMap<JobId, usize>,
     state: Vec<State>,
+    /// The jobs that have arrived and not finished, ascending: what every per-event pass walks
+    /// (not the whole trace, whose jobs mostly have not arrived or are done).
+    active: Vec<usize>,
+    /// Jobs finished so far.
+    finished_count: usize,
     records: Vec<JobRecord>,
     events: BinaryHeap<Reverse<(Time, u8, u64, Event)>>,
     seq: u64,

@@ -5,6 +5,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::choices::{Choices, allocation};
 use super::features::{self, Occupants, PLACE_FEATURES, PlaceTask};
 use super::layers::Scratch;
 use super::{Allocation, LearnedScheduler, Placer};
@@ -60,15 +61,31 @@ impl LearnedScheduler<'_> {
         noise: Option<&mut ChaCha8Rng>,
         record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
+        self.place_ranked(pricing, Choices::Listed(alloc), placer, noise, record)
+    }
+
+    /// [`LearnedScheduler::place_with`] from choices listed or ranked as they are read.
+    pub(super) fn place_ranked(
+        &self,
+        pricing: &RoundPricing,
+        choices: Choices<'_>,
+        placer: Placer,
+        noise: Option<&mut ChaCha8Rng>,
+        record: Option<&mut Vec<SampledStep>>,
+    ) -> Schedule {
+        let order = match &choices {
+            Choices::Listed(a) => a.order.clone(),
+            Choices::Ranked(r) => r.order.clone(),
+        };
         let mut scores = Scores {
-            alloc,
+            choices,
             net: &self.net,
             noise,
             temperature: self.temperature,
             scratch: Scratch::default(),
             scores: Vec::new(),
         };
-        self.place_by(pricing, &alloc.order, &mut scores, placer, record)
+        self.place_by(pricing, &order, &mut scores, placer, record)
     }
 
     /// Steps 2–4 of the decoding (see the module docs) with the choices made by `chooser`:
@@ -101,9 +118,7 @@ impl LearnedScheduler<'_> {
             let (Some(k), Some(cur)) = (first[j], job.run.current.as_ref()) else {
                 continue;
             };
-            if cur.workers.is_empty()
-                || pricing.option_index(JobPos(j), &pricing.option_of(JobPos(j), cur)) != Some(k)
-            {
+            if pricing.current_option(JobPos(j)) != Some(k) {
                 continue;
             }
             st.keep(pricing, j, k, cur);
@@ -119,7 +134,7 @@ impl LearnedScheduler<'_> {
             let job = &snap.jobs[j];
             if let Some(k) = first[j] {
                 let o = &pricing.options(JobPos(j))[k];
-                if let Some(t) = st.type_index(&o.gpu_type) {
+                if let Some(t) = st.type_index(o.gpu_type) {
                     let need = u64::from(o.workers * job.demand.gpus_per_worker);
                     if need <= budget[t] {
                         budget[t] -= need;
@@ -170,7 +185,7 @@ impl LearnedScheduler<'_> {
         // passed over without a try).
         let fits = |st: &PlaceState, k: usize| {
             let o = &options[k];
-            st.type_index(&o.gpu_type).is_some_and(|t| {
+            st.type_index(o.gpu_type).is_some_and(|t| {
                 u64::from(o.workers * job.demand.gpus_per_worker) <= st.free_of_type[t]
             })
         };
@@ -186,7 +201,7 @@ impl LearnedScheduler<'_> {
             }
             let o = &options[k];
             let t = st
-                .type_index(&o.gpu_type)
+                .type_index(o.gpu_type)
                 .expect("fits: the type is in the cluster");
             let need = u64::from(o.workers * job.demand.gpus_per_worker);
             let task = PlaceTask {
@@ -341,7 +356,7 @@ pub(crate) trait Chooser {
 /// The networks' choices: level 1's allocation (choices in order) and level 2's best score,
 /// Gumbel-perturbed when `noise` is given.
 struct Scores<'a, 'r> {
-    alloc: &'a Allocation,
+    choices: Choices<'a>,
     net: &'a super::PolicyNet,
     noise: Option<&'r mut ChaCha8Rng>,
     temperature: f32,
@@ -357,7 +372,7 @@ impl Chooser for Scores<'_, '_> {
         tried: &[usize],
         _fits: &dyn Fn(usize) -> bool,
     ) -> Option<usize> {
-        self.alloc.choices[j].get(tried.len()).copied()
+        self.choices.get(j, tried.len())
     }
 
     fn server(&mut self, _job: usize, rows: &[f32]) -> usize {
@@ -414,48 +429,6 @@ pub(super) fn gumbel(rng: &mut ChaCha8Rng) -> f32 {
     -(-u.ln()).ln()
 }
 
-/// Level 1's decision from its logits: per job, the options scoring above its wait row, best
-/// first; jobs ordered by their probability of running.
-pub(super) fn allocation(logits: &[Vec<f32>]) -> Allocation {
-    let mut p_run = Vec::with_capacity(logits.len());
-    let mut choices = Vec::with_capacity(logits.len());
-    for l in logits {
-        let (wait, options) = l.split_last().expect("every job has a wait row");
-        let max = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let z: f32 = l.iter().map(|x| (x - max).exp()).sum();
-        p_run.push(1.0 - (wait - max).exp() / z);
-        let mut c: Vec<usize> = (0..options.len()).filter(|&k| options[k] > *wait).collect();
-        // A total order (ties broken by index): the unstable sort gives the stable one's result.
-        c.sort_unstable_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
-        choices.push(c);
-    }
-    let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_unstable_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
-    Allocation { choices, order }
-}
-
-/// [`allocation`], with each job whose choices are empty (level 1 scores waiting above every
-/// option) offered all its options, best scored first, and ordered after every other job.
-pub(super) fn filled(logits: &[Vec<f32>]) -> Allocation {
-    let mut alloc = allocation(logits);
-    let mut waiting = vec![false; logits.len()];
-    for (j, l) in logits.iter().enumerate() {
-        if !alloc.choices[j].is_empty() {
-            continue;
-        }
-        let options = &l[..l.len() - 1];
-        let mut c: Vec<usize> = (0..options.len()).collect();
-        // A total order (ties broken by index): the unstable sort gives the stable one's result.
-        c.sort_unstable_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
-        alloc.choices[j] = c;
-        waiting[j] = true;
-    }
-    let (last, first): (Vec<usize>, Vec<usize>) = alloc.order.iter().partition(|&&j| waiting[j]);
-    alloc.order = first;
-    alloc.order.extend(last);
-    alloc
-}
-
 /// The schedule being built by level 2: free resources, who sits where, the candidate index,
 /// free GPUs per type and which jobs are placed.
 pub(super) struct PlaceState<'p> {
@@ -499,8 +472,8 @@ impl<'p> PlaceState<'p> {
         }
     }
 
-    fn type_index(&self, t: &str) -> Option<usize> {
-        self.types.iter().position(|(x, _)| x == t)
+    fn type_index(&self, t: crate::model::GpuType) -> Option<usize> {
+        self.types.iter().position(|(x, _)| *x == t)
     }
 
     /// Keeps job `j` (option `k`) exactly where it runs, if its resources are still free.
@@ -511,8 +484,7 @@ impl<'p> PlaceState<'p> {
             self.occ
                 .add(j, &plan, pricing.options(JobPos(j))[k].terms.coloc_coef);
             self.index.update(&self.packer, plan.iter().map(|p| p.0));
-            if let Some(t) = self.type_index(&snap.cluster.servers[cur.workers[0].server].gpu_type)
-            {
+            if let Some(t) = self.type_index(snap.cluster.servers[cur.workers[0].server].gpu_type) {
                 self.free_of_type[t] -=
                     cur.workers.iter().map(|w| w.gpus.len() as u64).sum::<u64>();
             }
@@ -553,7 +525,7 @@ pub const CANDIDATES_PER_BUCKET: usize = 8;
 impl Candidates {
     /// The index of `packer`'s free GPUs now.
     pub fn new(snapshot: &ClusterSnapshot, packer: &Packer) -> Self {
-        let mut types: Vec<&str> = Vec::new();
+        let mut types: Vec<crate::model::GpuType> = Vec::new();
         let type_of: Vec<usize> = snapshot
             .cluster
             .servers
@@ -561,7 +533,7 @@ impl Candidates {
             .map(|s| match types.iter().position(|t| *t == s.gpu_type) {
                 Some(i) => i,
                 None => {
-                    types.push(&s.gpu_type);
+                    types.push(s.gpu_type);
                     types.len() - 1
                 }
             })

@@ -101,6 +101,32 @@ fn mode_hot(m: Mode) -> [f32; 3] {
 
 /// The level-1 rows of a round.
 pub fn level1(pricing: &RoundPricing) -> Level1Rows {
+    let flat = level1_flat(pricing);
+    let nj = JOB_FEATURES.len();
+    let mut rows = flat.rows.chunks(L1_WIDTH);
+    Level1Rows {
+        jobs: flat.jobs.chunks(nj).map(<[f32]>::to_vec).collect(),
+        candidates: flat
+            .counts
+            .iter()
+            .map(|&c| rows.by_ref().take(c).map(<[f32]>::to_vec).collect())
+            .collect(),
+    }
+}
+
+/// [`Level1Rows`] end to end in two buffers (what a decision reads: one allocation per round,
+/// not one per row).
+pub(crate) struct Level1Flat {
+    /// Every job's [`JOB_FEATURES`], in snapshot order.
+    pub jobs: Vec<f32>,
+    /// Every candidate row ([`L1_WIDTH`] each), job after job.
+    pub rows: Vec<f32>,
+    /// Per job, its number of rows (options, then wait).
+    pub counts: Vec<usize>,
+}
+
+/// The level-1 rows of a round, flat.
+pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
     let snap = pricing.snapshot();
     let n = snap.jobs.len();
     let total_gpus = snap.cluster.num_gpus().max(1) as f64;
@@ -128,16 +154,17 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
     }
     let demand_ratio = acc / total_gpus;
     let jobs_per_server = (n as f64 / snap.cluster.servers.len().max(1) as f64).ln_1p();
-    let mut type_gpus: Vec<(&str, f64)> = Vec::new();
+    let mut type_gpus: Vec<(crate::model::GpuType, f64)> = Vec::new();
     for s in &snap.cluster.servers {
         match type_gpus.iter_mut().find(|(t, _)| *t == s.gpu_type) {
             Some((_, g)) => *g += f64::from(s.num_gpus()),
-            None => type_gpus.push((&s.gpu_type, f64::from(s.num_gpus()))),
+            None => type_gpus.push((s.gpu_type, f64::from(s.num_gpus()))),
         }
     }
 
-    let mut jobs = Vec::with_capacity(n);
-    let mut candidates = Vec::with_capacity(n);
+    let mut jobs = Vec::with_capacity(n * JOB_FEATURES.len());
+    let mut rows = Vec::new();
+    let mut counts = Vec::with_capacity(n);
     for (j, job) in snap.jobs.iter().enumerate() {
         let (req_w, req_ps) = job.requested_or_min();
         let running = job
@@ -146,17 +173,9 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
             .as_ref()
             .is_some_and(|a| !a.workers.is_empty());
         let cur_workers = job.run.current.as_ref().map_or(0, |a| a.workers.len()) as f64;
-        let current = job
-            .run
-            .current
-            .as_ref()
-            .filter(|a| !a.workers.is_empty())
-            .map(|a| pricing.option_of(JobPos(j), a));
-        let current_k = current
-            .as_ref()
-            .and_then(|f| pricing.option_index(JobPos(j), f));
+        let current_k = pricing.current_option(JobPos(j));
         let total = job.total_iterations.max(1e-9);
-        let jf: Vec<f64> = vec![
+        let jf: [f64; JOB_FEATURES.len()] = [
             alone[j],
             (1.0 / alone[j].max(1e-6)).ln(),
             f64::from(u8::from(running)),
@@ -200,7 +219,7 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
             }
             same
         });
-        let mut rows = Vec::with_capacity(options.len() + 1);
+        rows.reserve((options.len() + 1) * L1_WIDTH);
         for (k, o) in options.iter().enumerate() {
             let gpus = f64::from(o.workers * job.demand.gpus_per_worker);
             // The best option of the same type and mode one worker smaller: what the last
@@ -219,7 +238,7 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
                 None => o.terms.base / gpus.max(1.0),
             };
             let m = mode_hot(o.mode);
-            let of: [f64; 16] = [
+            let of: [f64; OPTION_FEATURES.len()] = [
                 0.0,
                 o.terms.base,
                 o.terms.base / alone[j].max(1e-9),
@@ -237,19 +256,15 @@ pub fn level1(pricing: &RoundPricing) -> Level1Rows {
                 marginal,
                 f64::from(u8::from(o.workers == req_w && o.ps == req_ps)),
             ];
-            rows.push(row(&jf, &of));
+            rows.extend(jf.iter().chain(&of).map(|&x| finite(x)));
         }
-        let mut wait = [0.0; 16];
+        let mut wait = [0.0; OPTION_FEATURES.len()];
         wait[0] = 1.0;
-        rows.push(row(&jf, &wait));
-        jobs.push(jf.iter().map(|&x| finite(x)).collect());
-        candidates.push(rows);
+        rows.extend(jf.iter().chain(&wait).map(|&x| finite(x)));
+        jobs.extend(jf.iter().map(|&x| finite(x)));
+        counts.push(options.len() + 1);
     }
-    Level1Rows { jobs, candidates }
-}
-
-fn row(a: &[f64], b: &[f64]) -> Vec<f32> {
-    a.iter().chain(b).map(|&x| finite(x)).collect()
+    Level1Flat { jobs, rows, counts }
 }
 
 /// Features are clamped to a finite range so that one odd coefficient cannot poison a forward

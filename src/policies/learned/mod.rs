@@ -39,15 +39,17 @@
 //! `decode` steps 2–5; `features` the three feature sets; `net` the networks, `layers` what they
 //! are made of; `tiers` step 6.
 
+mod choices;
 mod decode;
 pub mod features;
 mod layers;
 mod net;
 pub(crate) mod tiers;
 
+use choices::{Choices, Ranked, allocation};
+use decode::gumbel;
 pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep};
 pub(crate) use decode::{Chooser, argmax, keep_mode, plan_of};
-use decode::{allocation, gumbel};
 pub use layers::Dense;
 #[cfg(feature = "train")]
 pub(crate) use layers::{EMBED, HIDDEN};
@@ -60,7 +62,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::Result;
 use crate::model::JobPos;
 use crate::model::{ClusterSnapshot, Schedule};
-use crate::objective::{Objective, OptionCache, RoundPricing};
+use crate::objective::{Objective, PricingCache, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::Scheduler;
 
@@ -112,7 +114,7 @@ pub struct LearnedScheduler<'a> {
     seed: u64,
     temperature: f32,
     /// Every job's options, kept from round to round (a waiting job's do not change).
-    kept: OptionCache,
+    kept: PricingCache,
 }
 
 /// Decodings per round of a new [`LearnedScheduler`]: the greedy one and seven sampled from
@@ -131,7 +133,7 @@ impl<'a> LearnedScheduler<'a> {
             samples: DEFAULT_SAMPLES,
             seed: 0,
             temperature: 1.0,
-            kept: OptionCache::default(),
+            kept: PricingCache::default(),
         }
     }
 
@@ -183,8 +185,7 @@ impl<'a> LearnedScheduler<'a> {
 
     /// Level 1 on a priced round: its logits, per job (options, then wait).
     pub fn logits(&self, pricing: &RoundPricing) -> Vec<Vec<f32>> {
-        let rows = features::level1(pricing);
-        self.net.level1_logits(&rows.jobs, &rows.candidates)
+        self.net.level1_logits_flat(&features::level1_flat(pricing))
     }
 
     /// The jobs of `schedule` (a schedule of `snapshot`, typically this policy's) that level 1
@@ -247,8 +248,8 @@ impl<'a> LearnedScheduler<'a> {
     /// `logits` on it.
     fn decode(&self, pricing: &RoundPricing, logits: &[Vec<f32>]) -> Schedule {
         let snapshot = pricing.snapshot();
-        let greedy = allocation(logits);
-        let mut best = self.place(pricing, &greedy);
+        let ranked = |l| Choices::Ranked(Ranked::new(l));
+        let mut best = self.place_ranked(pricing, ranked(logits), self.placer, None, None);
         if self.samples <= 1 {
             return best;
         }
@@ -271,8 +272,9 @@ impl<'a> LearnedScheduler<'a> {
         // objective gains); and level 1's choices placed by the baselines' packer instead of
         // level 2 (a placement level 2 was not trained to make: on a round unlike its training
         // rounds the packer may place better).
-        offer(self.place(pricing, &decode::filled(logits)));
-        offer(self.place_with(pricing, &greedy, Placer::Packer, None, None));
+        let filled = Choices::Ranked(Ranked::filled(logits));
+        offer(self.place_ranked(pricing, filled, self.placer, None, None));
+        offer(self.place_ranked(pricing, ranked(logits), Placer::Packer, None, None));
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
@@ -286,7 +288,8 @@ impl<'a> LearnedScheduler<'a> {
             // Level 2 sampled in every other decoding only: level 1's choices are explored
             // with level 2 at its best, and jointly.
             let noise = (sample % 2 == 0).then_some(&mut rng);
-            offer(self.place_with(pricing, &allocation(&noisy), self.placer, noise, None));
+            let noisy = Choices::Ranked(Ranked::new(&noisy));
+            offer(self.place_ranked(pricing, noisy, self.placer, noise, None));
         }
         best
     }

@@ -19,7 +19,7 @@ use std::path::Path;
 use nalgebra::DVector;
 use safetensors::tensor::{Dtype, SafeTensors};
 
-use super::features::{JOB_FEATURES, L1_WIDTH, OPTION_FEATURES, PLACE_FEATURES};
+use super::features::{JOB_FEATURES, L1_WIDTH, Level1Flat, OPTION_FEATURES, PLACE_FEATURES};
 use super::layers::{Dense, EMBED, HIDDEN, Scratch, mlp, normalise, relu};
 use super::tiers::{TIER_FEATURES, TierHead};
 use crate::error::{Error, Result};
@@ -78,10 +78,24 @@ impl PolicyNet {
     /// Level-1 logits: per job, one per candidate row (its options, then wait).
     pub fn level1_logits(&self, jobs: &[Vec<f32>], candidates: &[Vec<Vec<f32>>]) -> Vec<Vec<f32>> {
         let nj = JOB_FEATURES.len();
-        let n = jobs.len();
+        let flat = Level1Flat {
+            jobs: jobs.iter().flat_map(|r| r[..nj].iter().copied()).collect(),
+            rows: candidates
+                .iter()
+                .flatten()
+                .flat_map(|r| r[..L1_WIDTH].iter().copied())
+                .collect(),
+            counts: candidates.iter().map(Vec::len).collect(),
+        };
+        self.level1_logits_flat(&flat)
+    }
+
+    /// [`PolicyNet::level1_logits`] of rows laid end to end.
+    pub(crate) fn level1_logits_flat(&self, flat: &Level1Flat) -> Vec<Vec<f32>> {
+        let nj = JOB_FEATURES.len();
+        let n = flat.counts.len();
         let mut s = Scratch::default();
-        s.input
-            .extend(jobs.iter().flat_map(|r| r[..nj].iter().copied()));
+        s.input.extend_from_slice(&flat.jobs);
         normalise(
             &mut s.input,
             &self.l1_mean.as_slice()[..nj],
@@ -100,12 +114,12 @@ impl PolicyNet {
                 h.iter().skip(c).step_by(e).fold(0.0, |a, &b| a + b) / n as f32
             })
             .collect();
-        let rows = candidates.iter().map(Vec::len).sum();
+        let rows = flat.counts.iter().sum();
         s.input.clear();
         s.input.reserve(rows * (L1_WIDTH + e));
-        for r in candidates.iter().flatten() {
+        for r in flat.rows.chunks(L1_WIDTH) {
             let at = s.input.len();
-            s.input.extend_from_slice(&r[..L1_WIDTH]);
+            s.input.extend_from_slice(r);
             normalise(
                 &mut s.input[at..],
                 self.l1_mean.as_slice(),
@@ -116,9 +130,9 @@ impl PolicyNet {
         let mut out = Vec::new();
         mlp(&self.l1, rows, &mut s, &mut out);
         let mut it = out.iter().copied();
-        candidates
+        flat.counts
             .iter()
-            .map(|c| it.by_ref().take(c.len()).collect())
+            .map(|&c| it.by_ref().take(c).collect())
             .collect()
     }
 

@@ -329,8 +329,9 @@ impl super::LearnedScheduler<'_> {
         let Some(head) = &self.net.tier else {
             return at_demand;
         };
-        let alloc = super::allocation(&logits);
-        let chosen: Vec<Option<usize>> = alloc.choices.iter().map(|c| c.first().copied()).collect();
+        // Level 1's first choices only: ranked, not every job's list sorted.
+        let mut ranked = super::Ranked::new(&logits);
+        let chosen: Vec<Option<usize>> = (0..logits.len()).map(|j| ranked.get(j, 0)).collect();
         let ctx = TierContext::new(self.perf, snapshot, &pd, &chosen);
         let tiers: Vec<u8> = chosen
             .iter()

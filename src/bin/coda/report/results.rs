@@ -313,6 +313,50 @@ pub(super) fn decide_section(csv: &Path, results: &Path) -> coda::Result<String>
     ))
 }
 
+/// `bench_sim.csv`: a replay's cost against jobs and servers, and the fitted exponents.
+pub(super) fn sim_scaling_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let rows = crate::bench_sim::read_rows(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let opt =
+        |x: Option<f64>, digits: usize| x.map_or("–".to_string(), |v| format!("{v:.digits$}"));
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.jobs.to_string(),
+                r.servers.to_string(),
+                r.policy.clone(),
+                r.status.clone(),
+                opt(r.wall_s, 2),
+                r.rounds.map_or("–".into(), |x| x.to_string()),
+                opt(r.rounds_per_s, 0),
+                opt(r.peak_rss_mib, 0),
+                opt(r.avg_jct_h, 2),
+            ]
+        })
+        .collect();
+    let head = [
+        "jobs",
+        "servers",
+        "policy",
+        "status",
+        "wall (s)",
+        "rounds",
+        "rounds/s",
+        "peak memory (MiB)",
+        "avg JCT (h)",
+    ];
+    Ok(format!(
+        "### sim_scaling\n\nA replay's cost against trace length and cluster size: the Philly \
+         window resampled (jobs with their models, sizes and durations; inter-arrival gaps divided \
+         by servers / 64, so every cluster sees the window's load per server), one process per \
+         replay. {}\n\n{}\nFitted exponents (least squares on log–log, finished replays):\n\n{}\n",
+        provenance(dir, results)?,
+        md_table(&head, &table),
+        crate::bench_sim::exponents(&rows).join("\n")
+    ))
+}
+
 /// `solve_scaling.csv`: the exact program's size and solve time against cluster size.
 pub(super) fn solve_section(csv: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(csv)?;
@@ -553,6 +597,11 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         &results,
     )?);
     s.push('\n');
+    let scaling = results.join("sim_scaling/bench_sim.csv");
+    if scaling.is_file() {
+        s.push_str(&sim_scaling_section(&scaling, &results)?);
+        s.push('\n');
+    }
     s.push_str(&curves_section(&results.join("train"), &results)?);
     s.push('\n');
     s.push_str(&super::rl::rl_gae_section(
