@@ -414,8 +414,9 @@ pub fn exponents(rows: &[Row]) -> Vec<String> {
     lines
 }
 
-/// Wall time against jobs, one line per (policy, servers), log–log.
-fn plot(rows: &[Row], path: &Path) -> coda::Result<()> {
+/// Wall time against jobs, one line per (policy, servers), log–log (`coda report` redraws it
+/// from the CSV, which may gather several sweeps).
+pub fn plot(rows: &[Row], path: &Path) -> coda::Result<()> {
     let mut keys: Vec<(String, usize)> = rows
         .iter()
         .filter(|r| r.wall_s.is_some())

@@ -61,15 +61,18 @@ impl LearnedScheduler<'_> {
         noise: Option<&mut ChaCha8Rng>,
         record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
-        self.place_ranked(pricing, Choices::Listed(alloc), placer, noise, record)
+        let base = PlaceState::new(pricing, self.perf, placer);
+        self.place_ranked(pricing, &base, Choices::Listed(alloc), noise, record)
     }
 
-    /// [`LearnedScheduler::place_with`] from choices listed or ranked as they are read.
-    pub(super) fn place_ranked(
+    /// [`LearnedScheduler::place_with`] from choices listed or ranked as they are read,
+    /// starting from `base` (the round before anything is placed, by its placer: built once
+    /// and copied for every proposal of the round).
+    pub(super) fn place_ranked<'p>(
         &self,
-        pricing: &RoundPricing,
+        pricing: &RoundPricing<'p>,
+        base: &PlaceState<'p>,
         choices: Choices<'_>,
-        placer: Placer,
         noise: Option<&mut ChaCha8Rng>,
         record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
@@ -85,7 +88,7 @@ impl LearnedScheduler<'_> {
             scratch: Scratch::default(),
             scores: Vec::new(),
         };
-        self.place_by(pricing, &order, &mut scores, placer, record)
+        self.place_from(pricing, base.clone(), &order, &mut scores, record)
     }
 
     /// Steps 2–4 of the decoding (see the module docs) with the choices made by `chooser`:
@@ -103,8 +106,20 @@ impl LearnedScheduler<'_> {
         placer: Placer,
         record: Option<&mut Vec<SampledStep>>,
     ) -> Schedule {
+        let st = PlaceState::new(pricing, self.perf, placer);
+        self.place_from(pricing, st, order, chooser, record)
+    }
+
+    /// [`LearnedScheduler::place_by`] from the round's state `st` (nothing placed yet).
+    fn place_from(
+        &self,
+        pricing: &RoundPricing,
+        mut st: PlaceState,
+        order: &[usize],
+        chooser: &mut dyn Chooser,
+        record: Option<&mut Vec<SampledStep>>,
+    ) -> Schedule {
         let snap = pricing.snapshot();
-        let mut st = PlaceState::new(pricing, self.perf, placer);
         st.steps = record.is_some().then(Vec::new);
         let mut first: Vec<Option<usize>> = vec![None; snap.jobs.len()];
         for &j in order {
@@ -431,6 +446,7 @@ pub(super) fn gumbel(rng: &mut ChaCha8Rng) -> f32 {
 
 /// The schedule being built by level 2: free resources, who sits where, the candidate index,
 /// free GPUs per type and which jobs are placed.
+#[derive(Clone)]
 pub(super) struct PlaceState<'p> {
     packer: Packer<'p>,
     occ: Occupants,
@@ -446,7 +462,7 @@ pub(super) struct PlaceState<'p> {
 }
 
 impl<'p> PlaceState<'p> {
-    fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel, placer: Placer) -> Self {
+    pub(super) fn new(pricing: &RoundPricing<'p>, perf: &'p dyn PerfModel, placer: Placer) -> Self {
         let snap = pricing.snapshot();
         let packer = Packer::priced(pricing, perf);
         let mut types: Vec<(crate::model::GpuType, usize)> = Vec::new();

@@ -47,9 +47,9 @@ mod net;
 pub(crate) mod tiers;
 
 use choices::{Choices, Ranked, allocation};
-use decode::gumbel;
 pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep};
 pub(crate) use decode::{Chooser, argmax, keep_mode, plan_of};
+use decode::{PlaceState, gumbel};
 pub use layers::Dense;
 #[cfg(feature = "train")]
 pub(crate) use layers::{EMBED, HIDDEN};
@@ -249,7 +249,9 @@ impl<'a> LearnedScheduler<'a> {
     fn decode(&self, pricing: &RoundPricing, logits: &[Vec<f32>]) -> Schedule {
         let snapshot = pricing.snapshot();
         let ranked = |l| Choices::Ranked(Ranked::new(l));
-        let mut best = self.place_ranked(pricing, ranked(logits), self.placer, None, None);
+        // The round before anything is placed, by each placer: copied for every proposal.
+        let base = PlaceState::new(pricing, self.perf, self.placer);
+        let mut best = self.place_ranked(pricing, &base, ranked(logits), None, None);
         if self.samples <= 1 {
             return best;
         }
@@ -273,8 +275,9 @@ impl<'a> LearnedScheduler<'a> {
         // level 2 (a placement level 2 was not trained to make: on a round unlike its training
         // rounds the packer may place better).
         let filled = Choices::Ranked(Ranked::filled(logits));
-        offer(self.place_ranked(pricing, filled, self.placer, None, None));
-        offer(self.place_ranked(pricing, ranked(logits), Placer::Packer, None, None));
+        offer(self.place_ranked(pricing, &base, filled, None, None));
+        let packer = PlaceState::new(pricing, self.perf, Placer::Packer);
+        offer(self.place_ranked(pricing, &packer, ranked(logits), None, None));
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
@@ -289,7 +292,7 @@ impl<'a> LearnedScheduler<'a> {
             // with level 2 at its best, and jointly.
             let noise = (sample % 2 == 0).then_some(&mut rng);
             let noisy = Choices::Ranked(Ranked::new(&noisy));
-            offer(self.place_ranked(pricing, noisy, self.placer, noise, None));
+            offer(self.place_ranked(pricing, &base, noisy, noise, None));
         }
         best
     }

@@ -317,6 +317,7 @@ pub(super) fn decide_section(csv: &Path, results: &Path) -> coda::Result<String>
 pub(super) fn sim_scaling_section(csv: &Path, results: &Path) -> coda::Result<String> {
     let rows = crate::bench_sim::read_rows(csv)?;
     let dir = csv.parent().unwrap_or(results);
+    crate::bench_sim::plot(&rows, &dir.join("bench_sim.svg"))?;
     let opt =
         |x: Option<f64>, digits: usize| x.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     let table: Vec<Vec<String>> = rows
@@ -350,7 +351,8 @@ pub(super) fn sim_scaling_section(csv: &Path, results: &Path) -> coda::Result<St
         "### sim_scaling\n\nA replay's cost against trace length and cluster size: the Philly \
          window resampled (jobs with their models, sizes and durations; inter-arrival gaps divided \
          by servers / 64, so every cluster sees the window's load per server), one process per \
-         replay. {}\n\n{}\nFitted exponents (least squares on log–log, finished replays):\n\n{}\n",
+         replay; `bench_sim.svg` plots wall time against jobs. {}\n\n{}\nFitted exponents \
+         (least squares on log–log, finished replays):\n\n{}\n",
         provenance(dir, results)?,
         md_table(&head, &table),
         crate::bench_sim::exponents(&rows).join("\n")
