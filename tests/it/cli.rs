@@ -375,3 +375,49 @@ fn simulate_rejects_unknown_policy_and_bad_cluster() {
         "nothing written on bad input"
     );
 }
+
+/// `coda bench-sim`: every replay of the sweep is a real one (its jobs finish, rounds are
+/// counted, its own process's memory is read), and one CSV row per replay.
+#[test]
+fn bench_sim_writes_one_measured_row_per_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = coda_to(
+        &[
+            "bench-sim",
+            "--jobs",
+            "15,30",
+            "--servers",
+            "2",
+            "--policies",
+            "fifo,pollux",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.path().join("bench_sim.csv")).unwrap();
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let head = rows.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(&r[col("status")], "done");
+        assert!(r[col("rounds")].parse::<u64>().unwrap() > 0);
+        assert!(r[col("avg_jct_h")].parse::<f64>().unwrap() > 0.0);
+        assert!(r[col("wall_s")].parse::<f64>().unwrap() > 0.0);
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(r[col("peak_rss_mib")].parse::<f64>().unwrap() > 1.0);
+        }
+    }
+    assert!(dir.path().join("bench_sim.svg").is_file());
+    // The fitted exponents are printed for each policy.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("| fifo | 2 servers (in jobs) |"),
+        "{stdout}"
+    );
+}

@@ -24,10 +24,10 @@ use crate::perf_model;
 #[derive(clap::Args)]
 pub struct Args {
     /// Jobs per generated trace, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000", value_parser = crate::range::at_least_one)]
     pub jobs: Vec<usize>,
     /// Servers (the Philly window's DGX-1: 8 V100 each), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "64,256,1000")]
+    #[arg(long, value_delimiter = ',', default_value = "64,256,1000", value_parser = crate::range::at_least_one)]
     pub servers: Vec<usize>,
     /// Policies.
     #[arg(long, value_delimiter = ',', default_value = "fifo,pollux,learned")]

@@ -328,7 +328,11 @@ pub(super) fn sim_scaling_section(csv: &Path, results: &Path) -> coda::Result<St
                 r.servers.to_string(),
                 r.policy.clone(),
                 r.status.clone(),
-                opt(r.wall_s, 2),
+                // A replay stopped at the limit ran at least that long.
+                match (r.wall_s, r.status.as_str()) {
+                    (None, "stopped") => format!("> {:.0}", r.process_s),
+                    (w, _) => opt(w, 2),
+                },
                 r.rounds.map_or("–".into(), |x| x.to_string()),
                 opt(r.rounds_per_s, 0),
                 opt(r.peak_rss_mib, 0),
