@@ -361,55 +361,34 @@ pub fn exponents(rows: &[Row]) -> Vec<String> {
     ];
     let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
     for p in policies {
-        let of = |r: &&&Row| r.policy == p;
-        let mut servers: Vec<usize> = done.iter().filter(of).map(|r| r.servers).collect();
-        servers.sort_unstable();
-        servers.dedup();
-        for s in servers {
-            let pick: Vec<&&Row> = done.iter().filter(of).filter(|r| r.servers == s).collect();
-            let wall: Vec<(f64, f64)> = pick
-                .iter()
-                .map(|r| (r.jobs as f64, r.wall_s.unwrap_or(0.0)))
-                .collect();
-            let per: Vec<(f64, f64)> = pick
-                .iter()
-                .map(|r| {
-                    (
-                        r.jobs as f64,
-                        r.wall_s.unwrap_or(0.0) / r.rounds.unwrap_or(1).max(1) as f64,
-                    )
-                })
-                .collect();
-            lines.push(format!(
-                "| {p} | {s} servers (in jobs) | {} | {} |",
-                fmt(slope(&wall)),
-                fmt(slope(&per))
-            ));
-        }
-        let mut jobs: Vec<usize> = done.iter().filter(of).map(|r| r.jobs).collect();
-        jobs.sort_unstable();
-        jobs.dedup();
-        for j in jobs {
-            let pick: Vec<&&Row> = done.iter().filter(of).filter(|r| r.jobs == j).collect();
-            let wall: Vec<(f64, f64)> = pick
-                .iter()
-                .map(|r| (r.servers as f64, r.wall_s.unwrap_or(0.0)))
-                .collect();
-            let per: Vec<(f64, f64)> = pick
-                .iter()
-                .map(|r| {
-                    (
-                        r.servers as f64,
-                        r.wall_s.unwrap_or(0.0) / r.rounds.unwrap_or(1).max(1) as f64,
-                    )
-                })
-                .collect();
-            lines.push(format!(
-                "| {p} | {j} jobs (in servers) | {} | {} |",
-                fmt(slope(&wall)),
-                fmt(slope(&per))
-            ));
-        }
+        let of: Vec<&Row> = done.iter().copied().filter(|r| r.policy == p).collect();
+        // Wall time (and per round) against one axis, the other held at each of its values.
+        let mut fit = |held: fn(&Row) -> usize, axis: fn(&Row) -> usize, what: &str, by: &str| {
+            let mut values: Vec<usize> = of.iter().map(|r| held(r)).collect();
+            values.sort_unstable();
+            values.dedup();
+            for v in values {
+                let pick: Vec<&&Row> = of.iter().filter(|r| held(r) == v).collect();
+                let wall: Vec<(f64, f64)> = pick
+                    .iter()
+                    .map(|r| (axis(r) as f64, r.wall_s.unwrap_or(0.0)))
+                    .collect();
+                let per: Vec<(f64, f64)> = pick
+                    .iter()
+                    .map(|r| {
+                        let rounds = r.rounds.unwrap_or(1).max(1) as f64;
+                        (axis(r) as f64, r.wall_s.unwrap_or(0.0) / rounds)
+                    })
+                    .collect();
+                lines.push(format!(
+                    "| {p} | {v} {what} (in {by}) | {} | {} |",
+                    fmt(slope(&wall)),
+                    fmt(slope(&per))
+                ));
+            }
+        };
+        fit(|r| r.servers, |r| r.jobs, "servers", "jobs");
+        fit(|r| r.jobs, |r| r.servers, "jobs", "servers");
     }
     lines
 }

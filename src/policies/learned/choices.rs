@@ -6,21 +6,29 @@ use super::Allocation;
 /// Level 1's decision from its logits: per job, the options scoring above its wait row, best
 /// first; jobs ordered by their probability of running.
 pub(super) fn allocation(logits: &[Vec<f32>]) -> Allocation {
+    let (mut choices, order) = unsorted(logits);
+    for (c, l) in choices.iter_mut().zip(logits) {
+        // A total order (ties broken by index): the unstable sort gives the stable one's result.
+        c.sort_unstable_by(|&a, &b| l[b].total_cmp(&l[a]).then(a.cmp(&b)));
+    }
+    Allocation { choices, order }
+}
+
+/// What [`allocation`] and [`Ranked`] share: per job, its options scoring above its wait row
+/// (in option order, not yet by score), and the jobs ordered by their probability of running.
+fn unsorted(logits: &[Vec<f32>]) -> (Vec<Vec<usize>>, Vec<usize>) {
     let mut p_run = Vec::with_capacity(logits.len());
-    let mut choices = Vec::with_capacity(logits.len());
+    let mut above = Vec::with_capacity(logits.len());
     for l in logits {
         let (wait, options) = l.split_last().expect("every job has a wait row");
         let max = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let z: f32 = l.iter().map(|x| (x - max).exp()).sum();
         p_run.push(1.0 - (wait - max).exp() / z);
-        let mut c: Vec<usize> = (0..options.len()).filter(|&k| options[k] > *wait).collect();
-        // A total order (ties broken by index): the unstable sort gives the stable one's result.
-        c.sort_unstable_by(|&a, &b| options[b].total_cmp(&options[a]).then(a.cmp(&b)));
-        choices.push(c);
+        above.push((0..options.len()).filter(|&k| options[k] > *wait).collect());
     }
     let mut order: Vec<usize> = (0..logits.len()).collect();
     order.sort_unstable_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
-    Allocation { choices, order }
+    (above, order)
 }
 
 /// Level 1's choices for a decoding: listed in full ([`Allocation`]), or ranked as the decoding
@@ -59,17 +67,7 @@ pub(super) struct Ranked<'a> {
 impl<'a> Ranked<'a> {
     /// [`allocation`], ranked on demand.
     pub(super) fn new(logits: &'a [Vec<f32>]) -> Self {
-        let mut p_run = Vec::with_capacity(logits.len());
-        let mut items = Vec::with_capacity(logits.len());
-        for l in logits {
-            let (wait, options) = l.split_last().expect("every job has a wait row");
-            let max = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let z: f32 = l.iter().map(|x| (x - max).exp()).sum();
-            p_run.push(1.0 - (wait - max).exp() / z);
-            items.push((0..options.len()).filter(|&k| options[k] > *wait).collect());
-        }
-        let mut order: Vec<usize> = (0..logits.len()).collect();
-        order.sort_unstable_by(|&a, &b| p_run[b].total_cmp(&p_run[a]).then(a.cmp(&b)));
+        let (items, order) = unsorted(logits);
         Ranked {
             logits,
             sorted: vec![0; logits.len()],
