@@ -85,6 +85,13 @@ impl Backend for Highs {
         // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
         model.set_option("output_flag", settings.verbose);
         model.set_option("log_to_console", settings.verbose);
+        // HiGHS 1.15 restarts the search on a presolved copy once enough integer columns are
+        // fixed at the root, and that copy can lose the optimum: a 1-server round (5 jobs,
+        // seed 7364, one GPU added to its last switch) was reported "Optimal" at 0.9606 where a
+        // feasible 0.9686 exists (random seed 0; seeds 1-5, presolve off or no restart: 0.9686).
+        // The same solver has restart-related wrong optima on record (HiGHS issues 2171, 2439).
+        // A proven optimum must be one, so no restarts (`ilp::the_optimum_survives_a_gpu_added`).
+        model.set_option("mip_allow_restart", false);
         // The limit covers the whole solve, model build included: HiGHS gets what is left of it.
         model.set_option(
             "time_limit",

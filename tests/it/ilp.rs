@@ -679,3 +679,52 @@ fn a_work_limited_configuration_solve_is_repeatable() {
     assert!(ca.search_nodes >= WORK * 6 / 10, "{}", ca.search_nodes);
     assert!(a.report.best_bound >= a.report.objective - 1e-9);
 }
+
+/// The round on which HiGHS' restart lost the optimum (see `ilp/backend.rs`): one server, five
+/// jobs, a GPU added to its last switch. The compact program's proven optimum is the
+/// configuration program's, and no lower than the same round's without that GPU.
+#[test]
+fn the_optimum_survives_a_gpu_added() {
+    let s = generate(
+        &GenerateOptions {
+            servers: 1,
+            jobs: 5,
+            seed: 7364,
+            max_workers: 4,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    let mut bigger = s.clone();
+    *bigger.cluster.servers[0]
+        .topology
+        .last_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap() += 1;
+    let before = exact(&s).report;
+    let after = exact(&bigger).report;
+    let config = ilp::SolveRequest::new(&bigger, perf(), Objective::default())
+        .unwrap()
+        .program(ilp::SolveProgram::Config)
+        .solve()
+        .unwrap()
+        .report;
+    assert_eq!(
+        (after.status, config.status),
+        (SolveStatus::Optimal, SolveStatus::Optimal)
+    );
+    assert!(
+        (after.objective - config.objective).abs() <= 1e-5,
+        "compact {} vs configuration {}",
+        after.objective,
+        config.objective
+    );
+    assert!(
+        after.objective >= before.objective - 2e-6,
+        "{} -> {}",
+        before.objective,
+        after.objective
+    );
+}
