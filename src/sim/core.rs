@@ -160,6 +160,7 @@ impl<'a> Simulator<'a> {
             cpu_mem_now: None,
             perf,
             config,
+            scratch: ClusterSnapshot::from_parts(0.0, cluster.clone(), Vec::new()),
             priced: ClusterSnapshot::from_parts(0.0, cluster, Vec::new()),
             index_of: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             jobs,
@@ -236,26 +237,93 @@ impl<'a> Simulator<'a> {
     pub(super) fn reprice(&mut self) -> Result<()> {
         // Only the jobs that hold GPUs matter for speeds (all of them active, in index order);
         // cloning the rest would cost O(trace).
+        let running: Vec<usize> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&i| self.state[i].assignment.is_some())
+            .collect();
+        let speeds = self.speeds_of(&running, true)?;
+        for &i in &self.active {
+            self.state[i].speed = 0.0;
+        }
+        self.set_speeds(speeds);
+        let active = std::mem::take(&mut self.active);
+        self.reissue(&active);
+        self.active = active;
+        Ok(())
+    }
+
+    /// [`Simulator::reprice`] after a job left `servers` (ascending), with the same result: a
+    /// job's speed in context depends only on the jobs sharing one of its servers (PCIe
+    /// switches, sockets, NIC: `perf::speeds`), so only the jobs with a task there can change,
+    /// and pricing them needs only the jobs on their own servers. A completion frees one job's
+    /// servers; re-pricing every running job for it made a replay's cost grow with jobs ×
+    /// running jobs.
+    fn reprice_around(&mut self, servers: &[usize]) -> Result<()> {
+        let on = |a: &Assignment, set: &[usize]| {
+            a.workers
+                .iter()
+                .map(|w| w.server.0)
+                .chain(a.ps.iter().map(|p| p.server.0))
+                .any(|s| set.binary_search(&s).is_ok())
+        };
+        let assigned = |i: &usize| self.state[*i].assignment.as_ref();
+        let touched: Vec<usize> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|i| assigned(i).is_some_and(|a| on(a, servers)))
+            .collect();
+        if touched.is_empty() {
+            return Ok(());
+        }
+        let mut around: Vec<usize> = touched
+            .iter()
+            .filter_map(assigned)
+            .flat_map(Assignment::servers)
+            .collect();
+        around.sort_unstable();
+        around.dedup();
+        let context: Vec<usize> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|i| assigned(i).is_some_and(|a| on(a, &around)))
+            .collect();
+        let mut speeds = self.speeds_of(&context, false)?;
+        speeds.retain(|(id, _)| touched.binary_search(&self.index_of[id]).is_ok());
+        self.set_speeds(speeds);
+        self.reissue(&touched);
+        Ok(())
+    }
+
+    /// In-context speeds of the running jobs `jobs` (ascending indices), each priced with the
+    /// others of `jobs` as its only co-runners; into `priced` (the round's full set, kept for
+    /// the accounting) when `all`, else into the scratch snapshot.
+    fn speeds_of(&mut self, jobs: &[usize], all: bool) -> Result<Vec<(JobId, perf::Speed)>> {
         let schedule = Schedule {
-            assignments: self
-                .active
+            assignments: jobs
                 .iter()
                 .filter_map(|&i| self.state[i].assignment.clone())
                 .collect(),
         };
-        self.priced.time_s = self.now;
-        self.priced.jobs.clear();
-        self.priced.jobs.extend(
-            self.active
-                .iter()
-                .filter(|&&i| self.state[i].assignment.is_some())
-                .map(|&i| self.jobs[i].clone()),
-        );
-        self.priced.reindex();
-        let speeds = perf::speeds(self.perf, &self.priced, &schedule)?;
-        for &i in &self.active {
-            self.state[i].speed = 0.0;
-        }
+        let snapshot = if all {
+            &mut self.priced
+        } else {
+            &mut self.scratch
+        };
+        snapshot.time_s = self.now;
+        snapshot.jobs.clear();
+        snapshot
+            .jobs
+            .extend(jobs.iter().map(|&i| self.jobs[i].clone()));
+        snapshot.reindex();
+        perf::speeds(self.perf, snapshot, &schedule)
+    }
+
+    /// Sets each job's speed from its speed in context, as the work accrues it.
+    fn set_speeds(&mut self, speeds: impl IntoIterator<Item = (JobId, perf::Speed)>) {
         let allowance = self.config.contention_allowance;
         for (id, sp) in speeds {
             let i = self.index_of[&id];
@@ -267,8 +335,11 @@ impl<'a> Simulator<'a> {
                 sp.iterations_per_s
             };
         }
-        for k in 0..self.active.len() {
-            let i = self.active[k];
+    }
+
+    /// Issues a new completion event for each of `jobs` whose progress rate changed.
+    fn reissue(&mut self, jobs: &[usize]) {
+        for &i in jobs {
             let s = &mut self.state[i];
             let progressing = s.assignment.is_some() && !s.restarting && s.speed > 0.0;
             let desired = progressing.then_some(s.speed);
@@ -285,7 +356,6 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
-        Ok(())
     }
 
     /// What a scheduler sees now: the jobs that have arrived and not finished.
@@ -416,11 +486,16 @@ impl<'a> Simulator<'a> {
     /// runs where or how fast.
     pub(super) fn after_change(&mut self) -> Result<()> {
         self.reprice()?;
+        self.record_held();
+        Ok(())
+    }
+
+    /// Records the GPUs held now, when they changed.
+    fn record_held(&mut self) {
         let held = self.gpus_held();
         if self.utilization.last().is_none_or(|&(_, g)| g != held) {
             self.utilization.push((self.now, held));
         }
-        Ok(())
     }
 
     pub(super) fn begin_restart(&mut self, i: usize, new: Option<Assignment>) {
@@ -487,7 +562,11 @@ impl<'a> Simulator<'a> {
             Event::Completion { job, .. } => {
                 self.state[job].done = self.jobs[job].total_iterations;
                 self.state[job].finished = true;
-                self.state[job].assignment = None;
+                let freed = self.state[job]
+                    .assignment
+                    .take()
+                    .map(|a| a.servers())
+                    .unwrap_or_default();
                 // As the re-pricing of every job did for a finished one: no completion pending.
                 self.state[job].version += 1;
                 self.state[job].event_speed = None;
@@ -500,12 +579,17 @@ impl<'a> Simulator<'a> {
                 if self.deferred.is_some() && self.emptied.is_none() && self.active.is_empty() {
                     self.emptied = Some(t);
                 }
+                // Only the jobs that shared a server with it run at another speed now.
+                self.reprice_around(&freed)?;
             }
             Event::RestartDone { job, .. } => {
+                // Nobody's speed changes (a restarting job holds its GPUs and prices as
+                // running): the job only starts progressing again.
                 self.state[job].restarting = false;
+                self.reissue(&[job]);
             }
         }
-        self.after_change()?;
+        self.record_held();
         Ok(Next::Event)
     }
 

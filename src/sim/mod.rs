@@ -294,6 +294,8 @@ pub struct Simulator<'a> {
     /// The cluster and the running jobs as the performance model last priced them; kept between
     /// events so that re-pricing does not copy the cluster each time.
     priced: ClusterSnapshot,
+    /// The same cluster, with the jobs a completion re-prices ([`Simulator::reprice_around`]).
+    scratch: ClusterSnapshot,
     jobs: Vec<Job>,
     /// Position of each job id in `jobs` (looked up on every reprice).
     index_of: std::collections::HashMap<JobId, usize>,
