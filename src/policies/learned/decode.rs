@@ -527,8 +527,10 @@ impl<'p> PlaceState<'p> {
 pub struct Candidates {
     /// Per server, its type's index.
     type_of: Vec<usize>,
-    /// `[type][free GPUs]` → servers.
-    buckets: Vec<Vec<std::collections::BTreeSet<usize>>>,
+    /// `[type][free GPUs]` → servers, ascending. Sorted vectors, not ordered sets: the index
+    /// is built for every round and copied for every proposal, and a set's nodes made those
+    /// 8 % of a replay's time at 1,000 servers; an update moves one server between two.
+    buckets: Vec<Vec<Vec<usize>>>,
     /// Per server, its free GPUs as indexed.
     free: Vec<usize>,
 }
@@ -562,14 +564,15 @@ impl Candidates {
             .max()
             .unwrap_or(0);
         let mut c = Candidates {
-            buckets: vec![vec![std::collections::BTreeSet::new(); most + 1]; types.len()],
+            buckets: vec![vec![Vec::new(); most + 1]; types.len()],
             free: vec![0; type_of.len()],
             type_of,
         };
         for s in 0..c.free.len() {
             let f = packer.free_gpus_on(s).iter().filter(|&&x| x).count();
             c.free[s] = f;
-            c.buckets[c.type_of[s]][f].insert(s);
+            // Servers in ascending order: every bucket is sorted as built.
+            c.buckets[c.type_of[s]][f].push(s);
         }
         c
     }
@@ -579,8 +582,14 @@ impl Candidates {
         for s in servers {
             let f = packer.free_gpus_on(s).iter().filter(|&&x| x).count();
             let t = self.type_of[s];
-            self.buckets[t][self.free[s]].remove(&s);
-            self.buckets[t][f].insert(s);
+            let from = &mut self.buckets[t][self.free[s]];
+            if let Ok(at) = from.binary_search(&s) {
+                from.remove(at);
+            }
+            let to = &mut self.buckets[t][f];
+            if let Err(at) = to.binary_search(&s) {
+                to.insert(at, s);
+            }
             self.free[s] = f;
         }
     }
