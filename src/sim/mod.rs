@@ -42,6 +42,8 @@ mod core;
 mod env;
 mod metrics;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use core::SimBuilder;
 pub use env::{JobProgress, RoundOutcome};
@@ -291,8 +293,9 @@ struct State {
 pub struct Simulator<'a> {
     perf: &'a dyn PerfModel,
     config: SimConfig,
-    /// The cluster and the running jobs as the performance model last priced them; kept between
-    /// events so that re-pricing does not copy the cluster each time.
+    /// The cluster and the running jobs as the performance model last priced them all (after a
+    /// decision; a completion re-prices only its neighbours, in `scratch`); kept between events
+    /// so that re-pricing does not copy the cluster each time.
     priced: ClusterSnapshot,
     /// The same cluster, with the jobs a completion re-prices ([`Simulator::reprice_around`]).
     scratch: ClusterSnapshot,
