@@ -1,38 +1,27 @@
 //! Simulator unit tests that read its private state.
 
 use super::*;
-use crate::model::RunState;
 use crate::perf::CalibratedPerf;
 use crate::policies::{PolicyKind, PolicyOptions};
-use crate::workload::{GenerateOptions, generate};
 
 /// A completion re-prices only its neighbours ([`Simulator::reprice_around`]) and a
-/// restart's end only its own job: after every event, re-pricing every running job
-/// (the rule before) finds every speed and every pending completion event unchanged.
+/// restart's end only its own job: after every event of five policies' replays, re-pricing
+/// every running job (the rule before) finds every speed and pending completion unchanged.
 #[test]
 fn local_repricing_is_the_full_one() {
     let perf = CalibratedPerf::shipped();
-    for (policy, seed) in [(PolicyKind::Random, 3), (PolicyKind::Pollux, 5)] {
+    // Restarts (Pollux and Optimus resize, SRTF and Tiresias preempt): their ends re-price.
+    let mut restarts = 0;
+    for (policy, seed) in [
+        (PolicyKind::Random, 3),
+        (PolicyKind::Pollux, 5),
+        (PolicyKind::Optimus, 7),
+        (PolicyKind::Srtf, 9),
+        (PolicyKind::Tiresias, 11),
+    ] {
         // Few servers and many jobs: co-location, distributed jobs, PS tasks, restarts.
-        let opts = GenerateOptions {
-            servers: 3,
-            jobs: 40,
-            seed,
-            max_workers: 6,
-            ..Default::default()
-        };
-        let g = generate(&opts, perf).unwrap();
-        let jobs = g
-            .jobs
-            .into_iter()
-            .enumerate()
-            .map(|(k, mut j)| {
-                j.run = RunState::default();
-                j.arrival_s = 200.0 * k as f64;
-                j
-            })
-            .collect();
-        let mut sim = Simulator::builder(perf, g.cluster, jobs).build().unwrap();
+        let (cluster, jobs) = instance(seed);
+        let mut sim = Simulator::builder(perf, cluster, jobs).build().unwrap();
         let popts = PolicyOptions {
             seed,
             ..Default::default()
@@ -73,10 +62,45 @@ fn local_repricing_is_the_full_one() {
             shared += usize::from(distinct.len() < servers.len());
         }
         assert!(sim.done(), "{}", policy.name());
+        restarts += sim.records.iter().map(|r| r.restarts).sum::<u32>();
         assert!(
             events > 80 && shared > 20,
             "{}: {events} steps, {shared} shared",
             policy.name()
         );
     }
+    assert!(restarts > 20, "{restarts} restarts");
+}
+
+/// Three 8-GPU servers (two sockets of two PCIe switches) and 40 jobs, one a minute, of
+/// parameter-server and all-reduce models with elastic sizes, written as instance files are
+/// (the simulator sits below the workload generator).
+fn instance(seed: u64) -> (Cluster, Vec<Job>) {
+    let server = |k: usize| {
+        format!(
+            r#"{{"name":"node-{k}","gpu_type":"v100","topology":[[2,2],[2,2]],"cpu_cores":24.0,"memory_gib":500.0,"nic_gbps":100.0,"nvlink":false}}"#
+        )
+    };
+    let servers: Vec<String> = (0..3).map(server).collect();
+    let cluster = format!(r#"{{"servers":[{}]}}"#, servers.join(","));
+    // (model, architecture, most workers, PS from–to)
+    let kinds = [
+        ("vgg-16", "ParameterServer", 4, (1, 3)),
+        ("gavel-lm-b40", "AllReduce", 2, (0, 0)),
+        ("dssm", "ParameterServer", 2, (1, 2)),
+        ("gavel-resnet-18-b64", "AllReduce", 6, (0, 0)),
+        ("gavel-resnet-18-b128", "AllReduce", 3, (0, 0)),
+    ];
+    let jobs = (0..40u64)
+        .map(|k| {
+            let (model, arch, max, (ps_min, ps_max)) = kinds[((k + seed) % 5) as usize];
+            let iterations = 20_000.0 + 20_000.0 * ((k * 7 + seed) % 13) as f64;
+            let arrival = 60.0 * k as f64;
+            let job = format!(
+                r#"{{"id":{k},"arrival_s":{arrival},"model":"{model}","arch":"{arch}","total_iterations":{iterations},"done_iterations":0.0,"demand":{{"gpus_per_worker":1,"cpu_per_worker":3.0,"mem_per_worker_gib":31.25,"cpu_per_ps":2.0,"mem_per_ps_gib":8.0}},"workers":{{"min":1,"max":{max}}},"ps":{{"min":{ps_min},"max":{ps_max}}},"gpu_types":[],"local_batch":null,"current":null}}"#
+            );
+            serde_json::from_str(&job).unwrap()
+        })
+        .collect();
+    (serde_json::from_str(&cluster).unwrap(), jobs)
 }
