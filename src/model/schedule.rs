@@ -111,14 +111,18 @@ impl Assignment {
         f
     }
 
-    /// Every server this assignment touches (workers or PS), sorted, without repeats.
-    pub fn servers(&self) -> Vec<usize> {
-        let mut s: Vec<usize> = self
-            .workers
+    /// The server of every task (workers, then PS), repeats included: [`Assignment::servers`]
+    /// without sorting or allocating, for the simulator's per-event checks.
+    pub(crate) fn task_servers(&self) -> impl Iterator<Item = usize> + '_ {
+        self.workers
             .iter()
             .map(|w| w.server.0)
             .chain(self.ps.iter().map(|p| p.server.0))
-            .collect();
+    }
+
+    /// Every server this assignment touches (workers or PS), sorted, without repeats.
+    pub fn servers(&self) -> Vec<usize> {
+        let mut s: Vec<usize> = self.task_servers().collect();
         s.sort_unstable();
         s.dedup();
         s

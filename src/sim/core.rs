@@ -261,13 +261,8 @@ impl<'a> Simulator<'a> {
     /// servers; re-pricing every running job for it made a replay's cost grow with jobs ×
     /// running jobs.
     fn reprice_around(&mut self, servers: &[usize]) -> Result<()> {
-        let on = |a: &Assignment, set: &[usize]| {
-            a.workers
-                .iter()
-                .map(|w| w.server.0)
-                .chain(a.ps.iter().map(|p| p.server.0))
-                .any(|s| set.binary_search(&s).is_ok())
-        };
+        let on =
+            |a: &Assignment, set: &[usize]| a.task_servers().any(|s| set.binary_search(&s).is_ok());
         let assigned = |i: &usize| self.state[*i].assignment.as_ref();
         let touched: Vec<usize> = self
             .active
