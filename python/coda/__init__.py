@@ -35,6 +35,7 @@ __all__ = [
     "solve",
     "score",
     "simulate",
+    "bound",
     "gap",
     "comparison_csv",
 ]
@@ -122,6 +123,13 @@ def simulate(trace: str, policy: str = "learned", **options: Any) -> dict:
     ``policy_samples=1``, ``contention_allowance=1.0``...). Returns what ``coda simulate
     --json`` prints (same keys, same values) plus ``jobs``: one record per job."""
     return json.loads(_native.simulate(_spec(trace, options), policy))
+
+
+def bound(trace: str, **options: Any) -> dict:
+    """Lower bounds on the average JCT of ``trace``'s tracked jobs that no policy beats
+    (``options``: ``coda simulate``'s workload and simulator flags); what ``coda bound --json``
+    prints: ``{"avg_jct_s": ..., "bounds": {"alone": ..., "capacity": ..., "lp": ...}, ...}``."""
+    return json.loads(_native.bound(_spec(trace, options)))
 
 
 def gap(

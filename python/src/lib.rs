@@ -185,6 +185,25 @@ fn simulate(py: Python<'_>, spec: &str, policy: &str) -> PyResult<String> {
     .map_err(err)
 }
 
+/// Lower bounds on a replay's average JCT that no policy beats (`spec`: `coda simulate`'s
+/// flags as a JSON object); what `coda bound --json` prints (its default relaxation limits).
+#[pyfunction]
+fn bound(py: Python<'_>, spec: &str) -> PyResult<String> {
+    let spec = Replay::from_json(spec, "bound").map_err(err)?;
+    py.detach(move || {
+        spec.check("bound")?;
+        let perf = perf();
+        let workload = spec.workload(perf)?;
+        let b = spec.bound(&workload, perf, Some(coda::sim::LpLimits::default()))?;
+        let mut v = serde_json::to_value(&b).expect("a bound serialises");
+        v["trace"] = workload.trace.clone().into();
+        v["cluster"] = workload.cluster_spec.clone().into();
+        v["gpus"] = workload.cluster.num_gpus().into();
+        Ok(v.to_string())
+    })
+    .map_err(err)
+}
+
 /// A trace's jobs on its cluster (`spec`: `coda simulate`'s flags as a JSON object): `{"trace",
 /// "cluster_spec", "cluster", "jobs", "skipped"}` as JSON, the jobs as a snapshot holds them.
 #[pyfunction]
@@ -209,7 +228,7 @@ fn comparison_csv(summaries: Vec<String>) -> PyResult<String> {
         .iter()
         .map(|s| parse::<RunSummary>(s, "comparison_csv"))
         .collect::<PyResult<Vec<RunSummary>>>()?;
-    Ok(Comparison { runs }.csv())
+    Ok(Comparison { runs, bound: None }.csv())
 }
 
 /// Scores policies on labelled rounds (`coda label` files): per round and policy, the
@@ -445,6 +464,7 @@ fn obs_width() -> usize {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CodaError", m.py().get_type::<CodaError>())?;
     m.add_function(wrap_pyfunction!(schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(bound, m)?)?;
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

@@ -118,44 +118,71 @@ pub fn brute_force(
     objective: &Objective,
     limits: BruteForceLimits,
 ) -> Result<(f64, Schedule, u64)> {
-    let cands: Vec<Vec<Assignment>> = snapshot
-        .jobs
-        .iter()
-        .map(|j| candidates(snapshot, j))
-        .collect::<Result<_>>()?;
-    let total: f64 = cands.iter().map(|c| (c.len() + 1) as f64).product();
-    if total > limits.max_schedules as f64 {
-        return Err(Error::InvalidInstance {
-            context: "brute force".into(),
-            reason: format!(
-                "{total:.0} schedules to enumerate, limit {}",
-                limits.max_schedules
-            ),
-        });
-    }
-    // Every schedule of the search is scored against one pricing of the round.
-    let mut search = Enumeration {
-        cands: &cands,
-        pricing: RoundPricing::new(perf, snapshot, *objective),
-        current: Schedule::default(),
-        best: (f64::NEG_INFINITY, Schedule::default()),
-        scored: 0,
-    };
+    let mut search = Enumeration::new(snapshot, perf, objective, limits)?;
     search.rec(0);
     Ok((search.best.0, search.best.1, search.scored))
 }
 
+/// Every valid schedule of a tiny round (one-GPU workers only): what a search over a
+/// simulator's decisions branches on (the JCT bound's exhaustive check). Refused, as
+/// [`brute_force`] refuses, past `limits`.
+pub fn every_schedule(
+    snapshot: &ClusterSnapshot,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    limits: BruteForceLimits,
+) -> Result<Vec<Schedule>> {
+    let mut search = Enumeration::new(snapshot, perf, objective, limits)?;
+    search.all = Some(Vec::new());
+    search.rec(0);
+    Ok(search.all.unwrap_or_default())
+}
+
 /// The depth-first search over every job's choices: the schedule being built, the best so far
-/// and how many were scored.
-struct Enumeration<'c, 'p> {
-    cands: &'c [Vec<Assignment>],
+/// and how many were scored (and every valid schedule, when collected).
+struct Enumeration<'p> {
+    cands: Vec<Vec<Assignment>>,
     pricing: RoundPricing<'p>,
     current: Schedule,
     best: (f64, Schedule),
     scored: u64,
+    all: Option<Vec<Schedule>>,
 }
 
-impl Enumeration<'_, '_> {
+impl<'p> Enumeration<'p> {
+    /// The search over `snapshot`'s schedules, refused past `limits`.
+    fn new(
+        snapshot: &'p ClusterSnapshot,
+        perf: &'p dyn PerfModel,
+        objective: &Objective,
+        limits: BruteForceLimits,
+    ) -> Result<Self> {
+        let cands: Vec<Vec<Assignment>> = snapshot
+            .jobs
+            .iter()
+            .map(|j| candidates(snapshot, j))
+            .collect::<Result<_>>()?;
+        let total: f64 = cands.iter().map(|c| (c.len() + 1) as f64).product();
+        if total > limits.max_schedules as f64 {
+            return Err(Error::InvalidInstance {
+                context: "brute force".into(),
+                reason: format!(
+                    "{total:.0} schedules to enumerate, limit {}",
+                    limits.max_schedules
+                ),
+            });
+        }
+        // Every schedule of the search is scored against one pricing of the round.
+        Ok(Enumeration {
+            cands,
+            pricing: RoundPricing::new(perf, snapshot, *objective),
+            current: Schedule::default(),
+            best: (f64::NEG_INFINITY, Schedule::default()),
+            scored: 0,
+            all: None,
+        })
+    }
+
     /// Jobs `k..` decided every way, each complete schedule scored.
     fn rec(&mut self, k: usize) {
         if k == self.cands.len() {
@@ -163,16 +190,19 @@ impl Enumeration<'_, '_> {
             // shapes are not schedules: skipped, exactly as the integer program cannot take them.
             if let Ok(s) = self.pricing.score(&self.current) {
                 self.scored += 1;
+                if let Some(all) = self.all.as_mut() {
+                    all.push(self.current.clone());
+                }
                 if s.total > self.best.0 + 1e-12 {
                     self.best = (s.total, self.current.clone());
                 }
             }
             return;
         }
-        // Job k waits (None) or takes one of its candidate assignments.
-        let cands = self.cands;
-        for choice in std::iter::once(None).chain(cands[k].iter().map(Some)) {
-            if let Some(a) = choice {
+        // Job k waits (c = 0) or takes its candidate assignment c - 1.
+        for c in 0..=self.cands[k].len() {
+            if c > 0 {
+                let a = &self.cands[k][c - 1];
                 // Cheap pruning: no GPU twice.
                 let clash = self.current.assignments.iter().any(|b| {
                     b.workers.iter().any(|x| {
@@ -187,7 +217,7 @@ impl Enumeration<'_, '_> {
                 self.current.assignments.push(a.clone());
             }
             self.rec(k + 1);
-            if choice.is_some() {
+            if c > 0 {
                 self.current.assignments.pop();
             }
         }

@@ -25,7 +25,7 @@ mod settings;
 mod solve;
 mod window;
 
-pub use brute::{BruteForceLimits, brute_force};
+pub use brute::{BruteForceLimits, brute_force, every_schedule};
 pub use exact::ExactScheduler;
 pub use formulation::ModelSize;
 pub use report::{

@@ -10,7 +10,7 @@ use crate::model::ClusterSnapshot;
 use crate::perf::PerfModel;
 use crate::policies::PolicyKind;
 use crate::scheduler::{RoundEvent, RoundEvents, RoundSolve};
-use crate::sim::{self, JobRecord, Observe, Simulator};
+use crate::sim::{self, JctBound, JobRecord, LpLimits, Observe, Simulator};
 use crate::workload::Workload;
 
 /// One finished replay.
@@ -68,6 +68,20 @@ impl Replay {
         simulator.run_observed(scheduler.as_mut(), &mut all)?;
         let wall = t.elapsed().as_secs_f64();
         Ok(self.finish(policy.name(), workload, &simulator, wall, &log.0))
+    }
+
+    /// Lower bounds on the tracked jobs' average JCT that no policy beats on `workload`
+    /// ([`JctBound`]; the simulator's settings and tracked window are this replay's), the
+    /// time-indexed relaxation within `lp` when given.
+    pub fn bound(
+        &self,
+        workload: &Workload,
+        perf: &dyn PerfModel,
+        lp: Option<LpLimits>,
+    ) -> Result<JctBound> {
+        // Contention only slows jobs down, whatever the allowance: none is measured.
+        let simulator = self.simulator(workload, 1.0, perf)?;
+        simulator.jct_bound(self.sim.track_from..self.sim.track_to, lp)
     }
 
     /// The summary and records of a finished `simulator` (run by `policy` in `wall_s`

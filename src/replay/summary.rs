@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::scheduler::RoundSolve;
-use crate::sim::{JobRecord, Metrics};
+use crate::sim::{JctBound, JobRecord, Metrics};
 
 /// One simulation, summarised.
 /// Read back (Deserialize) by the Python package, which merges runs made apart.
@@ -57,6 +57,10 @@ pub struct RunSummary {
 pub struct Comparison {
     /// One summary per policy, in the order asked.
     pub runs: Vec<RunSummary>,
+    /// Lower bounds on the tracked jobs' average JCT under any policy, when computed
+    /// ([`crate::replay::Replay::bound`]): how much each policy leaves above them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<JctBound>,
 }
 
 impl Comparison {
@@ -88,6 +92,28 @@ impl Comparison {
                 m.restarts,
                 m.jobs_unfinished_total,
                 r.wall_s
+            );
+        }
+        if let Some(b) = &self.bound {
+            let above: Vec<String> = self
+                .runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} {:+.1} %",
+                        r.policy,
+                        100.0 * (r.metrics.avg_jct_s / b.avg_jct_s - 1.0)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "\nLower bound on the average JCT, any policy (`coda bound`): **{:.2} h** (every job \
+                 alone at its fastest: {:.2} h; with the cluster's capacity: {:.2} h). Above it: {}.",
+                b.avg_jct_s / 3600.0,
+                b.bounds.alone / 3600.0,
+                b.bounds.capacity / 3600.0,
+                above.join(", ")
             );
         }
         for r in &self.runs {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::run::ReplayRun;
 use super::summary::{Comparison, jobs_csv, solves_csv, utilization_csv};
 use crate::error::{Error, Result};
+use crate::sim::JctBound;
 use crate::util::write_atomic;
 
 /// The folder of a replay, or of a comparison of replays, and everything written into it.
@@ -15,7 +16,8 @@ use crate::util::write_atomic;
 /// `solves.csv` (when the policy solved rounds: one row per solve) and, with the `plots`
 /// feature, `jct_cdf.svg` and `utilization.svg`. A comparison's folder
 /// ([`RunWriter::write_comparison`]) holds one such folder per policy, `comparison.csv` and
-/// `comparison.md`, and the plots of every run together.
+/// `comparison.md`, `bound.json` (the lower bounds on its average JCT, when given) and the plots
+/// of every run together.
 #[derive(Debug, Clone)]
 pub struct RunWriter {
     dir: PathBuf,
@@ -78,7 +80,12 @@ impl RunWriter {
     /// Runs of one workload (`what`: the trace and cluster, for titles): each run's folder
     /// under its policy's name, the comparison table as CSV and Markdown, and the plots of
     /// every run together. Returns the comparison.
-    pub fn write_comparison(&self, runs: &[ReplayRun], what: &str) -> Result<Comparison> {
+    pub fn write_comparison(
+        &self,
+        runs: &[ReplayRun],
+        what: &str,
+        bound: Option<JctBound>,
+    ) -> Result<Comparison> {
         Self::create(&self.dir)?;
         for r in runs {
             let policy = &r.summary.policy;
@@ -86,7 +93,12 @@ impl RunWriter {
         }
         let cmp = Comparison {
             runs: runs.iter().map(|r| r.summary.clone()).collect(),
+            bound,
         };
+        if let Some(b) = &cmp.bound {
+            let json = serde_json::to_string_pretty(b).expect("a bound serialises");
+            write_atomic(&self.dir.join("bound.json"), json.as_bytes())?;
+        }
         write_atomic(&self.dir.join("comparison.csv"), cmp.csv().as_bytes())?;
         write_atomic(&self.dir.join("comparison.md"), cmp.markdown().as_bytes())?;
         #[cfg(feature = "plots")]

@@ -57,13 +57,19 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
+/// The positions of the tracked jobs among `n` in arrival order, `tracked` as fractions of the
+/// list (what the metrics and the JCT bound both average over).
+pub(crate) fn window(n: usize, tracked: std::ops::Range<f64>) -> std::ops::Range<usize> {
+    let lo = ((tracked.start.clamp(0.0, 1.0)) * n as f64).floor() as usize;
+    let hi = ((tracked.end.clamp(0.0, 1.0)) * n as f64).ceil() as usize;
+    lo.min(n)..hi.min(n).max(lo.min(n))
+}
+
 /// Metrics of `records` (in arrival order) over the window `tracked` (fractions of the job
 /// list, e.g. `0.1..0.9`), for a cluster of `gpus` GPUs.
 pub fn metrics(records: &[JobRecord], tracked: std::ops::Range<f64>, gpus: u64) -> Metrics {
     let n = records.len();
-    let lo = ((tracked.start.clamp(0.0, 1.0)) * n as f64).floor() as usize;
-    let hi = ((tracked.end.clamp(0.0, 1.0)) * n as f64).ceil() as usize;
-    let window = &records[lo.min(n)..hi.min(n).max(lo.min(n))];
+    let window = &records[window(n, tracked)];
     let mut jct: Vec<f64> = window
         .iter()
         .filter_map(|r| r.finish_s.map(|f| f - r.arrival_s))

@@ -38,6 +38,8 @@
 
 mod accounting;
 mod admission;
+mod bound;
+mod bound_lp;
 mod core;
 mod env;
 mod metrics;
@@ -45,6 +47,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+pub use bound::{Bounds, JctBound, LpLimits};
 pub use core::SimBuilder;
 pub use env::{JobProgress, RoundOutcome};
 pub use run::{Observe, ObserverMode};
@@ -271,6 +274,7 @@ enum Event {
     RestartDone { job: usize, version: u64 },
 }
 
+#[derive(Clone)]
 struct State {
     done: f64,
     assignment: Option<Assignment>,
@@ -289,7 +293,9 @@ struct State {
 }
 
 /// The simulator. Build with [`Simulator::builder`], drive with [`Simulator::step`],
-/// [`Simulator::run`].
+/// [`Simulator::run`]. A clone is an independent copy of the run so far (a search over
+/// decisions plays each from the same state).
+#[derive(Clone)]
 pub struct Simulator<'a> {
     perf: &'a dyn PerfModel,
     config: SimConfig,

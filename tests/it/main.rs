@@ -2,6 +2,7 @@
 
 mod api;
 mod baselines;
+mod bound;
 mod cli;
 mod common;
 mod cpumem;

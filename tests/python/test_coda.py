@@ -87,6 +87,16 @@ def test_simulate_is_the_command_line_replay():
         assert _without(run, WALL) == _without(out, WALL)
 
 
+def test_bound_is_the_command_line_one_and_below_every_run():
+    opts = ["--trace", "philly", "--cluster", "4x8", "--take", "80", "--seed", "3"]
+    b = coda.bound("philly", cluster="4x8", take=80, seed=3)
+    assert b == json.loads(cli("bound", *opts, "--json"))
+    assert b["avg_jct_s"] >= b["bounds"]["alone"] > 0
+    for policy in ("drf", "learned"):
+        run = coda.simulate("philly", policy=policy, cluster="4x8", take=80, seed=3)
+        assert run["avg_jct_s"] >= b["avg_jct_s"]
+
+
 def test_env_passes_gymnasiums_checker():
     env = gym.make("coda/Cluster-v0", trace="philly", cluster="4x8", take=50)
     check_env(env.unwrapped)

@@ -27,6 +27,7 @@ mod bench_decide;
 mod bench_sim;
 mod bench_solve;
 mod bench_warm;
+mod bound;
 mod calibrate;
 mod gap;
 mod generate;
@@ -139,6 +140,12 @@ enum Cmd {
     ///
     /// Writes the converted jobs with `--out` (JSON). Milliseconds.
     Trace(trace::Args),
+    /// Lower bounds on a replay's average JCT that no policy beats: every job alone at its
+    /// fastest, and the cluster's capacity (`formulations/README.md`).
+    ///
+    /// Takes `simulate`'s workload and simulator flags; prints a table or, with `--json`, one
+    /// object. Under a second on the Philly window.
+    Bound(bound::Args),
     /// Replay a trace under one policy: metrics JSON, per-job and utilisation CSVs, plots.
     ///
     /// Writes `metrics.json`, `jobs.csv`, `utilization.csv`, `jct_cdf.svg`, `utilization.svg`
@@ -220,6 +227,11 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Train(cmd) => train::run(cmd, params),
         Cmd::Generate(args) => generate::run(args, params),
         Cmd::Trace(args) => trace::run(args, params),
+        Cmd::Bound(args) => {
+            let text = bound::run(args, &perf_model(params)?)?;
+            out!("{}", text.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Simulate { sim, policy } => {
             let text = simulate::simulate(&sim, policy, &perf_model(params)?)?;
             out!("{}", text.trim_end());

@@ -165,6 +165,7 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
     for (k, setting) in settings.iter().enumerate() {
         let block = coda::replay::Comparison {
             runs: runs[k * policies.len()..(k + 1) * policies.len()].to_vec(),
+            bound: None,
         }
         .csv();
         let mut lines = block.lines();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use coda::policies::PolicyKind;
 use coda::replay::{Comparison, Replay, ReplayRun, RunWriter};
-use coda::sim::{Observe, ObserverMode, Simulator};
+use coda::sim::{LpLimits, Observe, ObserverMode, Simulator};
 use coda::workload::Workload;
 use coda::{Error, PerfModel};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -124,6 +124,7 @@ pub fn simulate(args: &SimArgs, policy: PolicyKind, perf: &dyn PerfModel) -> cod
     } else {
         Comparison {
             runs: vec![run.summary],
+            bound: None,
         }
         .markdown()
     })
@@ -179,7 +180,12 @@ pub fn compare(
     });
     let runs: Vec<ReplayRun> = runs.into_iter().collect::<coda::Result<_>>()?;
     let what = format!("{} on {}", workload.trace, workload.cluster_spec);
-    let cmp = RunWriter::new(&args.out).write_comparison(&runs, &what)?;
+    // Milliseconds next to the replays: every comparison says how far each policy is from
+    // the best any could do.
+    let bound = args
+        .replay
+        .bound(&workload, perf, Some(LpLimits::default()))?;
+    let cmp = RunWriter::new(&args.out).write_comparison(&runs, &what, Some(bound))?;
     Ok(if args.json {
         serde_json::to_string(&cmp).expect("serialize")
     } else {

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 mod cpumem;
 mod gap;
+mod load;
 mod models;
 mod python;
 mod results;

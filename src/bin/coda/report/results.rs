@@ -581,6 +581,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&comparison_section(c, &results)?);
         s.push('\n');
     }
+    let load = results.join("load/load_sweep.csv");
+    if load.is_file() {
+        s.push_str("## How much is left to win: lower bounds and a load sweep\n\n");
+        s.push_str(&super::load::load_section(&load, &results)?);
+        s.push('\n');
+    }
     s.push_str("## Fungible CPU and memory\n\n");
     s.push_str(&super::cpumem::cpu_mem_section(&results)?);
     s.push_str("\n## Sensitivity to the named estimates\n\n");

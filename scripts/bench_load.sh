@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Load sweep (set-up included): each shipped trace at its own cluster and on fewer servers of the
+# same kind (the same jobs at the same arrival times on less capacity: higher load, more
+# queueing), every baseline but `random`, `learned` and `learned-rl`, and the lower bound of
+# `coda bound` on each. Writes one comparison folder per (trace, cluster) under
+# benches/results/load/ (or $1), then `load_sweep.{csv,md}` (per trace and load: the bound, the
+# best baseline, learned, learned-rl, and the share of average JCT above the bound each leaves).
+# Alibaba runs at its own cluster only (its nodes are heterogeneous: fewer of "the same" is not
+# one spec). One replay at a time (single-core wall times). SWEEP limits it to some configs
+# (e.g. SWEEP="philly:16xdgx-1-v100"); BOUND_ONLY=1 recomputes the bounds and tables only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+cargo build --release --locked
+coda=${CODA_BIN:-target/release/coda}
+out=${1:-benches/results/load}
+mkdir -p "$out"
+configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
+policies=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,synergy-tune,learned,learned-rl
+{
+  echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "date: $(date -u +%Y-%m-%d)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "command: scripts/bench_load.sh (configs: $configs)"
+} > "$out/machine.txt"
+for c in $configs; do
+  trace=${c%%:*}; cluster=${c#*:}; name="$trace-$cluster"
+  if [ -z "${BOUND_ONLY:-}" ]; then
+    /usr/bin/time -f "%e s wall, %M KiB peak RSS (whole compare process)" -o "$out/$name.time" \
+      $coda compare --trace "$trace" --cluster "$cluster" --skip-unplaceable --policies "$policies" \
+      --threads 1 --quiet --out "$out/$name" > /dev/null
+  fi
+  $coda bound --trace "$trace" --cluster "$cluster" --skip-unplaceable --json > "$out/$name/bound.json"
+done
+python3 scripts/load_table.py "$out"
