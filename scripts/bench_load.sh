@@ -30,6 +30,8 @@ for c in $configs; do
     /usr/bin/time -f "%e s wall, %M KiB peak RSS (whole compare process)" -o "$out/$name.time" \
       $coda compare --trace "$trace" --cluster "$cluster" --skip-unplaceable --policies "$policies" \
       --threads 1 --quiet --out "$out/$name" > /dev/null
+    # The per-policy folders (jobs, utilisation) are kept out of the repository: 6 MB each.
+    rm -rf "${out:?}/$name"/*/
   fi
   $coda bound --trace "$trace" --cluster "$cluster" --skip-unplaceable --json > "$out/$name/bound.json"
 done
