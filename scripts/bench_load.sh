@@ -18,12 +18,9 @@ out=${1:-benches/results/load}
 mkdir -p "$out"
 configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
 policies=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,synergy-tune,learned,learned-rl
-{
-  echo "machine: $(uname -sm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-  echo "date: $(date -u +%Y-%m-%d)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "command: scripts/bench_load.sh (configs: $configs)"
-} > "$out/machine.txt"
+. scripts/bench_lib.sh
+machine_txt "$out" "scripts/bench_load.sh (configs: $configs)" \
+  "one replay at a time (--threads 1); wall times in each *.time file"
 for c in $configs; do
   trace=${c%%:*}; cluster=${c#*:}; name="$trace-$cluster"
   if [ -z "${BOUND_ONLY:-}" ]; then
