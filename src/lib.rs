@@ -79,6 +79,7 @@ struct ReadmeDoctests;
 
 pub mod ilp;
 pub mod learn;
+pub mod lookahead;
 pub mod model;
 pub mod objective;
 pub mod perf;

@@ -130,6 +130,8 @@ pub enum RoundEvent {
     },
     /// Back-fill placed this many waiting jobs on GPUs the round's schedule left idle.
     BackFilled(u64),
+    /// The lookahead played its candidates and chose one.
+    LookedAhead(LookaheadRound),
     /// A round seen by a scheduler that re-decides unchanged rounds only every `every` rounds:
     /// `kept` when this one was kept without asking.
     Revisited {
@@ -138,6 +140,20 @@ pub enum RoundEvent {
         /// Rounds between forced re-decisions.
         every: u32,
     },
+}
+
+/// What the lookahead policy did in one round in which it played more than one proposal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LookaheadRound {
+    /// The candidate whose proposal was kept (`learned`, `keep`, `pollux`...).
+    pub chosen: &'static str,
+    /// Distinct proposals played.
+    pub distinct: u32,
+    /// Job-seconds over the horizon the kept proposal saves against the first candidate's (0
+    /// when the first was kept).
+    pub saved_s: f64,
+    /// Seconds the round took: proposals and plays.
+    pub wall_s: f64,
 }
 
 /// Every event of a run, in order: what the observer of a replay keeps
@@ -163,6 +179,7 @@ impl RoundEvents {
     pub fn notes(&self) -> Vec<String> {
         let (mut solved, mut no_solution, mut start_kept, mut limits) = (0u64, 0u64, 0u64, None);
         let (mut filled, mut seen, mut kept, mut every) = (0u64, 0u64, 0u64, 1u32);
+        let mut looked: Vec<&LookaheadRound> = Vec::new();
         for e in &self.0 {
             match e {
                 RoundEvent::Solved {
@@ -179,6 +196,7 @@ impl RoundEvents {
                     limits = Some((*time_limit_s, *node_limit));
                 }
                 RoundEvent::BackFilled(n) => filled += n,
+                RoundEvent::LookedAhead(r) => looked.push(r),
                 RoundEvent::Revisited { kept: k, every: n } => {
                     seen += 1;
                     kept += u64::from(*k);
@@ -206,6 +224,9 @@ impl RoundEvents {
                 "back-fill placed {filled} waiting job(s) on GPUs the schedule left idle"
             ));
         }
+        if !looked.is_empty() {
+            notes.push(lookahead_note(&looked));
+        }
         if kept > 0 {
             notes.push(format!(
                 "{kept} of {seen} round(s) unchanged since the last decision kept it without \
@@ -214,4 +235,32 @@ impl RoundEvents {
         }
         notes
     }
+}
+
+/// The summary's line on a lookahead's rounds: how many it played, how often and for whom it
+/// left the first candidate, what that saved and what the rounds cost.
+fn lookahead_note(rounds: &[&LookaheadRound]) -> String {
+    let mut by: Vec<(&str, u64)> = Vec::new();
+    for r in rounds {
+        match by.iter_mut().find(|(n, _)| *n == r.chosen) {
+            Some(e) => e.1 += 1,
+            None => by.push((r.chosen, 1)),
+        }
+    }
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let n = rounds.len() as f64;
+    let distinct: f64 = rounds.iter().map(|r| f64::from(r.distinct)).sum::<f64>() / n;
+    let saved_h: f64 = rounds.iter().map(|r| r.saved_s).sum::<f64>() / 3600.0;
+    let wall: f64 = rounds.iter().map(|r| r.wall_s).sum();
+    format!(
+        "lookahead played {} round(s) ({distinct:.1} distinct proposals on average, {:.3} s a \
+         round); kept: {}; {saved_h:.1} job-hours saved over the plays' horizons against the \
+         first candidate",
+        rounds.len(),
+        wall / n,
+        by.iter()
+            .map(|(c, k)| format!("{c} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }

@@ -38,10 +38,16 @@ pub enum PolicyKind {
     LearnedRl,
     /// The learned level 1 with the baselines' consolidated placement (an ablation of level 2).
     LearnedPacker,
+    /// Rollout policy improvement: each round, candidate schedules (the learned policy's and
+    /// the best heuristics') each played forward some rounds in a copy of the simulator, the one
+    /// with the fewest job-hours kept. Not in [`PolicyKind::ALL`]: it needs the simulator's
+    /// settings, and is built above the simulator (`coda::lookahead`), as a replay does.
+    Lookahead,
 }
 
 impl PolicyKind {
-    /// Every policy, in the order reports list them.
+    /// Every policy built from its options alone ([`PolicyKind::build`]: all but
+    /// [`PolicyKind::Lookahead`]), in the order reports list them.
     pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Fifo,
         PolicyKind::Srtf,
@@ -79,6 +85,7 @@ impl PolicyKind {
             PolicyKind::Learned => "learned",
             PolicyKind::LearnedRl => "learned-rl",
             PolicyKind::LearnedPacker => "learned-packer",
+            PolicyKind::Lookahead => "lookahead",
         }
     }
 }
@@ -93,16 +100,30 @@ impl FromStr for PolicyKind {
     type Err = Error;
 
     fn from_str(name: &str) -> Result<Self, Error> {
-        PolicyKind::ALL
-            .into_iter()
+        let every = || PolicyKind::ALL.into_iter().chain([PolicyKind::Lookahead]);
+        every()
             .find(|k| k.name() == name)
             .ok_or_else(|| Error::UnknownName {
                 what: "policy".into(),
                 name: name.into(),
                 reason: format!(
                     "known: {}",
-                    PolicyKind::ALL.map(PolicyKind::name).join(", ")
+                    every().map(PolicyKind::name).collect::<Vec<_>>().join(", ")
                 ),
             })
+    }
+}
+
+/// Written by name (`"learned"`), as on the command line.
+impl serde::Serialize for PolicyKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PolicyKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }

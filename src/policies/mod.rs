@@ -93,6 +93,85 @@ pub struct PolicyOptions {
     pub ilp: IlpOptions,
     /// `learned`, `learned-rl`, `learned-packer` (and the `ilp` policy's learned start).
     pub learned: LearnedOptions,
+    /// `lookahead`.
+    pub lookahead: LookaheadOptions,
+}
+
+/// Settings of the `lookahead` policy (built above the simulator, `coda::lookahead`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LookaheadOptions {
+    /// Rounds each candidate is played forward, its own included (>= 1).
+    pub rounds: u32,
+    /// How many candidate policies propose a schedule each round (>= 1; the first this many of
+    /// `coda::lookahead::CANDIDATES`; 1: the learned policy alone, nothing played).
+    pub candidates: usize,
+    /// The policy that decides every round after the candidate's, in every play (a learned
+    /// base decodes greedily: one decoding a round).
+    pub base: PolicyKind,
+    /// What a lookahead's plays assume of the jobs still to arrive.
+    pub arrivals: LookaheadArrivals,
+    /// Who decides a play's later rounds.
+    pub follow: LookaheadFollow,
+    /// What a play adds for the jobs still present at its horizon.
+    pub tail: LookaheadTail,
+}
+
+/// What a lookahead's play counts for the jobs still in the system at the end of its horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum LookaheadTail {
+    /// Nothing: job-seconds within the horizon only (work done on a job that does not finish
+    /// within it is worth nothing).
+    None,
+    /// A lower bound on the time they will still spend in the system (`coda bound`'s capacity
+    /// bound on what is left, nothing else arriving): progress counts even when the job does
+    /// not finish within the horizon.
+    #[default]
+    Bound,
+}
+
+/// Who decides the rounds of a lookahead's play after the candidate's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum LookaheadFollow {
+    /// One base policy for every play ([`LookaheadOptions::base`]): one-step rollout
+    /// improvement of the base.
+    #[default]
+    Base,
+    /// Each candidate's own policy: the play values following that policy for the horizon, and
+    /// the round takes the first decision of the best (parallel rollout, Chang, Givan and
+    /// Chong 2004: no worse over the horizon than any one candidate followed throughout).
+    Candidate,
+}
+
+impl Default for LookaheadOptions {
+    fn default() -> Self {
+        LookaheadOptions {
+            rounds: 24,
+            candidates: 6,
+            base: PolicyKind::Learned,
+            arrivals: LookaheadArrivals::None,
+            follow: LookaheadFollow::Base,
+            tail: LookaheadTail::Bound,
+        }
+    }
+}
+
+/// What a lookahead's plays assume of future arrivals. Neither sees an arrival the policy could
+/// not know: the trace's future is never read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum LookaheadArrivals {
+    /// No job arrives during a play.
+    #[default]
+    None,
+    /// Jobs arrive as a Poisson process at the rate seen so far (jobs seen ÷ time since the
+    /// first arrival), each a copy of a job seen so far drawn uniformly (seeded by the policy's
+    /// seed and the round's time; the same draw for every candidate of a round).
+    Sampled,
 }
 
 /// Settings of the `tiresias` policy.
@@ -208,6 +287,16 @@ impl PolicyKind {
             PolicyKind::Ilp => windowed_ilp(perf, opts)?,
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
                 learned_policy(self, perf, opts)?
+            }
+            PolicyKind::Lookahead => {
+                return Err(Error::setting(
+                    "policy options",
+                    "policy",
+                    "lookahead",
+                    "a policy built from its options alone: the lookahead plays candidates in \
+                     a simulator and is built with the simulator's settings \
+                     (`coda::lookahead::Lookahead::new`, as a replay does)",
+                ));
             }
         };
         Ok(Box::new(Checked(policy)))

@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::spec::Replay;
 use super::summary::RunSummary;
 use crate::error::Result;
+use crate::lookahead::Lookahead;
 use crate::model::ClusterSnapshot;
 use crate::perf::PerfModel;
 use crate::policies::PolicyKind;
@@ -56,8 +57,12 @@ impl Replay {
         observers: &mut [&mut dyn Observe],
     ) -> Result<ReplayRun> {
         let opts = self.policy_options()?;
-        let mut scheduler = policy.build(perf, &opts)?;
         let mut simulator = self.simulator(workload, allowance, perf)?;
+        let mut scheduler = match policy {
+            // The lookahead plays in simulators with this run's settings.
+            PolicyKind::Lookahead => Box::new(Lookahead::new(perf, &opts, *simulator.settings())?),
+            _ => policy.build(perf, &opts)?,
+        };
         let mut log = RoundLog::default();
         let mut all: Vec<&mut dyn Observe> = Vec::with_capacity(observers.len() + 1);
         all.push(&mut log);

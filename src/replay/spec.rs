@@ -12,7 +12,10 @@ use crate::error::{Error, Expected, Result};
 use crate::ilp::SolveSettings;
 use crate::objective::Objective;
 use crate::perf::PerfModel;
-use crate::policies::{IlpOptions, LearnedOptions, PolicyOptions, TiresiasOptions};
+use crate::policies::{
+    IlpOptions, LearnedOptions, LookaheadArrivals, LookaheadFollow, LookaheadOptions,
+    LookaheadTail, PolicyKind, PolicyOptions, TiresiasOptions,
+};
 use crate::sim::{Allowance, SimConfig, Simulator, Unplaceable};
 use crate::workload::trace::{CpuMemMode, TraceOptions};
 use crate::workload::{self, Workload};
@@ -218,6 +221,38 @@ pub struct PolicySpec {
         default_value_t = PolicySpec::default().policy_samples,
         value_parser = at_least_one::<usize>))]
     pub policy_samples: usize,
+    /// `lookahead` policy: rounds each candidate is played forward, its own included.
+    #[cfg_attr(feature = "cli", arg(long,
+        default_value_t = PolicySpec::default().lookahead_rounds,
+        value_parser = at_least_one::<u32>))]
+    pub lookahead_rounds: u32,
+    /// `lookahead` policy: candidates proposing each round (the first this many of `learned`,
+    /// `keep`, `learned-greedy`, `pollux`, `srtf`, `drf`, `learned-packer`, `tiresias`,
+    /// `optimus`, `sjf-bco`).
+    #[cfg_attr(feature = "cli", arg(long,
+        default_value_t = PolicySpec::default().lookahead_candidates,
+        value_parser = at_least_one::<usize>))]
+    pub lookahead_candidates: usize,
+    /// `lookahead` policy: the policy deciding the rounds after each candidate's in its play
+    /// (a learned one decodes greedily there).
+    #[cfg_attr(feature = "cli", arg(long, value_enum,
+        default_value_t = PolicySpec::default().lookahead_base))]
+    pub lookahead_base: PolicyKind,
+    /// `lookahead` policy: what its plays assume of arrivals (`none`, or `sampled` from the rate
+    /// and the jobs seen so far; never the trace's future).
+    #[cfg_attr(feature = "cli", arg(long, value_enum,
+        default_value_t = PolicySpec::default().lookahead_arrivals))]
+    pub lookahead_arrivals: LookaheadArrivals,
+    /// `lookahead` policy: who decides a play's rounds after the candidate's (`base`: the base
+    /// policy; `candidate`: the candidate's own policy, throughout the horizon).
+    #[cfg_attr(feature = "cli", arg(long, value_enum,
+        default_value_t = PolicySpec::default().lookahead_follow))]
+    pub lookahead_follow: LookaheadFollow,
+    /// `lookahead` policy: what a play counts for the jobs left at its horizon (`bound`: a lower
+    /// bound on their remaining time in the system; `none`: nothing).
+    #[cfg_attr(feature = "cli", arg(long, value_enum,
+        default_value_t = PolicySpec::default().lookahead_tail))]
+    pub lookahead_tail: LookaheadTail,
 }
 
 impl Default for PolicySpec {
@@ -232,6 +267,12 @@ impl Default for PolicySpec {
             ilp_policy_start: false,
             policy_weights: None,
             policy_samples: crate::policies::learned::DEFAULT_SAMPLES,
+            lookahead_rounds: LookaheadOptions::default().rounds,
+            lookahead_candidates: LookaheadOptions::default().candidates,
+            lookahead_base: LookaheadOptions::default().base,
+            lookahead_arrivals: LookaheadOptions::default().arrivals,
+            lookahead_follow: LookaheadOptions::default().follow,
+            lookahead_tail: LookaheadOptions::default().tail,
         }
     }
 }
@@ -419,6 +460,14 @@ impl Replay {
             learned: LearnedOptions {
                 weights: p.policy_weights.clone(),
                 samples: p.policy_samples,
+            },
+            lookahead: LookaheadOptions {
+                rounds: p.lookahead_rounds,
+                candidates: p.lookahead_candidates,
+                base: p.lookahead_base,
+                arrivals: p.lookahead_arrivals,
+                follow: p.lookahead_follow,
+                tail: p.lookahead_tail,
             },
         })
     }

@@ -112,7 +112,7 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    fn new(
+    pub(super) fn new(
         perf: &'a dyn PerfModel,
         config: SimConfig,
         cluster: Cluster,

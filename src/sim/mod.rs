@@ -43,10 +43,12 @@ mod bound_lp;
 mod core;
 mod env;
 mod metrics;
+mod resume;
 mod run;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use bound::fastest;
 pub use bound::{Bounds, JctBound, LpLimits};
 pub use core::SimBuilder;
 pub use env::{JobProgress, RoundOutcome};

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Bottom to top: the data (`model`), its prices (`perf`, `objective`), the deciders
 /// (`scheduler`, `ilp`, `policies`), the simulator and what feeds and drives it (`sim`, `plots`,
 /// `workload`, `replay`), and learning from all of it (`learn`) on top.
-const LAYERS: [&str; 15] = [
+const LAYERS: [&str; 16] = [
     "id",
     "violation",
     "error",
@@ -24,6 +24,7 @@ const LAYERS: [&str; 15] = [
     "ilp",
     "policies",
     "sim",
+    "lookahead",
     "plots",
     "workload",
     "replay",

@@ -16,6 +16,7 @@ mod layout;
 mod learn;
 mod learned;
 mod learned_tiers;
+mod lookahead;
 mod perf;
 mod pricing;
 mod report;

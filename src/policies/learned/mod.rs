@@ -56,6 +56,8 @@ pub(crate) use layers::{EMBED, HIDDEN};
 pub use net::{FORMAT_VERSION, PolicyNet};
 pub use tiers::TierHead;
 
+use std::sync::OnceLock;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -73,6 +75,16 @@ const SHIPPED: &[u8] = include_bytes!("../../../models/policy.safetensors");
 /// The same refined by reinforcement learning on job completion time (`coda train rl`),
 /// `models/policy-rl.safetensors`.
 const SHIPPED_RL: &[u8] = include_bytes!("../../../models/policy-rl.safetensors");
+
+/// Built-in weights, parsed the first time they are asked for and copied after: a lookahead
+/// builds a fresh learned policy for every play of every round.
+fn parsed_once(cell: &OnceLock<PolicyNet>, bytes: &[u8], origin: &str) -> Result<PolicyNet> {
+    if let Some(net) = cell.get() {
+        return Ok(net.clone());
+    }
+    let net = PolicyNet::from_safetensors(bytes, origin)?;
+    Ok(cell.get_or_init(|| net).clone())
+}
 
 /// How level 2 places the jobs level 1 sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,20 +168,16 @@ impl<'a> LearnedScheduler<'a> {
 
     /// The policy with the shipped weights.
     pub fn shipped(perf: &'a dyn PerfModel, objective: Objective) -> Result<Self> {
-        Ok(Self::new(
-            perf,
-            objective,
-            PolicyNet::from_safetensors(SHIPPED, "models/policy.safetensors (built in)")?,
-        ))
+        static NET: OnceLock<PolicyNet> = OnceLock::new();
+        let net = parsed_once(&NET, SHIPPED, "models/policy.safetensors (built in)")?;
+        Ok(Self::new(perf, objective, net))
     }
 
     /// The policy with the shipped weights refined by reinforcement learning.
     pub fn shipped_rl(perf: &'a dyn PerfModel, objective: Objective) -> Result<Self> {
-        Ok(Self::new(
-            perf,
-            objective,
-            PolicyNet::from_safetensors(SHIPPED_RL, "models/policy-rl.safetensors (built in)")?,
-        ))
+        static NET: OnceLock<PolicyNet> = OnceLock::new();
+        let net = parsed_once(&NET, SHIPPED_RL, "models/policy-rl.safetensors (built in)")?;
+        Ok(Self::new(perf, objective, net))
     }
 
     /// The same policy with another level 2.
