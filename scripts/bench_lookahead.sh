@@ -5,7 +5,10 @@
 # slice also the ablation (horizon, candidates, tail, who follows, imagined arrivals). One run at
 # a time. Writes runs.csv (one row per run, appended as each finishes) and machine.txt to
 # benches/results/lookahead/ (or $1), then `scripts/lookahead_table.py` writes lookahead.md.
-# SLICES limits the slices ("trace:cluster:skip:take ..."); ABLATION=0 skips the ablation.
+# Every slice under each seed of SEEDS (default "0 1 2": the trace's model assignment and the
+# policies' random choices; the ablation under seed 0 only). SLICES limits the slices
+# ("trace:cluster:skip:take ..."); ABLATION=0 skips the ablation; APPEND=1 adds rows to an
+# existing runs.csv instead of starting it afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,22 +21,27 @@ mkdir -p "$out"
 slices=${SLICES:-"itp-cluster06:8xnd40rs-v2:0:300 itp-cluster06:8xnd40rs-v2:600:300 philly:4xdgx-1-v100:2000:400 philly:4xdgx-1-v100:3000:400"}
 baselines="fifo srtf drf tiresias optimus sjf-bco pollux synergy-tune"
 . scripts/bench_lib.sh
-machine_txt "$out" "scripts/bench_lookahead.sh (slices: $slices)" \
-  "one replay at a time; the lookahead's plays run on every core (rayon), the rest on one"
+seeds=${SEEDS:-"0 1 2"}
 csv="$out/runs.csv"
-echo "trace,cluster,skip,take,policy,variant,settings,avg_jct_s,avg_queueing_s,restarts,wall_s,jobs_unfinished,notes" > "$csv"
+if [ "${APPEND:-0}" = 1 ] && [ -f "$csv" ]; then
+  echo "appended: $(date -u +%Y-%m-%d) commit $(git rev-parse --short HEAD), seeds $seeds, slices $slices" >> "$out/machine.txt"
+else
+  machine_txt "$out" "scripts/bench_lookahead.sh (slices: $slices; seeds: $seeds)" \
+    "one replay at a time; the lookahead's plays run on every core (rayon), the rest on one"
+  echo "trace,cluster,skip,take,seed,policy,variant,settings,avg_jct_s,avg_queueing_s,restarts,wall_s,jobs_unfinished,notes" > "$csv"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# run TRACE CLUSTER SKIP TAKE POLICY VARIANT [FLAGS...]: one replay, one row.
+# run TRACE CLUSTER SKIP TAKE SEED POLICY VARIANT [FLAGS...]: one replay, one row.
 run() {
-  local trace=$1 cluster=$2 skip=$3 take=$4 policy=$5 variant=$6
-  shift 6
+  local trace=$1 cluster=$2 skip=$3 take=$4 seed=$5 policy=$6 variant=$7
+  shift 7
   $coda simulate --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
-    --skip-unplaceable --policy "$policy" --out "$tmp/run" --json "$@" > "$tmp/run.json"
-  python3 - "$tmp/run.json" "$csv" "$trace" "$cluster" "$skip" "$take" "$policy" "$variant" "$*" <<'PY'
+    --seed "$seed" --skip-unplaceable --policy "$policy" --out "$tmp/run" --json "$@" > "$tmp/run.json"
+  python3 - "$tmp/run.json" "$csv" "$trace" "$cluster" "$skip" "$take" "$seed" "$policy" "$variant" "$*" <<'PY'
 import csv, json, sys
 m = json.load(open(sys.argv[1]))
-row = sys.argv[3:9] + [sys.argv[9], m["avg_jct_s"], m["avg_queueing_s"], m["restarts"],
+row = sys.argv[3:10] + [sys.argv[10], m["avg_jct_s"], m["avg_queueing_s"], m["restarts"],
                        m["wall_s"], m["jobs_unfinished"], " | ".join(m.get("policy_notes") or [])]
 with open(sys.argv[2], "a", newline="") as f:
     csv.writer(f).writerow(row)
@@ -42,21 +50,20 @@ PY
 first=1
 for s in $slices; do
   IFS=: read -r trace cluster skip take <<< "$s"
-  $coda bound --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
-    --skip-unplaceable --json > "$out/bound-$trace-$cluster-$skip-$take.json"
-  for p in $baselines learned; do run "$trace" "$cluster" "$skip" "$take" "$p" default; done
-  run "$trace" "$cluster" "$skip" "$take" lookahead default
-  if [ "$first" = 1 ] && [ "${ABLATION:-1}" = 1 ]; then
-    for h in 6 12 48; do
-      run "$trace" "$cluster" "$skip" "$take" lookahead "rounds=$h" --lookahead-rounds "$h"
-    done
-    for k in 3 10; do
-      run "$trace" "$cluster" "$skip" "$take" lookahead "candidates=$k" --lookahead-candidates "$k"
-    done
-    run "$trace" "$cluster" "$skip" "$take" lookahead "tail=none" --lookahead-tail none
-    run "$trace" "$cluster" "$skip" "$take" lookahead "follow=candidate" --lookahead-follow candidate
-    run "$trace" "$cluster" "$skip" "$take" lookahead "arrivals=sampled" --lookahead-arrivals sampled
-  fi
+  for seed in $seeds; do
+    w=("$trace" "$cluster" "$skip" "$take" "$seed")
+    $coda bound --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" --seed "$seed" \
+      --skip-unplaceable --json > "$out/bound-$trace-$cluster-$skip-$take-s$seed.json"
+    for p in $baselines learned; do run "${w[@]}" "$p" default; done
+    run "${w[@]}" lookahead default
+    if [ "$first" = 1 ] && [ "$seed" = 0 ] && [ "${ABLATION:-1}" = 1 ]; then
+      for h in 6 12 48; do run "${w[@]}" lookahead "rounds=$h" --lookahead-rounds "$h"; done
+      for k in 3 10; do run "${w[@]}" lookahead "candidates=$k" --lookahead-candidates "$k"; done
+      run "${w[@]}" lookahead "tail=none" --lookahead-tail none
+      run "${w[@]}" lookahead "follow=candidate" --lookahead-follow candidate
+      run "${w[@]}" lookahead "arrivals=sampled" --lookahead-arrivals sampled
+    fi
+  done
   first=0
 done
 python3 scripts/lookahead_table.py "$out"

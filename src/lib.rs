@@ -15,6 +15,7 @@
 //! | a policy by name, as a replay runs it | [`policies::PolicyKind::build`] | the baselines, `learned*`, and `ilp` (the program on a window of jobs each round, back-filled, revisited) |
 //! | the learned policy alone (milliseconds, no solver) | [`policies::learned::LearnedScheduler`] | levels 1 and 2, plain Rust |
 //! | replay a trace | [`replay::Replay::run`] | `coda simulate`'s flags as data; [`replay::RunWriter`] writes its files |
+//! | a policy that plays candidates forward (rollouts in the simulator) | [`lookahead::Lookahead`] | `--policy lookahead`: built with the simulator's settings |
 //! | step the simulator yourself | [`sim::Simulator::next_round`], [`sim::Simulator::apply`] | the round-level environment |
 //! | step every decision (an RL agent) | [`replay::env::GymEpisode`] | the Python package's `coda/Cluster-v0` |
 //! | check a policy against the exact program | [`learn::label_round`], [`learn::RoundLabel::gap_to`] | expert labels and gaps (`coda label`, `coda gap`) |
@@ -31,7 +32,8 @@
 //! prices into the one value a round is worth ([`Objective`], and the round priced once);
 //! [`Scheduler`] is the one trait of everything that decides; [`ilp`] is the exact program,
 //! [`policies`] the baselines, the learned policy and the recipes built on the program;
-//! [`sim`] replays decisions over time, with observers; [`workload`] turns traces and
+//! [`sim`] replays decisions over time, with observers; [`lookahead`] decides by playing
+//! candidate decisions forward in copies of the simulator; [`workload`] turns traces and
 //! cluster specs into jobs and servers; [`replay`] is a whole trace replay as data, run and
 //! written, with its decision-level environment; [`learn`] makes what the learned policy
 //! learns from (labels, rollouts) and, behind the `train` feature, trains it. The command line

@@ -81,6 +81,14 @@ fn scheduler(
         ..PolicyOptions::default()
     };
     opts.learned.samples = samples.max(1);
+    if kind == PolicyKind::Lookahead {
+        // A round handed in alone: its plays run under the simulator's default settings.
+        return Ok(Box::new(coda::lookahead::Lookahead::new(
+            perf(),
+            &opts,
+            coda::sim::SimConfig::default(),
+        )?));
+    }
     kind.build(perf(), &opts)
 }
 
