@@ -4,7 +4,9 @@
 # `learned`, the lookahead at its defaults, and the lower bound of `coda bound`; on the first
 # slice also the ablation (horizon, candidates, tail, who follows, imagined arrivals). One run at
 # a time. Writes runs.csv (one row per run, appended as each finishes) and machine.txt to
-# benches/results/lookahead/ (or $1), then `scripts/lookahead_table.py` writes lookahead.md.
+# benches/results/lookahead/ (or $1), a comparison of learned and lookahead on the first slice
+# with decisions.md (`scripts/lookahead_decisions.py`), then `scripts/lookahead_table.py` writes
+# lookahead.csv and variants.csv (`coda report` renders them in benches/results/README.md).
 # Every slice under each seed of SEEDS (default "0 1 2": the trace's model assignment and the
 # policies' random choices; the ablation under seed 0 only). SLICES limits the slices
 # ("trace:cluster:skip:take ..."); ABLATION=0 skips the ablation; APPEND=1 adds rows to an
@@ -66,4 +68,12 @@ for s in $slices; do
   done
   first=0
 done
+# What the lookahead changes, on the first slice: learned and lookahead side by side (table,
+# JCT CDF, utilisation), each run's per-job records kept for decisions.md.
+IFS=: read -r trace cluster skip take <<< "${slices%% *}"
+cmp="$out/$trace-$cluster-$skip-$take"
+$coda compare --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" --skip-unplaceable \
+  --policies learned,lookahead --threads 1 --quiet --out "$cmp" > /dev/null
+for p in learned lookahead; do find "$cmp/$p" -type f ! -name jobs.csv -delete; done
+python3 scripts/lookahead_decisions.py "$cmp"
 python3 scripts/lookahead_table.py "$out"

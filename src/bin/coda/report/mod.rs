@@ -14,6 +14,7 @@ use std::process::ExitCode;
 mod cpumem;
 mod gap;
 mod load;
+mod lookahead;
 mod models;
 mod python;
 mod results;

@@ -587,6 +587,11 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&super::load::load_section(&load, &results)?);
         s.push('\n');
     }
+    let lookahead = results.join("lookahead");
+    if lookahead.join("lookahead.csv").is_file() {
+        s.push_str(&super::lookahead::lookahead_section(&lookahead, &results)?);
+        s.push('\n');
+    }
     s.push_str("## Fungible CPU and memory\n\n");
     s.push_str(&super::cpumem::cpu_mem_section(&results)?);
     s.push_str("\n## Sensitivity to the named estimates\n\n");
