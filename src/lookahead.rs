@@ -306,7 +306,8 @@ impl Scheduler for Lookahead<'_> {
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
         self.events.clear();
         let started = Instant::now();
-        let horizon_s = f64::from(self.opts.lookahead.rounds) * self.opts.objective.round_s;
+        // The plays' rounds are the simulator's own.
+        let horizon_s = f64::from(self.opts.lookahead.rounds) * self.sim.objective.round_s;
         let arrivals = self.arrivals(snap, horizon_s)?;
         let mut proposals = self.proposals(snap)?;
         if proposals.len() == 1 {
