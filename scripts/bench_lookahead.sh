@@ -60,7 +60,7 @@ for s in $slices; do
     run "${w[@]}" lookahead default
     if [ "$first" = 1 ] && [ "$seed" = 0 ] && [ "${ABLATION:-1}" = 1 ]; then
       for h in 6 12 48; do run "${w[@]}" lookahead "rounds=$h" --lookahead-rounds "$h"; done
-      for k in 3 10; do run "${w[@]}" lookahead "candidates=$k" --lookahead-candidates "$k"; done
+      for k in 2 3 10; do run "${w[@]}" lookahead "candidates=$k" --lookahead-candidates "$k"; done
       run "${w[@]}" lookahead "tail=none" --lookahead-tail none
       run "${w[@]}" lookahead "follow=candidate" --lookahead-follow candidate
       run "${w[@]}" lookahead "arrivals=sampled" --lookahead-arrivals sampled

@@ -71,7 +71,8 @@ def schedule(
     """Schedules one round. ``scheduler``: ``"exact"`` (the exact program on the whole round,
     back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
     ``learned-rl``, ``drf``, ``tiresias``, ``ilp`` — the replay policy that solves a window of
-    jobs each round...). The schedule is validated before it is returned."""
+    jobs each round —, ``lookahead`` — candidates played forward in copies of the simulator at
+    its default settings...). The schedule is validated before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
         _native.schedule(text, scheduler, seed, samples, time_limit, origin)

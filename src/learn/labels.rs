@@ -62,8 +62,8 @@ pub struct RoundLabel {
     pub snapshot: ClusterSnapshot,
     /// The expert's schedule.
     pub schedule: Schedule,
-    /// How the solve ended.
-    pub status: SolveStatus,
+    /// How the solve ended (`None`, JSON `null`: no solve, a [`Expert::Lookahead`] label).
+    pub status: Option<SolveStatus>,
     /// The schedule's objective.
     pub objective: f64,
     /// The best bound the solver proved (NaN when it proved none; JSON `null`).
@@ -78,6 +78,25 @@ pub struct RoundLabel {
     pub solve_s: f64,
     /// Per job, in snapshot order (ascending id for generated rounds).
     pub jobs: Vec<JobLabel>,
+    /// Who decided the round (absent in a file: the exact program).
+    #[serde(default, skip_serializing_if = "is_exact")]
+    pub expert: Expert,
+}
+
+/// Who labelled a round: the exact program, or the lookahead ([`super::lookahead_labels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Expert {
+    /// The exact program, solving the round alone.
+    #[default]
+    Exact,
+    /// The lookahead policy, playing candidates forward from the round.
+    Lookahead,
+}
+
+fn is_exact(e: &Expert) -> bool {
+    *e == Expert::Exact
 }
 
 /// A round size as `SERVERSxJOBS` (a clap value parser).
@@ -330,13 +349,14 @@ pub fn label_round(
         id: id.to_string(),
         snapshot: snapshot.clone(),
         schedule: solved.schedule,
-        status: r.status,
+        status: Some(r.status),
         objective: r.objective,
         best_bound: r.best_bound,
         gap: r.gap,
         proven: r.status == SolveStatus::Optimal,
         solve_s: r.wall_time_s,
         jobs,
+        expert: Expert::Exact,
     })
 }
 

@@ -3,20 +3,25 @@
 //! options the program's `y_jk` chooses from, or wait) and the level-2 placement (GPUs per PCIe
 //! switch and PS per server, the program's own granularity) — in a fixed canonical order.
 //!
+//! [`lookahead_labels`] labels the states a policy visits with the lookahead's decisions
+//! instead (DAgger towards a non-myopic expert).
+//!
 //! [`rl`] is reinforcement learning's environment side: episodes, rollouts of the policy in the
 //! simulator, per-level rewards and baselines.
 //!
 //! This layer reads the solver and the workload generators. Only `train` (behind the `train`
 //! feature) names the training backend.
 
+mod dagger;
 pub mod examples;
 pub mod labels;
 pub mod rl;
 #[cfg(feature = "train")]
 pub mod train;
 
+pub use dagger::lookahead_labels;
 pub use examples::{TierExample, tier_examples};
 pub use labels::{
-    JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, TraceCut, label_round, labels_of,
-    read_label_sets, read_labels, rebuild, resume_labels, split_held_out, trace_rounds,
+    Expert, JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, TraceCut, label_round,
+    labels_of, read_label_sets, read_labels, rebuild, resume_labels, split_held_out, trace_rounds,
 };

@@ -77,7 +77,7 @@ fn labels_are_deterministic_and_marked_by_how_the_solve_ended() {
         let b = label_round(&id, &snap, perf, &Objective::default(), &spec.settings()).unwrap();
         assert_eq!(a.schedule, b.schedule);
         assert_eq!(a.jobs, b.jobs);
-        assert_eq!(a.proven, a.status == coda::ilp::SolveStatus::Optimal);
+        assert_eq!(a.proven, a.status == Some(coda::ilp::SolveStatus::Optimal));
         // The labels describe the expert's schedule, at its objective.
         let back = rebuild(&snap, &a.jobs).unwrap();
         let score = Objective::default().score(perf, &snap, &back).unwrap();

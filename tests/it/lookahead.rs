@@ -135,3 +135,98 @@ fn bad_lookahead_settings_are_refused_by_name() {
         PolicyKind::Lookahead
     );
 }
+
+/// DAgger labels from the lookahead (`coda::learn::lookahead_labels`, `coda label --expert
+/// lookahead`): valid schedules, decoded so that the labels rebuild a schedule of the same
+/// value, marked as the lookahead's (no solve, never proven), and read back as written.
+#[test]
+fn lookahead_labels_decode_back_to_the_lookaheads_schedule() {
+    use coda::Objective;
+    use coda::learn::{Expert, TraceCut, lookahead_labels, read_labels, rebuild};
+    use coda::objective::RoundPricing;
+    let perf = CalibratedPerf::shipped();
+    // Without tiers, as `coda label` replays a trace without `--tiers`: the per-job labels
+    // hold no tier (a tiered label's tiers are in its schedule).
+    let workload = replay(r#","cpu_mem":"fixed""#).workload(perf).unwrap();
+    let cut = TraceCut {
+        policy: PolicyKind::Learned,
+        options: PolicyOptions::default(),
+        every: 3,
+        count: 4,
+        max_jobs: 10,
+    };
+    let opts = LookaheadOptions {
+        rounds: 4,
+        candidates: 4,
+        ..Default::default()
+    };
+    let objective = Objective::default();
+    let labels = lookahead_labels("philly", &workload, perf, &objective, &cut, &opts).unwrap();
+    assert_eq!(labels.len(), 4);
+    for l in &labels {
+        assert_eq!(l.expert, Expert::Lookahead);
+        assert!(!l.proven && l.status.is_none() && l.best_bound.is_nan());
+        assert!(l.schedule.validate(&l.snapshot).is_empty(), "{}", l.id);
+        let pricing = RoundPricing::new(perf, &l.snapshot, objective);
+        let rebuilt = pricing
+            .score(&rebuild(&l.snapshot, &l.jobs).unwrap())
+            .unwrap();
+        assert!((rebuilt.total - l.objective).abs() <= 1e-9 * l.objective.abs().max(1.0));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("labels.jsonl");
+    let lines: Vec<String> = labels
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let back = read_labels(&file).unwrap();
+    assert_eq!(back.len(), 4);
+    assert!(
+        back.iter()
+            .zip(&labels)
+            .all(|(a, b)| a.id == b.id && a.expert == b.expert)
+    );
+    // The command line writes the same, and refuses generated rounds for this expert.
+    let coda = crate::common::coda_bin();
+    let out = dir.path().join("cli.jsonl");
+    let args = [
+        "label",
+        "--expert",
+        "lookahead",
+        "--trace",
+        "philly",
+        "--take",
+        "30",
+        "--cluster",
+        "1x8",
+        "--trace-policy",
+        "learned",
+        "--trace-rounds",
+        "2",
+        "--trace-every",
+        "3",
+    ];
+    let ok = std::process::Command::new(&coda)
+        .args(args)
+        .args(["--rounds", "0", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let written = read_labels(&out).unwrap();
+    assert_eq!(written.len(), 2);
+    assert!(written.iter().all(|l| l.expert == Expert::Lookahead));
+    let refused = std::process::Command::new(&coda)
+        .args(args)
+        .args(["--rounds", "3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--rounds 0"));
+}

@@ -48,6 +48,8 @@ def test_quick_start_round():
     assert 0 < coda.score(snap, learned) <= optimum + 1e-6
     exact_round = coda.schedule(SMALL, scheduler="exact", time_limit=30)
     assert coda.score(snap, exact_round) == pytest.approx(optimum, abs=1e-6)
+    # The lookahead plays its candidates forward: valid, so never above the optimum either.
+    assert 0 < coda.score(snap, coda.schedule(snap, scheduler="lookahead")) <= optimum + 1e-6
 
 
 def test_a_trace_loads_as_snapshot_jobs():

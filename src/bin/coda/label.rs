@@ -72,6 +72,11 @@ pub struct Args {
     /// Labels file (JSON lines), appended to.
     #[arg(long, default_value = "labels.jsonl")]
     pub out: PathBuf,
+    /// Who labels: `exact` (the program, every round alone) or `lookahead` (the lookahead
+    /// policy at its defaults, on whole rounds of the `--trace` replay: DAgger towards a
+    /// non-myopic expert; needs `--trace` and `--rounds 0`).
+    #[arg(long, value_enum, default_value = "exact")]
+    pub expert: coda::learn::Expert,
 }
 
 /// Where a round comes from.
@@ -96,38 +101,8 @@ fn rounds_to_label(
         .map(|(id, seed, servers, jobs)| (id, Round::Generated(seed, servers, jobs)))
         .collect();
     if let Some(name) = &args.trace {
-        let w = coda::workload::load(
-            coda::workload::TraceRef {
-                name,
-                datasets: &args.datasets,
-                cluster: args.cluster.as_deref(),
-                take: Some(args.take),
-            },
-            &coda::workload::trace::TraceOptions {
-                seed: spec.seed,
-                cpu_mem: if args.tiers {
-                    coda::workload::trace::CpuMemMode::Fungible
-                } else {
-                    coda::workload::trace::CpuMemMode::Fixed
-                },
-                server_cpu_per_gpu: args.cpu_per_gpu,
-                ..Default::default()
-            },
-            perf,
-        )?;
-        let how = coda::learn::TraceCut {
-            policy: args.trace_policy,
-            options: coda::policies::PolicyOptions {
-                learned: coda::policies::LearnedOptions {
-                    weights: args.policy_weights.clone(),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            every: args.trace_every,
-            count: args.trace_rounds,
-            max_jobs: args.max_jobs,
-        };
+        let w = trace_workload(args, name, perf)?;
+        let how = trace_cut(args);
         let cut = coda::learn::trace_rounds(name, &w, perf, objective, &how)?;
         rounds.extend(cut.into_iter().map(|(id, s)| (id, Round::Cut(Box::new(s)))));
     }
@@ -146,9 +121,97 @@ fn rounds_to_label(
     Ok(rounds)
 }
 
+/// The `--trace` replay's workload.
+fn trace_workload(
+    args: &Args,
+    name: &str,
+    perf: &dyn PerfModel,
+) -> coda::Result<coda::workload::Workload> {
+    coda::workload::load(
+        coda::workload::TraceRef {
+            name,
+            datasets: &args.datasets,
+            cluster: args.cluster.as_deref(),
+            take: Some(args.take),
+        },
+        &coda::workload::trace::TraceOptions {
+            seed: args.spec.seed,
+            cpu_mem: if args.tiers {
+                coda::workload::trace::CpuMemMode::Fungible
+            } else {
+                coda::workload::trace::CpuMemMode::Fixed
+            },
+            server_cpu_per_gpu: args.cpu_per_gpu,
+            ..Default::default()
+        },
+        perf,
+    )
+}
+
+/// How `--trace` rounds are cut (the replay's policy and its weights).
+fn trace_cut(args: &Args) -> coda::learn::TraceCut {
+    coda::learn::TraceCut {
+        policy: args.trace_policy,
+        options: coda::policies::PolicyOptions {
+            learned: coda::policies::LearnedOptions {
+                weights: args.policy_weights.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        every: args.trace_every,
+        count: args.trace_rounds,
+        max_jobs: args.max_jobs,
+    }
+}
+
+/// `--expert lookahead`: the replay's rounds labelled by the lookahead, appended.
+fn run_lookahead(args: &Args, perf: &dyn PerfModel) -> coda::Result<ExitCode> {
+    let Some(name) = args.trace.as_deref().filter(|_| args.spec.rounds == 0) else {
+        return Err(coda::Error::setting(
+            "command line",
+            "expert",
+            "lookahead",
+            "labels rounds of a replay only: give --trace and --rounds 0",
+        ));
+    };
+    let t0 = Instant::now();
+    let w = trace_workload(args, name, perf)?;
+    let objective = Objective::default();
+    let lookahead = coda::policies::LookaheadOptions::default();
+    let labels =
+        coda::learn::lookahead_labels(name, &w, perf, &objective, &trace_cut(args), &lookahead)?;
+    let done = coda::learn::resume_labels(&args.out)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.out)
+        .map_err(|e| coda::Error::io(&args.out, e))?;
+    let mut written = 0;
+    for l in labels.iter().filter(|l| !done.contains(&l.id)) {
+        let mut line = serde_json::to_string(l)
+            .map_err(|e| coda::Error::io(&args.out, std::io::Error::other(e)))?;
+        line.push('\n');
+        file.write_all(line.as_bytes())
+            .and_then(|_| file.flush())
+            .map_err(|e| coda::Error::io(&args.out, e))?;
+        written += 1;
+    }
+    out!(
+        "{written} round(s) labelled by the lookahead ({} already in {}), {:.1} s",
+        done.len(),
+        args.out.display(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the command.
 pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
+    if args.expert == coda::learn::Expert::Lookahead {
+        return run_lookahead(&args, &perf);
+    }
     let spec = &args.spec;
     let settings = spec.settings();
     settings.checked()?;
