@@ -33,7 +33,9 @@
 //! records and the simulator's state; `admission` the checks before the first event, `core` the
 //! event queue, pricing and applying a decision, `accounting` what a run accrues, `run` the
 //! loops that own a scheduler and their observers, `env` the environment, `metrics` what a run
-//! measures (the summaries and files a replay leaves behind are [`crate::replay`]'s).
+//! measures (the summaries and files a replay leaves behind are [`crate::replay`]'s), `bound`
+//! and `bound_lp` lower bounds on a run's JCT under any policy, `resume` a run resumed from a
+//! round's snapshot (what a lookahead plays in, [`Simulator::resume`]).
 #![doc = include_str!("README.md")]
 
 mod accounting;
