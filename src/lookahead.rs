@@ -1,11 +1,11 @@
 //! The lookahead policy (`--policy lookahead`): rollout policy improvement over the simulator.
 //!
-//! Each round, the first [`LookaheadOptions::candidates`] of [`CANDIDATES`] each propose a
+//! Each round, the first [`LookaheadOptions::candidates`](crate::policies::LookaheadOptions::candidates) of [`CANDIDATES`] each propose a
 //! schedule for the round (the learned policy's own decision first). Every distinct proposal is
 //! then *played*: a copy of the simulator is resumed from the round's snapshot
 //! ([`Simulator::resume`]), the proposal is applied, and the base policy
-//! ([`LookaheadOptions::base`]) decides every later round until
-//! [`LookaheadOptions::rounds`] rounds have passed. The proposal whose play leaves the fewest
+//! ([`LookaheadOptions::base`](crate::policies::LookaheadOptions::base)) decides every later round until
+//! [`LookaheadOptions::rounds`](crate::policies::LookaheadOptions::rounds) rounds have passed. The proposal whose play leaves the fewest
 //! job-seconds in the system over that horizon ([`Simulator::time_in_system_s`]: the area under
 //! the number of jobs present, whose sum over a whole run is the sum of JCTs) is the round's
 //! decision; ties keep the earlier candidate, so a play that changes nothing keeps the learned
@@ -78,7 +78,7 @@ impl Candidate {
     }
 }
 
-/// The candidates, in the order [`LookaheadOptions::candidates`] takes them: the learned
+/// The candidates, in the order [`LookaheadOptions::candidates`](crate::policies::LookaheadOptions::candidates) takes them: the learned
 /// policy's decision first (what a round keeps when no play beats it), the proposal that moves
 /// nothing, the learned greedy decoding, then the baselines that lead the replays (Pollux,
 /// SRTF, DRF), level 1 with the packer, and the rest.

@@ -97,7 +97,7 @@ impl Simulator<'_> {
     /// [`Simulator::jct_bound`] on what is left — the `k`-th completion no earlier than the
     /// `k`-th of preemptive shortest-remaining-area-first on the whole cluster, nor than the
     /// `k`-th job alone at its fastest. `fastest` gives a job's most iterations per second alone
-    /// and its fewest GPU-seconds per iteration (from [`fastest`](super::bound::fastest)).
+    /// and its fewest GPU-seconds per iteration (what `coda bound` computes per job).
     /// What a lookahead adds at the end of its horizon, so that progress on a job that does not
     /// finish within it still counts.
     pub fn remaining_time_bound_s(&self, fastest: &dyn Fn(JobId) -> Option<(f64, f64)>) -> f64 {
