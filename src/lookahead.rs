@@ -1,13 +1,15 @@
 //! The lookahead policy (`--policy lookahead`): rollout policy improvement over the simulator.
 //!
-//! Each round, the first [`LookaheadOptions::candidates`](crate::policies::LookaheadOptions::candidates) of [`CANDIDATES`] each propose a
-//! schedule for the round (the learned policy's own decision first). Every distinct proposal is
-//! then *played*: a copy of the simulator is resumed from the round's snapshot
-//! ([`Simulator::resume`]), the proposal is applied, and the base policy
-//! ([`LookaheadOptions::base`](crate::policies::LookaheadOptions::base)) decides every later round until
-//! [`LookaheadOptions::rounds`](crate::policies::LookaheadOptions::rounds) rounds have passed. The proposal whose play leaves the fewest
-//! job-seconds in the system over that horizon ([`Simulator::time_in_system_s`]: the area under
-//! the number of jobs present, whose sum over a whole run is the sum of JCTs) is the round's
+//! Each round, the first K of [`CANDIDATES`] each propose a schedule for the round (the learned
+//! policy's own decision first; K is [`candidates`](LookaheadOptions::candidates)). Every
+//! distinct proposal is then *played*: a copy of the simulator is resumed from the round's
+//! snapshot ([`Simulator::resume`]), the proposal is applied, and the base policy
+//! ([`base`](LookaheadOptions::base)) decides every later round until
+//! [`rounds`](LookaheadOptions::rounds) rounds have passed. The proposal whose play leaves the
+//! fewest job-seconds in the system over that horizon ([`Simulator::time_in_system_s`]: the
+//! area under the number of jobs present, whose sum over a whole run is the sum of JCTs) plus a
+//! lower bound on what the jobs left at its end will still spend
+//! ([`Simulator::remaining_time_bound_s`], [`tail`](LookaheadOptions::tail)) is the round's
 //! decision; ties keep the earlier candidate, so a play that changes nothing keeps the learned
 //! policy's decision. Plays run in parallel (rayon), one per candidate.
 //!
@@ -34,6 +36,8 @@ use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, Job, JobId, RunState, Schedule};
 use crate::objective::same_assignment;
 use crate::perf::PerfModel;
+#[cfg(doc)]
+use crate::policies::LookaheadOptions;
 use crate::policies::{
     Backfill, LookaheadArrivals, LookaheadFollow, LookaheadTail, PolicyKind, PolicyOptions,
 };
@@ -78,10 +82,10 @@ impl Candidate {
     }
 }
 
-/// The candidates, in the order [`LookaheadOptions::candidates`](crate::policies::LookaheadOptions::candidates) takes them: the learned
-/// policy's decision first (what a round keeps when no play beats it), the proposal that moves
-/// nothing, the learned greedy decoding, then the baselines that lead the replays (Pollux,
-/// SRTF, DRF), level 1 with the packer, and the rest.
+/// The candidates, in the order [`candidates`](LookaheadOptions::candidates) takes them: the
+/// learned policy's decision first (what a round keeps when no play beats it), the proposal
+/// that moves nothing, the learned greedy decoding, then the baselines that lead the replays
+/// (Pollux, SRTF, DRF), level 1 with the packer, and the rest.
 pub const CANDIDATES: [Candidate; 10] = [
     Candidate::Policy(PolicyKind::Learned),
     Candidate::Keep,
