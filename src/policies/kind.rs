@@ -40,7 +40,7 @@ pub enum PolicyKind {
     LearnedPacker,
     /// Rollout policy improvement: each round, candidate schedules (the learned policy's and
     /// the best heuristics') each played forward some rounds in a copy of the simulator, the one
-    /// with the fewest job-hours kept. Not in [`PolicyKind::ALL`]: it needs the simulator's
+    /// with the fewest job-hours (plus a bound on what is left) kept. Not in [`PolicyKind::ALL`]: it needs the simulator's
     /// settings, and is built above the simulator (`coda::lookahead`), as a replay does.
     Lookahead,
 }
