@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use super::labels::{Expert, RoundLabel, TraceCut, labels_of};
+use super::labels::{Expert, RoundLabel, labels_of};
+use super::rounds::{TraceCut, visit_rounds};
 use crate::error::{Error, Result};
 use crate::lookahead::Lookahead;
 use crate::model::ClusterSnapshot;
@@ -13,7 +14,7 @@ use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::policies::{LookaheadOptions, PolicyKind};
 use crate::scheduler::Scheduler;
-use crate::sim::{SimConfig, Simulator, Unplaceable};
+use crate::sim::SimConfig;
 use crate::workload::Workload;
 
 /// `workload` replayed under `cut.policy` (the student: `learned` visits its own states) with
@@ -38,41 +39,20 @@ pub fn lookahead_labels(
             "a policy built from its options alone, not `ilp`, and every >= 1",
         ));
     }
-    let mut student = cut.policy.build(perf, &cut.options)?;
-    let config = SimConfig {
-        objective: *objective,
-        unplaceable: Unplaceable::Skip,
-        ..SimConfig::default()
-    };
-    let mut sim = Simulator::builder(perf, workload.cluster.clone(), workload.jobs.clone())
-        .config(config)
-        .build()?;
     let mut options = cut.options.clone();
     options.objective = *objective;
     options.lookahead = lookahead.clone();
-    let mut expert = Lookahead::new(perf, &options, *sim.settings())?;
-    let (mut out, mut seen) = (Vec::new(), 0usize);
-    while out.len() < cut.count {
-        let Some(snap) = sim.next_round()? else {
-            break;
-        };
-        let snap: ClusterSnapshot = snap.clone();
-        if snap.jobs.len() >= 2 {
-            if seen.is_multiple_of(cut.every) {
-                out.push(label(
-                    name,
-                    cut.policy,
-                    &snap,
-                    perf,
-                    objective,
-                    &mut expert,
-                )?);
-            }
-            seen += 1;
-        }
-        let schedule = student.schedule(&snap)?;
-        sim.apply(&schedule)?;
-    }
+    // The plays run with the replay's own settings (those `visit_rounds` simulates with).
+    let sim = SimConfig {
+        objective: *objective,
+        ..SimConfig::default()
+    };
+    let mut expert = Lookahead::new(perf, &options, sim)?;
+    let mut out = Vec::new();
+    visit_rounds(workload, perf, objective, cut, &mut |snap| {
+        out.push(label(name, cut.policy, snap, perf, objective, &mut expert)?);
+        Ok(())
+    })?;
     Ok(out)
 }
 

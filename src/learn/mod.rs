@@ -16,12 +16,14 @@ mod dagger;
 pub mod examples;
 pub mod labels;
 pub mod rl;
+mod rounds;
 #[cfg(feature = "train")]
 pub mod train;
 
 pub use dagger::lookahead_labels;
 pub use examples::{TierExample, tier_examples};
 pub use labels::{
-    Expert, JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, TraceCut, label_round,
-    labels_of, read_label_sets, read_labels, rebuild, resume_labels, split_held_out, trace_rounds,
+    Expert, JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of,
+    read_label_sets, read_labels, rebuild, resume_labels, split_held_out,
 };
+pub use rounds::{TraceCut, trace_rounds};

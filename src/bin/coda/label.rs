@@ -121,6 +121,34 @@ fn rounds_to_label(
     Ok(rounds)
 }
 
+/// The labels file, appended to one whole line at a time (flushed: an interrupted run leaves
+/// at most one line cut short, which resuming drops).
+struct LabelFile<'p> {
+    path: &'p std::path::Path,
+    file: std::fs::File,
+}
+
+impl<'p> LabelFile<'p> {
+    fn open(path: &'p std::path::Path) -> coda::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| coda::Error::io(path, e))?;
+        Ok(LabelFile { path, file })
+    }
+
+    fn append(&mut self, label: &RoundLabel) -> coda::Result<()> {
+        let mut line = serde_json::to_string(label)
+            .map_err(|e| coda::Error::io(self.path, std::io::Error::other(e)))?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.flush())
+            .map_err(|e| coda::Error::io(self.path, e))
+    }
+}
+
 /// The `--trace` replay's workload.
 fn trace_workload(
     args: &Args,
@@ -182,19 +210,10 @@ fn run_lookahead(args: &Args, perf: &dyn PerfModel) -> coda::Result<ExitCode> {
     let labels =
         coda::learn::lookahead_labels(name, &w, perf, &objective, &trace_cut(args), &lookahead)?;
     let done = coda::learn::resume_labels(&args.out)?;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.out)
-        .map_err(|e| coda::Error::io(&args.out, e))?;
+    let mut file = LabelFile::open(&args.out)?;
     let mut written = 0;
     for l in labels.iter().filter(|l| !done.contains(&l.id)) {
-        let mut line = serde_json::to_string(l)
-            .map_err(|e| coda::Error::io(&args.out, std::io::Error::other(e)))?;
-        line.push('\n');
-        file.write_all(line.as_bytes())
-            .and_then(|_| file.flush())
-            .map_err(|e| coda::Error::io(&args.out, e))?;
+        file.append(l)?;
         written += 1;
     }
     out!(
@@ -229,11 +248,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         .map_err(|e| {
             coda::Error::invalid("command line", 0, "threads", e, "cannot start the pool")
         })?;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.out)
-        .map_err(|e| coda::Error::io(&args.out, e))?;
+    let mut file = LabelFile::open(&args.out)?;
     let bar = ProgressBar::new(todo.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("label {bar:40} {pos}/{len} rounds, {elapsed} (eta {eta})")
@@ -264,12 +279,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         });
         for l in labels {
             let l = l?;
-            let mut line = serde_json::to_string(&l)
-                .map_err(|e| coda::Error::io(&args.out, std::io::Error::other(e)))?;
-            line.push('\n');
-            file.write_all(line.as_bytes())
-                .and_then(|_| file.flush())
-                .map_err(|e| coda::Error::io(&args.out, e))?;
+            file.append(&l)?;
             written += 1;
             proven += usize::from(l.proven);
             if l.gap.is_finite() {

@@ -14,13 +14,7 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
         let x = |name: &str| t.num(r, name).map(|v| format!("{v:.3}"));
         let share = |name: &str| t.num(r, name).map(pct);
         rows.push(vec![
-            format!(
-                "{} {} jobs {}+{}",
-                t.str(r, "trace")?,
-                t.str(r, "cluster")?,
-                t.str(r, "skip")?,
-                t.str(r, "take")?
-            ),
+            slice(&t, r, "jobs ")?,
             t.str(r, "seed")?.to_string(),
             h("bound_h")?,
             format!("{} {}", t.str(r, "best_baseline")?, h("best_baseline_h")?),
@@ -57,13 +51,7 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
     let mut vrows = Vec::new();
     for r in 0..v.len() {
         vrows.push(vec![
-            format!(
-                "{} {} {}+{}",
-                v.str(r, "trace")?,
-                v.str(r, "cluster")?,
-                v.str(r, "skip")?,
-                v.str(r, "take")?
-            ),
+            slice(&v, r, "")?,
             v.str(r, "seed")?.to_string(),
             v.str(r, "variant")?.to_string(),
             format!("{:.3}", v.num(r, "avg_jct_h")?),
@@ -99,5 +87,16 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
         provenance(dir, results)?,
         md_table(&head, &rows),
         md_table(&vhead, &vrows)
+    ))
+}
+
+/// A row's slice: trace, cluster, and `skip+take` after `jobs` (e.g. `jobs `).
+fn slice(t: &Table, r: usize, jobs: &str) -> coda::Result<String> {
+    Ok(format!(
+        "{} {} {jobs}{}+{}",
+        t.str(r, "trace")?,
+        t.str(r, "cluster")?,
+        t.str(r, "skip")?,
+        t.str(r, "take")?
     ))
 }

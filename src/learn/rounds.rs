@@ -1,0 +1,132 @@
+//! Rounds cut from a trace replay, running jobs included: the states a policy visits
+//! ([`visit_rounds`]), cut to label windows for the exact program ([`trace_rounds`]) or handed
+//! whole to the lookahead ([`super::lookahead_labels`]).
+
+use crate::error::{Error, Result};
+use crate::model::ClusterSnapshot;
+use crate::objective::{Objective, RoundPricing};
+use crate::perf::PerfModel;
+use crate::policies::PolicyKind;
+use crate::sim::{SimConfig, Simulator, Unplaceable};
+use crate::workload::Workload;
+
+/// How rounds are cut from a trace replay ([`trace_rounds`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceCut {
+    /// The policy the trace is replayed under (any but [`PolicyKind::Ilp`]; `learned` visits
+    /// the policy's own states, for DAgger).
+    pub policy: PolicyKind,
+    /// Its options.
+    pub options: crate::policies::PolicyOptions,
+    /// Every `every`-th round with at least two jobs present is cut (>= 1).
+    pub every: usize,
+    /// Up to this many rounds.
+    pub count: usize,
+    /// Jobs per round (>= 1): every running job, and waiting ones by
+    /// [`RoundPricing::alone_value`] up to this many in all but at least a quarter of it.
+    pub max_jobs: usize,
+}
+
+/// Rounds cut from a trace replay, running jobs included: `workload` replayed under
+/// `cut.policy`, every `cut.every`-th round with at least two jobs present, up to `cut.count`
+/// rounds, each cut to a label window (the `ilp` policy's before it held running jobs): every
+/// running job, and waiting ones by [`RoundPricing::alone_value`] up to `cut.max_jobs` in all
+/// but at least `max_jobs / 4` (so a round with many running jobs holds more than `max_jobs`).
+/// Ids are `{name}-{policy}-t{round time}`. Jobs the cluster can never run are left out of the
+/// replay.
+pub fn trace_rounds(
+    name: &str,
+    workload: &Workload,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    cut: &TraceCut,
+) -> Result<Vec<(String, ClusterSnapshot)>> {
+    let TraceCut {
+        policy,
+        every,
+        max_jobs,
+        ..
+    } = *cut;
+    if policy == PolicyKind::Ilp || every == 0 || max_jobs == 0 {
+        return Err(Error::setting(
+            "trace rounds",
+            "policy / every / max_jobs",
+            format!("{policy} / {every} / {max_jobs}"),
+            "a heuristic policy, every >= 1 and max_jobs >= 1",
+        ));
+    }
+    let mut out = Vec::new();
+    visit_rounds(workload, perf, objective, cut, &mut |snap| {
+        let keep = label_window(perf, objective, max_jobs, snap);
+        let cut = ClusterSnapshot::from_parts(
+            snap.time_s,
+            snap.cluster.clone(),
+            keep.iter().map(|&i| snap.jobs[i].clone()).collect(),
+        );
+        out.push((format!("{name}-{policy}-t{}", snap.time_s), cut));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// `workload` replayed under `cut.policy` with `cut.options` (jobs the cluster can never run
+/// left out): every `cut.every`-th round with at least two jobs present, up to `cut.count` of
+/// them, handed to `visit` before the policy decides it. What [`trace_rounds`] cuts and the
+/// lookahead's labels ([`super::lookahead_labels`]) are drawn from.
+pub(super) fn visit_rounds(
+    workload: &Workload,
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    cut: &TraceCut,
+    visit: &mut dyn FnMut(&ClusterSnapshot) -> Result<()>,
+) -> Result<()> {
+    let mut policy = cut.policy.build(perf, &cut.options)?;
+    let config = SimConfig {
+        objective: *objective,
+        unplaceable: Unplaceable::Skip,
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::builder(perf, workload.cluster.clone(), workload.jobs.clone())
+        .config(config)
+        .build()?;
+    let (mut visited, mut seen) = (0usize, 0usize);
+    while visited < cut.count {
+        let Some(snap) = sim.next_round()? else {
+            break;
+        };
+        let snap = snap.clone();
+        if snap.jobs.len() >= 2 {
+            if seen.is_multiple_of(cut.every) {
+                visit(&snap)?;
+                visited += 1;
+            }
+            seen += 1;
+        }
+        let schedule = policy.schedule(&snap)?;
+        sim.apply(&schedule)?;
+    }
+    Ok(())
+}
+
+/// The jobs (indices in `snap.jobs`, sorted) a label round holds: every running job — a label
+/// decides every job of its round, so none is held where it runs as the `ilp` policy's bounded
+/// window holds some ([`crate::ilp::WindowedIlp::window`]) — and the waiting jobs the objective
+/// values most, up to `max_jobs` in all but at least `max_jobs / 4` of them. The shipped labels
+/// and the models trained on them were drawn with this window.
+fn label_window(
+    perf: &dyn PerfModel,
+    objective: &Objective,
+    max_jobs: usize,
+    snap: &ClusterSnapshot,
+) -> Vec<usize> {
+    if snap.jobs.len() <= max_jobs {
+        return (0..snap.jobs.len()).collect();
+    }
+    let pricing = RoundPricing::new(perf, snap, *objective);
+    let (mut keep, waiting) = crate::ilp::ranked(&pricing);
+    let reserve = (max_jobs / 4).max(1);
+    let room = max_jobs.saturating_sub(keep.len()).max(reserve);
+    keep.extend(waiting.into_iter().take(room));
+    keep.sort_unstable();
+    keep
+}
