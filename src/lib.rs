@@ -16,6 +16,7 @@
 //! | the learned policy alone (milliseconds, no solver) | [`policies::learned::LearnedScheduler`] | levels 1 and 2, plain Rust |
 //! | replay a trace | [`replay::Replay::run`] | `coda simulate`'s flags as data; [`replay::RunWriter`] writes its files |
 //! | a policy that plays candidates forward (rollouts in the simulator) | [`lookahead::Lookahead`] | `--policy lookahead`: built with the simulator's settings |
+//! | the lookahead's choice without its plays | [`policies::distilled::Distilled`] | `--policy distilled`: a gate fitted to the lookahead's plays ([`learn::distil`], `coda distil`) |
 //! | step the simulator yourself | [`sim::Simulator::next_round`], [`sim::Simulator::apply`] | the round-level environment |
 //! | step every decision (an RL agent) | [`replay::env::GymEpisode`] | the Python package's `coda/Cluster-v0` |
 //! | check a policy against the exact program | [`learn::label_round`], [`learn::RoundLabel::gap_to`] | expert labels and gaps (`coda label`, `coda gap`) |

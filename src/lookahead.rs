@@ -34,70 +34,16 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, Job, JobId, RunState, Schedule};
-use crate::objective::same_assignment;
 use crate::perf::PerfModel;
 #[cfg(doc)]
 use crate::policies::LookaheadOptions;
+pub use crate::policies::{CANDIDATES, Candidate};
 use crate::policies::{
-    Backfill, LookaheadArrivals, LookaheadFollow, LookaheadTail, PolicyKind, PolicyOptions,
+    LookaheadArrivals, LookaheadFollow, LookaheadTail, PolicyKind, PolicyOptions, greedy,
+    same_schedule,
 };
 use crate::scheduler::{LookaheadRound, RoundEvent, Scheduler};
 use crate::sim::{SimConfig, Simulator, fastest};
-
-/// Who proposes a schedule to the lookahead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Candidate {
-    /// A policy as `--policy` builds it.
-    Policy(PolicyKind),
-    /// The learned policy decoding greedily (one decoding a round).
-    LearnedGreedy,
-    /// Every running job kept where it is, idle GPUs back-filled: the proposal that restarts
-    /// nothing.
-    Keep,
-}
-
-impl Candidate {
-    /// The name reports use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Candidate::Policy(k) => k.name(),
-            Candidate::LearnedGreedy => "learned-greedy",
-            Candidate::Keep => "keep",
-        }
-    }
-}
-
-impl Candidate {
-    /// The policy that proposes for this candidate.
-    fn build<'a>(
-        self,
-        perf: &'a dyn PerfModel,
-        opts: &PolicyOptions,
-    ) -> Result<Box<dyn Scheduler + 'a>> {
-        Ok(match self {
-            Candidate::Policy(k) => k.build(perf, opts)?,
-            Candidate::LearnedGreedy => PolicyKind::Learned.build(perf, &greedy(opts))?,
-            Candidate::Keep => Box::new(Backfill::new(Box::new(Keep), perf, opts.objective)),
-        })
-    }
-}
-
-/// The candidates, in the order [`candidates`](LookaheadOptions::candidates) takes them: the
-/// learned policy's decision first (what a round keeps when no play beats it), the proposal
-/// that moves nothing, the learned greedy decoding, then the baselines that lead the replays
-/// (Pollux, SRTF, DRF), level 1 with the packer, and the rest.
-pub const CANDIDATES: [Candidate; 10] = [
-    Candidate::Policy(PolicyKind::Learned),
-    Candidate::Keep,
-    Candidate::LearnedGreedy,
-    Candidate::Policy(PolicyKind::Pollux),
-    Candidate::Policy(PolicyKind::Srtf),
-    Candidate::Policy(PolicyKind::Drf),
-    Candidate::Policy(PolicyKind::LearnedPacker),
-    Candidate::Policy(PolicyKind::Tiresias),
-    Candidate::Policy(PolicyKind::Optimus),
-    Candidate::Policy(PolicyKind::SjfBco),
-];
 
 /// The lookahead policy (see the [module docs](self)).
 pub struct Lookahead<'a> {
@@ -121,6 +67,28 @@ impl<'a> Lookahead<'a> {
     /// contention allowance). Its horizon, candidates and base are checked here.
     pub fn new(perf: &'a dyn PerfModel, opts: &PolicyOptions, sim: SimConfig) -> Result<Self> {
         let la = &opts.lookahead;
+        if la.candidates == 0 || la.candidates > CANDIDATES.len() {
+            return Err(Error::setting(
+                "policy options",
+                "lookahead.candidates",
+                la.candidates,
+                format!("between 1 and {}", CANDIDATES.len()),
+            ));
+        }
+        Self::with_candidates(perf, opts, sim, &CANDIDATES[..la.candidates])
+    }
+
+    /// The lookahead of [`Lookahead::new`] over the proposals of `candidates` (the first one's
+    /// kept on ties) instead of the first [`candidates`](LookaheadOptions::candidates) of
+    /// [`CANDIDATES`]: what the distilled policy's labels are played with
+    /// ([`crate::policies::distilled::GATE_CANDIDATES`]).
+    pub fn with_candidates(
+        perf: &'a dyn PerfModel,
+        opts: &PolicyOptions,
+        sim: SimConfig,
+        candidates: &[Candidate],
+    ) -> Result<Self> {
+        let la = &opts.lookahead;
         if la.rounds == 0 {
             return Err(Error::setting(
                 "policy options",
@@ -129,12 +97,12 @@ impl<'a> Lookahead<'a> {
                 crate::error::Expected::AtLeastOne,
             ));
         }
-        if la.candidates == 0 || la.candidates > CANDIDATES.len() {
+        if candidates.is_empty() {
             return Err(Error::setting(
                 "policy options",
-                "lookahead.candidates",
-                la.candidates,
-                format!("between 1 and {}", CANDIDATES.len()),
+                "lookahead candidates",
+                "none",
+                crate::error::Expected::AtLeastOne,
             ));
         }
         if la.base == PolicyKind::Lookahead {
@@ -148,15 +116,15 @@ impl<'a> Lookahead<'a> {
         }
         // The base is built once here so that a bad base is an error now, not in a play.
         base_policy(perf, opts)?;
-        let mut candidates = Vec::new();
-        for &c in &CANDIDATES[..la.candidates] {
-            candidates.push((c, c.build(perf, opts)?));
+        let mut built = Vec::new();
+        for &c in candidates {
+            built.push((c, c.build(perf, opts)?));
         }
         Ok(Lookahead {
             perf,
             sim,
             opts: opts.clone(),
-            candidates,
+            candidates: built,
             seen: Vec::new(),
             seen_ids: HashSet::new(),
             fastest: HashMap::new(),
@@ -164,17 +132,23 @@ impl<'a> Lookahead<'a> {
         })
     }
 
-    /// The distinct proposals of the round, each with the first candidate that made it.
-    fn proposals(&mut self, snap: &ClusterSnapshot) -> Result<Vec<(Candidate, Schedule)>> {
-        let mut out: Vec<(Candidate, Schedule)> = Vec::new();
-        for (c, proposer) in &mut self.candidates {
+    /// Every candidate's proposal for the round, in candidate order, and per candidate the
+    /// index of the first candidate that proposed the same schedule.
+    fn proposals(&mut self, snap: &ClusterSnapshot) -> Result<(Vec<Schedule>, Vec<usize>)> {
+        let mut schedules: Vec<Schedule> = Vec::new();
+        let mut first = Vec::new();
+        for (_, proposer) in &mut self.candidates {
             let schedule = proposer.schedule(snap)?;
             proposer.take_events();
-            if !out.iter().any(|(_, s)| same_schedule(s, &schedule)) {
-                out.push((*c, schedule));
-            }
+            first.push(
+                schedules
+                    .iter()
+                    .position(|s| same_schedule(s, &schedule))
+                    .unwrap_or(schedules.len()),
+            );
+            schedules.push(schedule);
         }
-        Ok(out)
+        Ok((schedules, first))
     }
 
     /// The jobs a play imagines arriving after `snap` (see [`LookaheadArrivals`]); every job
@@ -235,41 +209,12 @@ impl<'a> Lookahead<'a> {
     }
 }
 
-/// Every running job where it is, every waiting job waiting (back-filled by its wrapper).
-struct Keep;
-
-impl Scheduler for Keep {
-    fn name(&self) -> &str {
-        "keep"
-    }
-
-    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
-        Ok(snap.current_schedule())
-    }
-}
-
-/// `opts` with learned policies decoding greedily (a play's base, the greedy candidate).
-fn greedy(opts: &PolicyOptions) -> PolicyOptions {
-    let mut o = opts.clone();
-    o.learned.samples = 1;
-    o
-}
-
 /// The policy that decides a play's later rounds.
 fn base_policy<'a>(
     perf: &'a dyn PerfModel,
     opts: &PolicyOptions,
 ) -> Result<Box<dyn Scheduler + 'a>> {
     opts.lookahead.base.build(perf, &greedy(opts))
-}
-
-/// Whether two schedules put the same jobs in the same places at the same tiers.
-fn same_schedule(a: &Schedule, b: &Schedule) -> bool {
-    a.assignments.len() == b.assignments.len()
-        && a.assignments.iter().all(|x| {
-            b.assignment(x.job)
-                .is_some_and(|y| same_assignment(x, y) && x.tier == y.tier)
-        })
 }
 
 /// One round's plays: where they start, how far they go, what they add at the end.
@@ -302,32 +247,76 @@ impl Play<'_> {
     }
 }
 
-impl Scheduler for Lookahead<'_> {
-    fn name(&self) -> &str {
-        "lookahead"
+/// One round's plays ([`Lookahead::plays`]): per candidate, in the lookahead's order, its
+/// proposal and what its play cost.
+#[derive(Debug, Clone)]
+pub struct Plays {
+    /// The candidates.
+    pub candidates: Vec<Candidate>,
+    /// Each candidate's proposal.
+    pub schedules: Vec<Schedule>,
+    /// Per candidate, the index of the first candidate with the same proposal (itself if none
+    /// came before): proposals are played once each.
+    pub first_same: Vec<usize>,
+    /// Each candidate's cost: job-seconds in the system over the horizon plus the tail (the
+    /// same for candidates with the same proposal; all 0 when every proposal is the same and
+    /// nothing was played).
+    pub costs: Vec<f64>,
+    /// The horizon, seconds.
+    pub horizon_s: f64,
+}
+
+impl Plays {
+    /// The cheapest candidate, the first of them on a tie.
+    pub fn best(&self) -> usize {
+        let mut best = 0;
+        for (k, &c) in self.costs.iter().enumerate() {
+            if c < self.costs[best] {
+                best = k;
+            }
+        }
+        best
     }
 
-    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
-        self.events.clear();
-        let started = Instant::now();
+    /// Whether any proposal differs from the first candidate's (otherwise nothing was played).
+    pub fn played(&self) -> bool {
+        self.first_same.iter().any(|&f| f != 0)
+    }
+}
+
+impl Lookahead<'_> {
+    /// Every candidate's proposal for the round of `snap`, each distinct one played (in
+    /// parallel) from it: what [`Scheduler::schedule`] decides from, and what the distilled
+    /// policy learns from.
+    pub fn plays(&mut self, snap: &ClusterSnapshot) -> Result<Plays> {
         // The plays' rounds are the simulator's own.
         let horizon_s = f64::from(self.opts.lookahead.rounds) * self.sim.objective.round_s;
         let arrivals = self.arrivals(snap, horizon_s)?;
-        let mut proposals = self.proposals(snap)?;
-        if proposals.len() == 1 {
-            return Ok(proposals.remove(0).1);
+        let (schedules, first_same) = self.proposals(snap)?;
+        let candidates: Vec<Candidate> = self.candidates.iter().map(|(c, _)| *c).collect();
+        let distinct: Vec<usize> = (0..schedules.len())
+            .filter(|&k| first_same[k] == k)
+            .collect();
+        if distinct.len() == 1 {
+            return Ok(Plays {
+                costs: vec![0.0; schedules.len()],
+                candidates,
+                schedules,
+                first_same,
+                horizon_s,
+            });
         }
         let (perf, config, opts) = (self.perf, self.sim, &self.opts);
         let fastest = &self.fastest;
         let tail = |id: JobId| fastest.get(&id).copied();
         let tail: Option<&(dyn Fn(JobId) -> Option<(f64, f64)> + Sync)> =
             (opts.lookahead.tail == LookaheadTail::Bound).then_some(&tail);
-        let costs: Vec<Result<f64>> = proposals
+        let played: Vec<Result<f64>> = distinct
             .par_iter()
-            .map(|(c, first)| {
+            .map(|&k| {
                 let mut base = match opts.lookahead.follow {
                     LookaheadFollow::Base => base_policy(perf, opts)?,
-                    LookaheadFollow::Candidate => c.build(perf, opts)?,
+                    LookaheadFollow::Candidate => candidates[k].build(perf, opts)?,
                 };
                 let play = Play {
                     perf,
@@ -336,24 +325,51 @@ impl Scheduler for Lookahead<'_> {
                     horizon_s,
                     tail,
                 };
-                play.cost(arrivals.clone(), first, base.as_mut())
+                play.cost(arrivals.clone(), &schedules[k], base.as_mut())
             })
             .collect();
-        let costs = costs.into_iter().collect::<Result<Vec<f64>>>()?;
-        // The first of the cheapest: ties keep the earlier candidate (the learned policy's).
-        let mut best = 0;
-        for (k, &c) in costs.iter().enumerate() {
-            if c < costs[best] {
-                best = k;
-            }
+        let mut costs = vec![0.0; schedules.len()];
+        for (&k, c) in distinct.iter().zip(played) {
+            costs[k] = c?;
         }
+        for k in 0..costs.len() {
+            costs[k] = costs[first_same[k]];
+        }
+        Ok(Plays {
+            candidates,
+            schedules,
+            first_same,
+            costs,
+            horizon_s,
+        })
+    }
+}
+
+impl Scheduler for Lookahead<'_> {
+    fn name(&self) -> &str {
+        "lookahead"
+    }
+
+    fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        self.events.clear();
+        let started = Instant::now();
+        let mut plays = self.plays(snap)?;
+        if !plays.played() {
+            return Ok(plays.schedules.swap_remove(0));
+        }
+        let best = plays.best();
         self.events.push(RoundEvent::LookedAhead(LookaheadRound {
-            chosen: proposals[best].0.name(),
-            distinct: proposals.len() as u32,
-            saved_s: costs[0] - costs[best],
+            chosen: plays.candidates[best].name(),
+            distinct: plays
+                .first_same
+                .iter()
+                .enumerate()
+                .filter(|&(k, &f)| f == k)
+                .count() as u32,
+            saved_s: plays.costs[0] - plays.costs[best],
             wall_s: started.elapsed().as_secs_f64(),
         }));
-        Ok(proposals.swap_remove(best).1)
+        Ok(plays.schedules.swap_remove(best))
     }
 
     fn take_events(&mut self) -> Vec<RoundEvent> {

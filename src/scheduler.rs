@@ -132,6 +132,11 @@ pub enum RoundEvent {
     BackFilled(u64),
     /// The lookahead played its candidates and chose one.
     LookedAhead(LookaheadRound),
+    /// The distilled policy's gate chose a proposal in a round whose proposals differed.
+    Gated {
+        /// The candidate whose proposal was kept (`learned`, `keep`, `pollux`...).
+        chosen: &'static str,
+    },
     /// A round seen by a scheduler that re-decides unchanged rounds only every `every` rounds:
     /// `kept` when this one was kept without asking.
     Revisited {
@@ -180,6 +185,7 @@ impl RoundEvents {
         let (mut solved, mut no_solution, mut start_kept, mut limits) = (0u64, 0u64, 0u64, None);
         let (mut filled, mut seen, mut kept, mut every) = (0u64, 0u64, 0u64, 1u32);
         let mut looked: Vec<&LookaheadRound> = Vec::new();
+        let mut gated: Vec<(&str, u64)> = Vec::new();
         for e in &self.0 {
             match e {
                 RoundEvent::Solved {
@@ -197,6 +203,10 @@ impl RoundEvents {
                 }
                 RoundEvent::BackFilled(n) => filled += n,
                 RoundEvent::LookedAhead(r) => looked.push(r),
+                RoundEvent::Gated { chosen } => match gated.iter_mut().find(|(c, _)| c == chosen) {
+                    Some(e) => e.1 += 1,
+                    None => gated.push((chosen, 1)),
+                },
                 RoundEvent::Revisited { kept: k, every: n } => {
                     seen += 1;
                     kept += u64::from(*k);
@@ -226,6 +236,18 @@ impl RoundEvents {
         }
         if !looked.is_empty() {
             notes.push(lookahead_note(&looked));
+        }
+        if !gated.is_empty() {
+            gated.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            notes.push(format!(
+                "distilled gate, {} round(s) with differing proposals; kept: {}",
+                gated.iter().map(|g| g.1).sum::<u64>(),
+                gated
+                    .iter()
+                    .map(|(c, k)| format!("{c} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         if kept > 0 {
             notes.push(format!(

@@ -72,7 +72,8 @@ def schedule(
     back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
     ``learned-rl``, ``drf``, ``tiresias``, ``ilp`` — the replay policy that solves a window of
     jobs each round —, ``lookahead`` — candidates played forward in copies of the simulator at
-    its default settings...). The schedule is validated before it is returned."""
+    its default settings, ``distilled`` — the lookahead's choice made by a gate fitted to its
+    plays...). The schedule is validated before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
         _native.schedule(text, scheduler, seed, samples, time_limit, origin)

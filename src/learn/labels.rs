@@ -573,6 +573,14 @@ fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f6
 /// Every label of a JSON-lines file (what `coda label` writes), in file order; a line that is
 /// not a label is an error naming the file, line and field.
 pub fn read_labels(path: &std::path::Path) -> Result<Vec<RoundLabel>> {
+    read_json_lines(path)
+}
+
+/// One `T` per non-empty line of the JSON-lines file at `path`; a bad line is an error naming
+/// the file, the line and the field.
+pub(crate) fn read_json_lines<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+) -> Result<Vec<T>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let origin = path.display().to_string();
     let mut out = Vec::new();
@@ -581,14 +589,13 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<RoundLabel>> {
             continue;
         }
         let mut de = serde_json::Deserializer::from_str(line);
-        let label: RoundLabel =
-            serde_path_to_error::deserialize(&mut de).map_err(|e| Error::Json {
-                file: origin.clone(),
-                line: n + 1,
-                column: e.inner().column(),
-                field: e.path().to_string(),
-                message: e.inner().to_string(),
-            })?;
+        let label: T = serde_path_to_error::deserialize(&mut de).map_err(|e| Error::Json {
+            file: origin.clone(),
+            line: n + 1,
+            column: e.inner().column(),
+            field: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
         out.push(label);
     }
     Ok(out)

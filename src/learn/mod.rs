@@ -6,6 +6,9 @@
 //! [`lookahead_labels`] labels the states a policy visits with the lookahead's decisions
 //! instead (DAgger towards a non-myopic expert).
 //!
+//! [`distil`] records the lookahead's plays on the rounds a student visits and fits the
+//! `distilled` policy's gate to them.
+//!
 //! [`rl`] is reinforcement learning's environment side: episodes, rollouts of the policy in the
 //! simulator, per-level rewards and baselines.
 //!
@@ -13,6 +16,7 @@
 //! feature) names the training backend.
 
 mod dagger;
+pub mod distil;
 pub mod examples;
 pub mod labels;
 pub mod rl;

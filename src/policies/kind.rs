@@ -38,6 +38,9 @@ pub enum PolicyKind {
     LearnedRl,
     /// The learned level 1 with the baselines' consolidated placement (an ablation of level 2).
     LearnedPacker,
+    /// The lookahead distilled: the same candidates' proposals, one kept by a gate fitted to
+    /// the lookahead's plays instead of playing them (`coda::policies::distilled`).
+    Distilled,
     /// Rollout policy improvement: each round, candidate schedules (the learned policy's and
     /// the best heuristics') each played forward some rounds in a copy of the simulator, the one
     /// with the fewest job-hours (plus a bound on what is left) kept. Not in [`PolicyKind::ALL`]: it needs the simulator's
@@ -48,7 +51,7 @@ pub enum PolicyKind {
 impl PolicyKind {
     /// Every policy built from its options alone ([`PolicyKind::build`]: all but
     /// [`PolicyKind::Lookahead`]), in the order reports list them.
-    pub const ALL: [PolicyKind; 13] = [
+    pub const ALL: [PolicyKind; 14] = [
         PolicyKind::Fifo,
         PolicyKind::Srtf,
         PolicyKind::Drf,
@@ -62,6 +65,7 @@ impl PolicyKind {
         PolicyKind::Learned,
         PolicyKind::LearnedRl,
         PolicyKind::LearnedPacker,
+        PolicyKind::Distilled,
     ];
 
     /// The nine heuristic baselines: the first nine of [`PolicyKind::ALL`].
@@ -85,6 +89,7 @@ impl PolicyKind {
             PolicyKind::Learned => "learned",
             PolicyKind::LearnedRl => "learned-rl",
             PolicyKind::LearnedPacker => "learned-packer",
+            PolicyKind::Distilled => "distilled",
             PolicyKind::Lookahead => "lookahead",
         }
     }

@@ -15,6 +15,7 @@
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
 //! | `synergy-tune` | Mohan et al., OSDI'22 (TUNE) | as `srtf`; then each job, shortest remaining time first, gets its best-case cores and memory if they fit, else its GPU-proportional demand ([`cpumem`]) | consolidated | yes |
 //! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
+//! | `distilled` | the lookahead distilled ([`distilled`]) | the proposal of `learned`, `keep` (nothing moved) or a baseline, as a gate fitted to the lookahead's plays predicts is best | the proposal's | yes |
 //! | `ilp` | coda's program | exact, re-solved every round on a window of `--ilp-max-jobs` jobs (the waiting ones the objective values most, half the window kept for them, and the running ones it values least; other running jobs held where they are), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
 //!
 //! **Cores and memory.** Every baseline but `synergy-tune` gives each task its demand (the
@@ -50,7 +51,9 @@
 //!   measured configuration.
 
 mod baselines;
+mod candidates;
 pub mod cpumem;
+pub mod distilled;
 mod exact;
 mod expert;
 mod kind;
@@ -63,6 +66,8 @@ use std::collections::HashMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+pub use candidates::{CANDIDATES, Candidate};
+pub(crate) use candidates::{greedy, same_schedule};
 pub use exact::{ExactRound, ExactRoundScheduler, FixConfident, WarmStart};
 pub(crate) use expert::back_fill;
 pub use expert::{Backfill, BestHeuristic, Revisit};
@@ -235,6 +240,8 @@ pub struct LearnedOptions {
     pub weights: Option<std::path::PathBuf>,
     /// Decodings per round (1: greedy; see [`learned::DEFAULT_SAMPLES`]), drawn from the seed.
     pub samples: usize,
+    /// The `distilled` policy's gate (default: the shipped `models/distilled.json`).
+    pub gate: Option<std::path::PathBuf>,
 }
 
 impl Default for LearnedOptions {
@@ -242,6 +249,7 @@ impl Default for LearnedOptions {
         LearnedOptions {
             weights: None,
             samples: learned::DEFAULT_SAMPLES,
+            gate: None,
         }
     }
 }
@@ -288,6 +296,7 @@ impl PolicyKind {
             PolicyKind::Learned | PolicyKind::LearnedRl | PolicyKind::LearnedPacker => {
                 learned_policy(self, perf, opts)?
             }
+            PolicyKind::Distilled => Box::new(distilled::Distilled::new(perf, opts)?),
             PolicyKind::Lookahead => {
                 return Err(Error::setting(
                     "policy options",

@@ -221,6 +221,10 @@ pub struct PolicySpec {
         default_value_t = PolicySpec::default().policy_samples,
         value_parser = at_least_one::<usize>))]
     pub policy_samples: usize,
+    /// `distilled` policy: its gate (default: the shipped `models/distilled.json`; `coda
+    /// distil fit` writes one).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub distilled_gate: Option<PathBuf>,
     /// `lookahead` policy: rounds each candidate is played forward, its own included.
     #[cfg_attr(feature = "cli", arg(long,
         default_value_t = PolicySpec::default().lookahead_rounds,
@@ -267,6 +271,7 @@ impl Default for PolicySpec {
             ilp_policy_start: false,
             policy_weights: None,
             policy_samples: crate::policies::learned::DEFAULT_SAMPLES,
+            distilled_gate: None,
             lookahead_rounds: LookaheadOptions::default().rounds,
             lookahead_candidates: LookaheadOptions::default().candidates,
             lookahead_base: LookaheadOptions::default().base,
@@ -460,6 +465,7 @@ impl Replay {
             learned: LearnedOptions {
                 weights: p.policy_weights.clone(),
                 samples: p.policy_samples,
+                gate: p.distilled_gate.clone(),
             },
             lookahead: LookaheadOptions {
                 rounds: p.lookahead_rounds,

@@ -3,7 +3,7 @@
 
 use coda::policies::{self, PolicyKind, PolicyOptions};
 
-fn all_policies() -> [&'static str; 13] {
+fn all_policies() -> [&'static str; 14] {
     PolicyKind::ALL.map(PolicyKind::name)
 }
 use coda::ilp::SolveSettings;

@@ -126,3 +126,22 @@ pub fn random_valid_schedule(s: &ClusterSnapshot, seed: u64) -> Schedule {
 pub fn coda_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_coda"))
 }
+
+/// Runs the `coda` binary with `args` and returns its output, failing the test (with its
+/// stderr) unless it exits 0.
+pub fn coda_ok<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(coda_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

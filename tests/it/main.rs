@@ -6,6 +6,7 @@ mod bound;
 mod cli;
 mod common;
 mod cpumem;
+mod distil;
 mod errors;
 mod fidelity;
 mod fuzz;

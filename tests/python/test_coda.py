@@ -50,6 +50,8 @@ def test_quick_start_round():
     assert coda.score(snap, exact_round) == pytest.approx(optimum, abs=1e-6)
     # The lookahead plays its candidates forward: valid, so never above the optimum either.
     assert 0 < coda.score(snap, coda.schedule(snap, scheduler="lookahead")) <= optimum + 1e-6
+    # The distilled gate chooses among the same kind of proposals, without playing them.
+    assert 0 < coda.score(snap, coda.schedule(snap, scheduler="distilled")) <= optimum + 1e-6
 
 
 def test_a_trace_loads_as_snapshot_jobs():

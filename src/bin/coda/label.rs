@@ -121,15 +121,15 @@ fn rounds_to_label(
     Ok(rounds)
 }
 
-/// The labels file, appended to one whole line at a time (flushed: an interrupted run leaves
-/// at most one line cut short, which resuming drops).
-struct LabelFile<'p> {
+/// A JSON-lines file (labels, plays), appended to one whole line at a time (flushed: an
+/// interrupted run leaves at most one line cut short, which resuming drops).
+pub(crate) struct LabelFile<'p> {
     path: &'p std::path::Path,
     file: std::fs::File,
 }
 
 impl<'p> LabelFile<'p> {
-    fn open(path: &'p std::path::Path) -> coda::Result<Self> {
+    pub(crate) fn open(path: &'p std::path::Path) -> coda::Result<Self> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -138,8 +138,8 @@ impl<'p> LabelFile<'p> {
         Ok(LabelFile { path, file })
     }
 
-    fn append(&mut self, label: &RoundLabel) -> coda::Result<()> {
-        let mut line = serde_json::to_string(label)
+    pub(crate) fn append<T: serde::Serialize>(&mut self, row: &T) -> coda::Result<()> {
+        let mut line = serde_json::to_string(row)
             .map_err(|e| coda::Error::io(self.path, std::io::Error::other(e)))?;
         line.push('\n');
         self.file

@@ -29,6 +29,7 @@ mod bench_solve;
 mod bench_warm;
 mod bound;
 mod calibrate;
+mod distil;
 mod gap;
 mod generate;
 mod label;
@@ -132,6 +133,14 @@ enum Cmd {
     /// Writes `benches/results/README.md`, the README's headline and the generated tables of
     /// `models/README.md`. Well under a second.
     Report(report::Args),
+    /// Distil the lookahead into the `distilled` policy's gate: record the lookahead's plays on
+    /// the rounds a student visits (`plays`), fit the gate to them (`fit`).
+    ///
+    /// `plays` appends one JSON line per round to `--out` (resumable) and takes what the
+    /// lookahead takes (a 300-job slice: minutes); `fit` writes the gate and its fit table in
+    /// seconds.
+    #[command(subcommand)]
+    Distil(distil::Cmd),
     /// Train the learned policy (built with the `train` feature).
     #[cfg(feature = "train")]
     #[command(subcommand)]
@@ -223,6 +232,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Label(args) => label::run(args, params),
         Cmd::Gap(args) => gap::run(args, params),
         Cmd::Report(args) => report::run(args),
+        Cmd::Distil(cmd) => distil::run(cmd, params),
         #[cfg(feature = "train")]
         Cmd::Train(cmd) => train::run(cmd, params),
         Cmd::Generate(args) => generate::run(args, params),

@@ -87,6 +87,97 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
         provenance(dir, results)?,
         md_table(&head, &rows),
         md_table(&vhead, &vrows)
+    ) + &distilled_section(dir)?)
+}
+
+/// `distilled.csv` (`scripts/bench_distilled.sh`) and `gate_fit.csv` (`scripts/distil_gate.sh`),
+/// when they exist: the distilled policy next to `learned` and the lookahead.
+fn distilled_section(dir: &Path) -> coda::Result<String> {
+    let (runs, fit) = (dir.join("distilled.csv"), dir.join("gate_fit.csv"));
+    if !runs.exists() || !fit.exists() {
+        return Ok(String::new());
+    }
+    let t = Table::read(&runs)?;
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        let kept = t.str(r, "gain_kept")?;
+        rows.push(vec![
+            slice(&t, r, "jobs ")?,
+            t.str(r, "seed")?.to_string(),
+            format!("{:.2}", t.num(r, "learned_h")?),
+            format!("{:.2}", t.num(r, "lookahead_h")?),
+            format!("{:.2}", t.num(r, "distilled_h")?),
+            format!("{:.3}", t.num(r, "distilled_over_learned")?),
+            if kept.is_empty() {
+                "–".to_string()
+            } else {
+                pct(t.num(r, "gain_kept")?)
+            },
+            format!(
+                "{} / {}",
+                t.str(r, "learned_restarts")?,
+                t.str(r, "distilled_restarts")?
+            ),
+            format!(
+                "{:.1} / {:.1}",
+                t.num(r, "learned_wall_s")?,
+                t.num(r, "distilled_wall_s")?
+            ),
+            t.str(r, "kept")?.to_string(),
+        ]);
+    }
+    let head = [
+        "slice",
+        "seed",
+        "learned, h",
+        "lookahead, h",
+        "distilled, h",
+        "distilled / learned",
+        "lookahead's gain kept",
+        "restarts: learned / distilled",
+        "wall, s: learned / distilled",
+        "gate kept (rounds whose proposals differ)",
+    ];
+    let f = Table::read(&fit)?;
+    let mut frows = Vec::new();
+    for r in 0..f.len() {
+        frows.push(vec![
+            f.str(r, "set")?.to_string(),
+            f.str(r, "plays")?.to_string(),
+            f.str(r, "rounds")?.to_string(),
+            f.str(r, "switched")?.to_string(),
+            f.str(r, "agree")?.to_string(),
+            format!("{:.0}", f.num(r, "best")?),
+            format!("{:.0}", f.num(r, "reachable")?),
+            format!("{:.0}", f.num(r, "kept")?),
+            pct(f.num(r, "kept_share")?),
+            pct(f.num(r, "kept_of_reachable")?),
+        ]);
+    }
+    let fhead = [
+        "set",
+        "plays",
+        "rounds",
+        "gate left learned",
+        "gate chose as the lookahead",
+        "lookahead's saving, job-rounds",
+        "its best of the gate's candidates",
+        "gate's saving",
+        "share",
+        "share of its candidates'",
+    ];
+    Ok(format!(
+        "\n\n#### distilled\n\nThe `distilled` policy (`src/policies/distilled.rs`): the \
+         proposals of `learned`, `keep` and the learned greedy decoding, one kept by a gate \
+         fitted to the lookahead's plays (`scripts/distil_gate.sh`) instead of playing them. \
+         `learned` and `distilled` replayed one after the other on the same machine \
+         (`scripts/bench_distilled.sh`); the lookahead's JCT is the table's above. The gain kept \
+         is (learned − distilled) / (learned − lookahead).\n\n{}\n\nThe gate's fit \
+         (`gate_fit.csv`): on every round of a plays file whose proposals differ, the job-rounds \
+         the lookahead's choice saves over the learned proposal's play, and those the gate's \
+         choice saves.\n\n{}",
+        md_table(&head, &rows),
+        md_table(&fhead, &frows)
     ))
 }
 
