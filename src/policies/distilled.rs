@@ -171,19 +171,33 @@ pub fn gate_features(
 }
 
 /// One node of a regression tree: a split (`feature` below `threshold` goes `left`, else
-/// `right`; indices into the tree's nodes) or, with no feature, a leaf of `value`.
+/// `right`; indices into the tree's nodes) or, with no feature, a leaf of `value`. In JSON a
+/// node writes only the fields of its kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TreeNode {
     /// The feature split on (an index into [`GATE_FEATURES`]); `None` at a leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<usize>,
     /// Rows whose feature is below this go left.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub threshold: f64,
     /// The left child.
+    #[serde(default, skip_serializing_if = "is_zero_index")]
     pub left: usize,
     /// The right child.
+    #[serde(default, skip_serializing_if = "is_zero_index")]
     pub right: usize,
     /// A leaf's value.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub value: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_zero_index(x: &usize) -> bool {
+    *x == 0
 }
 
 /// One candidate's model in the gate: predicted saving (job-rounds over the lookahead's

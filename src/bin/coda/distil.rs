@@ -198,7 +198,8 @@ fn fit(args: FitArgs) -> coda::Result<ExitCode> {
         &settings,
         args.plays.iter().map(name).collect(),
     )?;
-    let text = serde_json::to_string_pretty(&gate).expect("a gate serialises");
+    // One line: thousands of tree nodes, read by programs (`coda report` renders the fit).
+    let text = serde_json::to_string(&gate).expect("a gate serialises");
     coda::io::write_atomic(&args.out, format!("{text}\n").as_bytes())?;
     let rows: Vec<FitRow> = sets
         .iter()
