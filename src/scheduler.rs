@@ -185,7 +185,7 @@ impl RoundEvents {
         let (mut solved, mut no_solution, mut start_kept, mut limits) = (0u64, 0u64, 0u64, None);
         let (mut filled, mut seen, mut kept, mut every) = (0u64, 0u64, 0u64, 1u32);
         let mut looked: Vec<&LookaheadRound> = Vec::new();
-        let mut gated: Vec<(&str, u64)> = Vec::new();
+        let mut gated: Vec<&str> = Vec::new();
         for e in &self.0 {
             match e {
                 RoundEvent::Solved {
@@ -203,10 +203,7 @@ impl RoundEvents {
                 }
                 RoundEvent::BackFilled(n) => filled += n,
                 RoundEvent::LookedAhead(r) => looked.push(r),
-                RoundEvent::Gated { chosen } => match gated.iter_mut().find(|(c, _)| c == chosen) {
-                    Some(e) => e.1 += 1,
-                    None => gated.push((chosen, 1)),
-                },
+                RoundEvent::Gated { chosen } => gated.push(chosen),
                 RoundEvent::Revisited { kept: k, every: n } => {
                     seen += 1;
                     kept += u64::from(*k);
@@ -238,15 +235,10 @@ impl RoundEvents {
             notes.push(lookahead_note(&looked));
         }
         if !gated.is_empty() {
-            gated.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
             notes.push(format!(
                 "distilled gate, {} round(s) with differing proposals; kept: {}",
-                gated.iter().map(|g| g.1).sum::<u64>(),
-                gated
-                    .iter()
-                    .map(|(c, k)| format!("{c} {k}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                gated.len(),
+                kept_counts(gated)
             ));
         }
         if kept > 0 {
@@ -262,14 +254,6 @@ impl RoundEvents {
 /// The summary's line on a lookahead's rounds: how many it played, how often and for whom it
 /// left the first candidate, what that saved and what the rounds cost.
 fn lookahead_note(rounds: &[&LookaheadRound]) -> String {
-    let mut by: Vec<(&str, u64)> = Vec::new();
-    for r in rounds {
-        match by.iter_mut().find(|(n, _)| *n == r.chosen) {
-            Some(e) => e.1 += 1,
-            None => by.push((r.chosen, 1)),
-        }
-    }
-    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let n = rounds.len() as f64;
     let distinct: f64 = rounds.iter().map(|r| f64::from(r.distinct)).sum::<f64>() / n;
     let saved_h: f64 = rounds.iter().map(|r| r.saved_s).sum::<f64>() / 3600.0;
@@ -280,9 +264,24 @@ fn lookahead_note(rounds: &[&LookaheadRound]) -> String {
          first candidate",
         rounds.len(),
         wall / n,
-        by.iter()
-            .map(|(c, k)| format!("{c} {k}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        kept_counts(rounds.iter().map(|r| r.chosen).collect())
     )
+}
+
+/// `learned 3464, keep 943, …`: how often each candidate was kept, most often first (ties by
+/// name): the lookahead's and the distilled gate's summaries.
+fn kept_counts(mut chosen: Vec<&str>) -> String {
+    chosen.sort_unstable();
+    let mut by: Vec<(&str, usize)> = Vec::new();
+    for c in chosen {
+        match by.last_mut() {
+            Some((n, k)) if *n == c => *k += 1,
+            _ => by.push((c, 1)),
+        }
+    }
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    by.iter()
+        .map(|(c, k)| format!("{c} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -39,13 +39,13 @@ pub struct PlayRound {
 /// The rows of the JSON-lines file at `path` (`coda distil plays`), each checked against
 /// this build's candidates and features (a bad row is an error naming its line and field).
 pub fn read_play_rounds(path: &std::path::Path) -> Result<Vec<PlayRound>> {
-    let rows: Vec<PlayRound> = super::labels::read_json_lines(path)?;
+    let rows: Vec<(usize, PlayRound)> = super::labels::read_numbered_json_lines(path)?;
     let (c, f) = (GATE_CANDIDATES.len(), GATE_FEATURES.len());
-    for (i, r) in rows.iter().enumerate() {
+    for (line, r) in &rows {
         let bad = |field: &str, want: String| {
             Error::invalid(
                 &path.display().to_string(),
-                i as u64 + 1,
+                *line as u64,
                 field,
                 &r.id,
                 want,
@@ -61,7 +61,7 @@ pub fn read_play_rounds(path: &std::path::Path) -> Result<Vec<PlayRound>> {
             return Err(bad("same / saving", format!("{c} values each")));
         }
     }
-    Ok(rows)
+    Ok(rows.into_iter().map(|(_, r)| r).collect())
 }
 
 /// The rounds of `replay` under `student` (its decisions drive the replay: DAgger on the
@@ -249,9 +249,11 @@ fn fit_model(rows: &[&PlayRound], k: usize, name: &str, s: &BoostSettings) -> Ga
         };
     }
     let mut y: Vec<f64> = mine.iter().map(|r| r.saving[k]).collect();
+    let mut sorted = y.clone();
+    sorted.sort_by(f64::total_cmp);
     let (lo, hi) = (
-        quantile(&y, s.clip_quantile),
-        quantile(&y, 1.0 - s.clip_quantile),
+        sorted_quantile(&sorted, s.clip_quantile),
+        sorted_quantile(&sorted, 1.0 - s.clip_quantile),
     );
     for v in &mut y {
         *v = v.clamp(lo, hi);
@@ -265,9 +267,10 @@ fn fit_model(rows: &[&PlayRound], k: usize, name: &str, s: &BoostSettings) -> Ga
                 // A feature the trees may not use offers no threshold.
                 return Vec::new();
             }
-            let xs: Vec<f64> = mine.iter().map(|r| r.features[k][f]).collect();
+            let mut xs: Vec<f64> = mine.iter().map(|r| r.features[k][f]).collect();
+            xs.sort_by(f64::total_cmp);
             let mut t: Vec<f64> = (1..s.bins)
-                .map(|i| quantile(&xs, i as f64 / s.bins as f64))
+                .map(|i| sorted_quantile(&xs, i as f64 / s.bins as f64))
                 .collect();
             t.dedup();
             t
@@ -398,7 +401,7 @@ pub fn gate_fit(gate: &Gate, rows: &[PlayRound]) -> GateFit {
         .collect();
     for r in rows {
         let lookahead = best_of(&r.saving);
-        let features: Vec<Vec<f64>> = cols.iter().map(|&k| r.features[k].clone()).collect();
+        let features: Vec<&[f64]> = cols.iter().map(|&k| &r.features[k][..]).collect();
         let same: Vec<bool> = cols.iter().map(|&k| r.same[k]).collect();
         let chosen = cols[gate.choose(&features, &same)];
         fit.best += r.saving[lookahead];
@@ -421,12 +424,10 @@ fn best_of(saving: &[f64]) -> usize {
     best
 }
 
-/// The `q`-quantile of `xs` (nearest rank; 0 for none).
-fn quantile(xs: &[f64], q: f64) -> f64 {
-    if xs.is_empty() {
+/// The `q`-quantile of `sorted` (ascending; nearest rank; 0 for none).
+fn sorted_quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
         return 0.0;
     }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[((q.clamp(0.0, 1.0) * (v.len() - 1) as f64).round()) as usize]
+    sorted[((q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64).round()) as usize]
 }

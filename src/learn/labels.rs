@@ -581,6 +581,17 @@ pub fn read_labels(path: &std::path::Path) -> Result<Vec<RoundLabel>> {
 pub(crate) fn read_json_lines<T: serde::de::DeserializeOwned>(
     path: &std::path::Path,
 ) -> Result<Vec<T>> {
+    Ok(read_numbered_json_lines(path)?
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect())
+}
+
+/// [`read_json_lines`], each `T` with its line number (1-based), for a check after parsing
+/// that names the line.
+pub(crate) fn read_numbered_json_lines<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+) -> Result<Vec<(usize, T)>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let origin = path.display().to_string();
     let mut out = Vec::new();
@@ -596,7 +607,7 @@ pub(crate) fn read_json_lines<T: serde::de::DeserializeOwned>(
             field: e.path().to_string(),
             message: e.inner().to_string(),
         })?;
-        out.push(label);
+        out.push((n + 1, label));
     }
     Ok(out)
 }

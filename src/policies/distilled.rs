@@ -20,7 +20,7 @@
 //! shipped gate, and its provenance, fit and replays are in `models/POLICY.md`.
 
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -80,7 +80,9 @@ struct Effect {
 
 fn effect(pricing: &RoundPricing, schedule: &Schedule) -> Result<Effect> {
     let snap = pricing.snapshot();
-    let score = pricing.score(schedule)?;
+    // The proposals come from checked policies (and the simulator validates what is kept):
+    // validating each again would cost a quarter of its pricing, every round.
+    let score = pricing.score_valid(schedule)?;
     let mut e = Effect {
         utility: score.total,
         gpus: schedule.gpus_used() as f64,
@@ -326,13 +328,17 @@ impl Gate {
         Self::from_json(&text, &path.display().to_string())
     }
 
-    /// The shipped gate (parsed once).
-    pub fn shipped() -> Result<Self> {
-        static GATE: OnceLock<Gate> = OnceLock::new();
+    /// The shipped gate, parsed once and shared (a lookahead may build a distilled policy for
+    /// every play).
+    pub fn shipped() -> Result<Arc<Self>> {
+        static GATE: OnceLock<Arc<Gate>> = OnceLock::new();
         if let Some(g) = GATE.get() {
             return Ok(g.clone());
         }
-        let g = Gate::from_json(SHIPPED, "models/distilled.json (built in)")?;
+        let g = Arc::new(Gate::from_json(
+            SHIPPED,
+            "models/distilled.json (built in)",
+        )?);
         Ok(GATE.get_or_init(|| g).clone())
     }
 
@@ -351,14 +357,14 @@ impl Gate {
     /// The candidate to keep (an index into [`Gate::candidates`]) among proposals with
     /// `features` (one row per candidate of [`Gate::candidates`]); `same[k]`: candidate `k`'s
     /// proposal is the learned one's.
-    pub fn choose(&self, features: &[Vec<f64>], same: &[bool]) -> usize {
+    pub fn choose<R: AsRef<[f64]>>(&self, features: &[R], same: &[bool]) -> usize {
         let mut best = (0, self.margin);
         for (k, m) in self.models.iter().enumerate() {
             let k = k + 1;
             if same[k] {
                 continue;
             }
-            let p = m.predict(&features[k]);
+            let p = m.predict(features[k].as_ref());
             if p > best.1 {
                 best = (k, p);
             }
@@ -371,7 +377,7 @@ impl Gate {
 pub struct Distilled<'a> {
     perf: &'a dyn PerfModel,
     objective: Objective,
-    gate: Gate,
+    gate: Arc<Gate>,
     proposers: Vec<(Candidate, Box<dyn Scheduler + 'a>)>,
     events: Vec<RoundEvent>,
 }
@@ -380,7 +386,7 @@ impl<'a> Distilled<'a> {
     /// The policy with `opts` (its gate: [`super::LearnedOptions::gate`], else the shipped one).
     pub fn new(perf: &'a dyn PerfModel, opts: &PolicyOptions) -> Result<Self> {
         let gate = match &opts.learned.gate {
-            Some(p) => Gate::from_file(p)?,
+            Some(p) => Arc::new(Gate::from_file(p)?),
             None => Gate::shipped()?,
         };
         let mut proposers = Vec::new();
@@ -442,7 +448,7 @@ mod tests {
 
     #[test]
     fn shipped_gate_loads_and_a_bad_one_is_named() {
-        let g = Gate::shipped().unwrap();
+        let g = Gate::shipped().unwrap().as_ref().clone();
         assert!(g.models.len() < GATE_CANDIDATES.len());
         assert_eq!(g.candidates()[0], GATE_CANDIDATES[0]);
         let mut bad = g.clone();

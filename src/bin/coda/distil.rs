@@ -214,16 +214,8 @@ fn fit(args: FitArgs) -> coda::Result<ExitCode> {
                 best: fit.best,
                 reachable: fit.reachable,
                 kept: fit.kept,
-                kept_share: if fit.best > 0.0 {
-                    fit.kept / fit.best
-                } else {
-                    0.0
-                },
-                kept_of_reachable: if fit.reachable > 0.0 {
-                    fit.kept / fit.reachable
-                } else {
-                    0.0
-                },
+                kept_share: share(fit.kept, fit.best),
+                kept_of_reachable: share(fit.kept, fit.reachable),
             }
         })
         .collect();
@@ -253,4 +245,9 @@ fn fit(args: FitArgs) -> coda::Result<ExitCode> {
         coda::io::write_csv(t, &rows)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `part / whole`, 0 when there is nothing to share.
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 { part / whole } else { 0.0 }
 }
