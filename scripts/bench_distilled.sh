@@ -3,7 +3,8 @@
 # (scripts/bench_lookahead.sh must have written benches/results/lookahead/lookahead.csv): per
 # slice and seed, `learned` and `distilled` replayed one after the other on this machine (their
 # walls comparable), the lookahead's JCT read from lookahead.csv. Writes
-# benches/results/lookahead/distilled.csv (`coda report` renders it). SEEDS and SLICES as in
+# benches/results/lookahead/distilled.csv and, on two slices, the sensitivity of both to every
+# named estimate (distilled-sensitivity/; `coda report` renders both). SEEDS and SLICES as in
 # bench_lookahead.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,3 +59,15 @@ with open(dst, "w", newline="") as f:
                                 r[9], r[10], gate])
 PY
 echo "wrote $out/distilled.csv"
+# Which named estimate moves the comparison: `coda sensitivity` of learned and distilled on the
+# first ITP 06 slice and the first Philly slice, seed 0 (each estimate at its low and high value).
+. scripts/bench_lib.sh
+sens=$out/distilled-sensitivity
+mkdir -p "$sens"
+machine_txt "$sens" "scripts/bench_distilled.sh (its sensitivity step)" "one setting at a time"
+for s in itp-cluster06:8xnd40rs-v2:0:300 philly:4xdgx-1-v100:2000:400; do
+  IFS=: read -r trace cluster skip take <<< "$s"
+  $coda sensitivity --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" --seed 0 \
+    --skip-unplaceable --policies learned,distilled --threads 1 --quiet \
+    --out "$sens/$trace-$cluster-$skip-$take-s0" > /dev/null
+done

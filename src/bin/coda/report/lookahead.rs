@@ -87,12 +87,12 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
         provenance(dir, results)?,
         md_table(&head, &rows),
         md_table(&vhead, &vrows)
-    ) + &distilled_section(dir)?)
+    ) + &distilled_section(dir, results)?)
 }
 
 /// `distilled.csv` (`scripts/bench_distilled.sh`) and `gate_fit.csv` (`scripts/distil_gate.sh`),
 /// when they exist: the distilled policy next to `learned` and the lookahead.
-fn distilled_section(dir: &Path) -> coda::Result<String> {
+fn distilled_section(dir: &Path, results: &Path) -> coda::Result<String> {
     let (runs, fit) = (dir.join("distilled.csv"), dir.join("gate_fit.csv"));
     if !runs.exists() || !fit.exists() {
         return Ok(String::new());
@@ -178,7 +178,30 @@ fn distilled_section(dir: &Path) -> coda::Result<String> {
          choice saves.\n\n{}",
         md_table(&head, &rows),
         md_table(&fhead, &frows)
-    ))
+    ) + &distilled_sensitivity(dir, results)?)
+}
+
+/// `distilled-sensitivity/*/sensitivity.csv` (`scripts/bench_distilled.sh`): `learned` and
+/// `distilled` with each named estimate at its low and high value, one table per slice.
+fn distilled_sensitivity(dir: &Path, results: &Path) -> coda::Result<String> {
+    let sens = dir.join("distilled-sensitivity");
+    let Ok(entries) = std::fs::read_dir(&sens) else {
+        return Ok(String::new());
+    };
+    let mut csvs: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path().join("sensitivity.csv")))
+        .filter(|p| p.is_file())
+        .collect();
+    csvs.sort();
+    let mut s = String::from(
+        "\n\nWhich named estimate moves the comparison (seed 0; the gate was fitted at the \
+         shipped values):\n\n",
+    );
+    for c in &csvs {
+        s.push_str(&super::results::sensitivity_section(c, results)?);
+        s.push('\n');
+    }
+    Ok(s)
 }
 
 /// A row's slice: trace, cluster, and `skip+take` after `jobs` (e.g. `jobs `).
