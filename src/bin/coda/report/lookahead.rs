@@ -99,9 +99,24 @@ fn distilled_section(dir: &Path, results: &Path) -> coda::Result<String> {
     }
     let t = Table::read(&runs)?;
     let mut rows = Vec::new();
+    // Per set of slices: runs, sums of distilled / learned and lookahead / learned, wins.
+    let mut sets: Vec<(String, usize, f64, f64, usize)> = Vec::new();
     for r in 0..t.len() {
+        let set = t.str(r, "set")?.to_string();
+        let d = t.num(r, "distilled_over_learned")?;
+        let la = t.num(r, "lookahead_h")? / t.num(r, "learned_h")?;
+        match sets.iter_mut().find(|s| s.0 == set) {
+            Some(s) => {
+                s.1 += 1;
+                s.2 += d;
+                s.3 += la;
+                s.4 += usize::from(d < 1.0);
+            }
+            None => sets.push((set.clone(), 1, d, la, usize::from(d < 1.0))),
+        }
         let kept = t.str(r, "gain_kept")?;
         rows.push(vec![
+            set,
             slice(&t, r, "jobs ")?,
             t.str(r, "seed")?.to_string(),
             format!("{:.2}", t.num(r, "learned_h")?),
@@ -127,6 +142,7 @@ fn distilled_section(dir: &Path, results: &Path) -> coda::Result<String> {
         ]);
     }
     let head = [
+        "set",
         "slice",
         "seed",
         "learned, h",
@@ -172,10 +188,40 @@ fn distilled_section(dir: &Path, results: &Path) -> coda::Result<String> {
          fitted to the lookahead's plays (`scripts/distil_gate.sh`) instead of playing them. \
          `learned` and `distilled` replayed one after the other on the same machine \
          (`scripts/bench_distilled.sh`); the lookahead's JCT is the table's above. The gain kept \
-         is (learned − distilled) / (learned − lookahead).\n\n{}\n\nThe gate's fit \
+         is (learned − distilled) / (learned − lookahead). Sets: `evaluation`, the \
+         lookahead's own slices (its JCT from the table above); `other`, other jobs of ITP \
+         cluster 02 and Philly, the lookahead replayed there by the same script.\n\n{}\n{}\n\nThe gate's fit \
          (`gate_fit.csv`): on every round of a plays file whose proposals differ, the job-rounds \
          the lookahead's choice saves over the learned proposal's play, and those the gate's \
          choice saves.\n\n{}",
+        md_table(
+            &[
+                "set",
+                "runs",
+                "mean distilled / learned",
+                "mean lookahead / learned",
+                "lookahead's gain kept",
+                "runs distilled wins"
+            ],
+            &sets
+                .iter()
+                .map(|(set, n, d, la, wins)| {
+                    let (d, la) = (d / *n as f64, la / *n as f64);
+                    vec![
+                        set.clone(),
+                        n.to_string(),
+                        format!("{d:.3}"),
+                        format!("{la:.3}"),
+                        if la < 1.0 {
+                            pct((1.0 - d) / (1.0 - la))
+                        } else {
+                            "–".into()
+                        },
+                        format!("{wins} of {n}"),
+                    ]
+                })
+                .collect::<Vec<_>>()
+        ),
         md_table(&head, &rows),
         md_table(&fhead, &frows)
     ) + &distilled_sensitivity(dir, results)?)
