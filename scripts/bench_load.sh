@@ -8,28 +8,32 @@
 # Alibaba runs at its own cluster only (its nodes are heterogeneous: fewer of "the same" is not
 # one spec). One replay at a time (single-core wall times). SWEEP limits it to some configs
 # (e.g. SWEEP="philly:16xdgx-1-v100"); BOUND_ONLY=1 recomputes the bounds and tables only.
+# GOODPUT=on replays and bounds with statistical efficiency (`--goodput on`), by default into
+# benches/results/load-goodput/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 cargo build --release --locked
 coda=${CODA_BIN:-target/release/coda}
-out=${1:-benches/results/load}
+goodput=${GOODPUT:-off}
+if [ "$goodput" = on ]; then default_out=benches/results/load-goodput; else default_out=benches/results/load; fi
+out=${1:-$default_out}
 mkdir -p "$out"
 configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
-policies=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,synergy-tune,learned,learned-rl
+policies=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,synergy-tune,learned,learned-rl
 . scripts/bench_lib.sh
-machine_txt "$out" "scripts/bench_load.sh (configs: $configs)" \
+machine_txt "$out" "scripts/bench_load.sh (configs: $configs; --goodput $goodput)" \
   "one replay at a time (--threads 1); wall times in each *.time file"
 for c in $configs; do
   trace=${c%%:*}; cluster=${c#*:}; name="$trace-$cluster"
   if [ -z "${BOUND_ONLY:-}" ]; then
     /usr/bin/time -f "%e s wall, %M KiB peak RSS (whole compare process)" -o "$out/$name.time" \
-      $coda compare --trace "$trace" --cluster "$cluster" --skip-unplaceable --policies "$policies" \
+      $coda compare --goodput "$goodput" --trace "$trace" --cluster "$cluster" --skip-unplaceable --policies "$policies" \
       --threads 1 --quiet --out "$out/$name" > /dev/null
     # The per-policy folders (jobs, utilisation) are kept out of the repository: 6 MB each.
     rm -rf "${out:?}/$name"/*/
   fi
-  $coda bound --trace "$trace" --cluster "$cluster" --skip-unplaceable --json > "$out/$name/bound.json"
+  $coda bound --goodput "$goodput" --trace "$trace" --cluster "$cluster" --skip-unplaceable --json > "$out/$name/bound.json"
 done
 python3 scripts/load_table.py "$out"

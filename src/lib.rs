@@ -60,7 +60,7 @@
 //! // What-if: an all-reduce job on 4 GPUs of one server vs 4 servers.
 //! use coda::model::Architecture;
 //! use coda::perf::{JobQuery, PlacementShape};
-//! let q = JobQuery { model: "imagenet", arch: Architecture::AllReduce, gpus_per_worker: 1, local_batch: None };
+//! let q = JobQuery { model: "imagenet", arch: Architecture::AllReduce, gpus_per_worker: 1, local_batch: None, goodput: None };
 //! let packed = perf.speed(&q, "t4", &PlacementShape::isolated(4, 0, vec![4])).unwrap();
 //! let spread = perf.speed(&q, "t4", &PlacementShape::isolated(4, 0, vec![1, 1, 1, 1])).unwrap();
 //! assert!(spread.step_time_s > packed.step_time_s);

@@ -67,16 +67,18 @@ def schedule(
     seed: int = 0,
     samples: int = 8,
     time_limit: float = 60.0,
+    goodput: bool = False,
 ) -> dict:
     """Schedules one round. ``scheduler``: ``"exact"`` (the exact program on the whole round,
     back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
-    ``learned-rl``, ``drf``, ``tiresias``, ``ilp`` — the replay policy that solves a window of
-    jobs each round —, ``lookahead`` — candidates played forward in copies of the simulator at
-    its default settings, ``distilled`` — the lookahead's choice made by a gate fitted to its
-    plays...). The schedule is validated before it is returned."""
+    ``learned-rl``, ``drf``, ``tiresias``, ``sia``, ``ilp`` — the replay policy that solves a
+    window of jobs each round —, ``lookahead`` — candidates played forward in copies of the
+    simulator at its default settings, ``distilled`` — the lookahead's choice made by a gate
+    fitted to its plays...). ``goodput``: price speeds as goodputs (statistical efficiency, as
+    ``--goodput on``). The schedule is validated before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
-        _native.schedule(text, scheduler, seed, samples, time_limit, origin)
+        _native.schedule(text, scheduler, seed, samples, time_limit, origin, goodput)
     )
 
 

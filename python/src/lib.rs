@@ -51,6 +51,16 @@ fn perf() -> &'static CalibratedPerf {
     CalibratedPerf::shipped()
 }
 
+/// The shipped model, pricing goodput (statistical efficiency) when `goodput`.
+fn perf_with(goodput: bool) -> &'static CalibratedPerf {
+    static GOODPUT: std::sync::OnceLock<CalibratedPerf> = std::sync::OnceLock::new();
+    if goodput {
+        GOODPUT.get_or_init(|| CalibratedPerf::shipped().clone().with_goodput(true))
+    } else {
+        perf()
+    }
+}
+
 fn solve_settings(time_limit: f64, node_limit: Option<u64>, seed: u32) -> SolveSettings {
     SolveSettings {
         time_limit_s: time_limit,
@@ -68,7 +78,9 @@ fn scheduler(
     seed: u64,
     samples: usize,
     time_limit: f64,
+    goodput: bool,
 ) -> coda::Result<Box<dyn Scheduler + 'static>> {
+    let perf = || perf_with(goodput);
     if name == "exact" {
         let settings = solve_settings(time_limit, None, (seed % u64::from(u32::MAX)) as u32);
         return Ok(Box::new(
@@ -94,7 +106,8 @@ fn scheduler(
 
 /// Schedules one round (a `ClusterSnapshot` as JSON); returns the schedule as JSON.
 #[pyfunction]
-#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot"))]
+#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot", goodput=false))]
+#[allow(clippy::too_many_arguments)]
 fn schedule(
     py: Python<'_>,
     snapshot: &str,
@@ -103,12 +116,13 @@ fn schedule(
     samples: usize,
     time_limit: f64,
     origin: &str,
+    goodput: bool,
 ) -> PyResult<String> {
     let name = scheduler.to_string();
     let (snapshot, origin) = (snapshot.to_string(), origin.to_string());
     py.detach(move || {
         let snap = ClusterSnapshot::from_json_str(&snapshot, &origin)?;
-        let mut s = self::scheduler(&name, seed, samples, time_limit)?;
+        let mut s = self::scheduler(&name, seed, samples, time_limit, goodput)?;
         let schedule = coda::schedule_with(&snap, s.as_mut())?;
         Ok(to_json(&schedule))
     })
@@ -261,7 +275,8 @@ fn gap(
                 };
                 let pricing = RoundPricing::new(perf, &l.snapshot, objective);
                 for p in &policies {
-                    let mut s = scheduler(p, 0, coda::policies::learned::DEFAULT_SAMPLES, 60.0)?;
+                    let mut s =
+                        scheduler(p, 0, coda::policies::learned::DEFAULT_SAMPLES, 60.0, false)?;
                     let t = Instant::now();
                     let schedule = s.schedule(&l.snapshot)?;
                     let decision_s = t.elapsed().as_secs_f64();

@@ -323,6 +323,10 @@ pub struct PerfParams {
     /// (`family-…`) and over all models (see [`super::cpumem`]).
     #[serde(default)]
     pub cpu_mem_surfaces: BTreeMap<String, super::cpumem::CpuMemSurface>,
+    /// Gradient noise ratio per all-reduce model with measured gradient statistics (statistical
+    /// efficiency, see [`super::goodput`]).
+    #[serde(default)]
+    pub goodput: BTreeMap<String, super::goodput::GoodputParams>,
     /// Named estimates.
     pub estimates: Estimates,
     /// Held-out fit quality of every fitted model.
@@ -363,6 +367,25 @@ impl PerfParams {
             nn(at("model_size_mb"), ps.model_size_mb)?;
             pos(at("inter_server_bw_mbps"), ps.inter_server_bw_mbps)?;
             pos(at("intra_server_bw_mbps"), ps.intra_server_bw_mbps)?;
+        }
+        for (m, g) in &self.goodput {
+            let at = |f: &str| format!("goodput.{m}.{f}");
+            pos(at("init_batch"), g.init_batch)?;
+            pos(at("max_batch"), g.max_batch)?;
+            let ordered = g.knots.len() >= 2
+                && g.knots.len() == g.log_ratio.len()
+                && g.knots.windows(2).all(|w| w[0] < w[1])
+                && g.knots.iter().chain(&g.log_ratio).all(|v| v.is_finite());
+            ordered.then_some(()).ok_or((
+                at("knots"),
+                g.knots.len() as f64,
+                "ascending, finite, one log_ratio each",
+            ))?;
+            g.batch_slope.is_finite().then_some(()).ok_or((
+                at("batch_slope"),
+                g.batch_slope,
+                "finite",
+            ))?;
         }
         for (m, ar) in &self.ar_models {
             let at = |f: &str| format!("ar_models.{m}.{f}");

@@ -25,6 +25,9 @@ pub enum PolicyKind {
     SjfBco,
     /// Pollux-style elastic sizing on the harmonic mean of speed-ups, consolidated (oracle speeds).
     Pollux,
+    /// Sia: one integer program per round over every job's (GPU type, GPU count)
+    /// configurations valued by goodput, fairness power −0.5, restart-aware (HiGHS).
+    Sia,
     /// The submitted size in arrival order on random servers and GPUs (seeded).
     Random,
     /// SRTF with Synergy's TUNE: each job's best-case cores and memory when they fit, else its
@@ -51,7 +54,7 @@ pub enum PolicyKind {
 impl PolicyKind {
     /// Every policy built from its options alone ([`PolicyKind::build`]: all but
     /// [`PolicyKind::Lookahead`]), in the order reports list them.
-    pub const ALL: [PolicyKind; 14] = [
+    pub const ALL: [PolicyKind; 15] = [
         PolicyKind::Fifo,
         PolicyKind::Srtf,
         PolicyKind::Drf,
@@ -59,6 +62,7 @@ impl PolicyKind {
         PolicyKind::Optimus,
         PolicyKind::SjfBco,
         PolicyKind::Pollux,
+        PolicyKind::Sia,
         PolicyKind::Random,
         PolicyKind::SynergyTune,
         PolicyKind::Ilp,
@@ -68,9 +72,9 @@ impl PolicyKind {
         PolicyKind::Distilled,
     ];
 
-    /// The nine heuristic baselines: the first nine of [`PolicyKind::ALL`].
+    /// The ten baselines: the first ten of [`PolicyKind::ALL`].
     pub fn baselines() -> &'static [PolicyKind] {
-        &PolicyKind::ALL[..9]
+        &PolicyKind::ALL[..10]
     }
 
     /// The name reports and the command line use (`sjf-bco`, `learned-rl`...).
@@ -83,6 +87,7 @@ impl PolicyKind {
             PolicyKind::Optimus => "optimus",
             PolicyKind::SjfBco => "sjf-bco",
             PolicyKind::Pollux => "pollux",
+            PolicyKind::Sia => "sia",
             PolicyKind::Random => "random",
             PolicyKind::SynergyTune => "synergy-tune",
             PolicyKind::Ilp => "ilp",

@@ -12,6 +12,7 @@
 //! | `optimus` | Peng et al., EuroSys'18 | minimum for all, then each task where it cuts remaining time most per dominant share | fewest servers, PS spread over them | yes |
 //! | `sjf-bco` | Yu, Ji, Rajan and Liu, MobiHoc'22 (arXiv 2207.07817) | requested size, smallest GPU-time first | balanced: k least-loaded servers, k chosen by the in-context price | no |
 //! | `pollux` | Qiao et al., OSDI'21 | greedy on the harmonic mean of speed-ups (p = −1); a running job's speed-up at a new size × 0.9 (Pollux's restart penalty) | consolidated, at most one multi-server job per server (Pollux's rule) | yes |
+//! | `sia` | Jayaram Subramanya et al., SOSP'23 ([`sia`]) | one integer program (HiGHS) over every job's (GPU type, GPU count) configurations: speed-up over its slowest configuration × Pollux's re-allocation factor off its current one, to the power −0.5, plus 1.1 per job left out, minimised | consolidated on the chosen type | yes |
 //! | `random` | — | requested size, arrival order | random servers and GPUs (seeded) | no |
 //! | `synergy-tune` | Mohan et al., OSDI'22 (TUNE) | as `srtf`; then each job, shortest remaining time first, gets its best-case cores and memory if they fit, else its GPU-proportional demand ([`cpumem`]) | consolidated | yes |
 //! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
@@ -33,8 +34,9 @@
 //!   and the performance model's true isolated speeds; the real systems estimate them (Optimus
 //!   fits a speed model online and predicts the remaining epochs from the loss curve; SJF-BCO
 //!   assumes known job sizes; SRTF is an oracle policy by definition). `pollux` reads the true
-//!   isolated speeds too (Pollux fits throughput online and also adapts the batch size and models
-//!   statistical efficiency, which coda's model does not have). `tiresias` needs no size, as in
+//!   isolated speeds too (Pollux fits throughput online and also adapts the batch size); with
+//!   `--goodput on` those speeds are goodputs (statistical efficiency, [`crate::perf::goodput`]),
+//!   as Pollux's and Sia's are, though at the job's fixed per-GPU batch. `tiresias` needs no size, as in
 //!   the paper; `fifo`, `drf` and `random` need none.
 //! * Tiresias' queue thresholds and `PromoteKnob` are settings ([`PolicyOptions`]); the paper
 //!   tunes them per cluster.
@@ -46,7 +48,7 @@
 //!   measured curve, and several DL2 models barely speed up past a few workers, so elastic
 //!   policies learn to keep them small; an all-reduce job's work is counted in GPU-steps, so its
 //!   scale-up is as efficient as the measured step time says — no statistical-efficiency loss at
-//!   larger global batch (Pollux's goodput would add one). Scale-up is bounded to
+//!   larger global batch unless `--goodput on` adds it. Scale-up is bounded to
 //!   [`crate::workload::trace::TraceOptions::max_scale_up`] × the submitted size (2×) and to the largest
 //!   measured configuration.
 
@@ -59,6 +61,7 @@ mod expert;
 mod kind;
 pub mod learned;
 mod packer;
+pub mod sia;
 mod sizing;
 
 use std::collections::HashMap;
@@ -282,6 +285,11 @@ impl PolicyKind {
                 base.one_distributed_per_server = true;
                 Box::new(Pollux(base))
             }
+            PolicyKind::Sia => Box::new(sia::Sia {
+                base,
+                restart_s: opts.objective.restart_s,
+                restarts: std::collections::HashMap::new(),
+            }),
             PolicyKind::Random => Box::new(RandomPlacement {
                 base,
                 rng: ChaCha8Rng::seed_from_u64(opts.seed),

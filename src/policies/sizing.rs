@@ -25,8 +25,11 @@ pub(super) struct Decision {
 /// placement step.
 pub(super) struct Base<'a> {
     pub(super) perf: &'a dyn PerfModel,
-    /// Isolated, packed speed by (job, workers, ps); jobs never change, so entries stay valid.
+    /// Isolated, packed speed by (job, workers, ps); jobs never change, so entries stay valid
+    /// — unless speeds move with progress (goodput), when they hold for one round only.
     pub(super) speeds: HashMap<(JobId, u32, u32), f64>,
+    /// The round the cached speeds were priced at, when they hold for one round only.
+    pub(super) speeds_at: f64,
     /// A job's reference GPU type and that type's largest server, by job id.
     pub(super) reference: HashMap<JobId, (String, u32)>,
     pub(super) rng: ChaCha8Rng,
@@ -39,6 +42,7 @@ impl<'a> Base<'a> {
         Base {
             perf,
             speeds: HashMap::new(),
+            speeds_at: f64::NAN,
             reference: HashMap::new(),
             // Only the Random placement rule draws; the other policies pass this fixed stream.
             rng: ChaCha8Rng::seed_from_u64(0),
@@ -51,6 +55,10 @@ impl<'a> Base<'a> {
     pub(super) fn speed(&mut self, snap: &ClusterSnapshot, job: &Job, w: u32, p: u32) -> f64 {
         if w == 0 {
             return 0.0;
+        }
+        if self.perf.progress_dependent() && snap.time_s != self.speeds_at {
+            self.speeds.clear();
+            self.speeds_at = snap.time_s;
         }
         if let Some(&s) = self.speeds.get(&(job.id, w, p)) {
             return s;

@@ -165,10 +165,17 @@ impl Simulator<'_> {
             self.perf,
             &self.priced.cluster,
             &self.slots,
-            &self.jobs[i],
+            &self.job_now(i),
             a,
         )
         .map_or(0.0, |s| s.iterations_per_s)
+    }
+
+    /// Job `i` with its progress so far (what a progress-dependent speed reads).
+    pub(super) fn job_now(&self, i: usize) -> crate::model::Job {
+        let mut j = self.jobs[i].clone();
+        j.run.done_iterations = self.state[i].done.min(j.total_iterations * (1.0 - 1e-12));
+        j
     }
 
     /// After a round: GPUs idle on servers whose free cores or memory cannot take one more

@@ -188,7 +188,13 @@ impl Simulator<'_> {
 /// the fullest server's GPUs and size, socket crossing, PS locality — so each is priced once.
 pub(crate) fn fastest(perf: &dyn PerfModel, cluster: &Cluster, job: &Job) -> Result<Fastest> {
     let g = job.demand.gpus_per_worker.max(1);
-    let q = JobQuery::of(job);
+    // Throughput alone here; with statistical efficiency, times the most the rest of the
+    // job's training can make of each GPU count.
+    let with_progress = JobQuery::of(job);
+    let q = JobQuery {
+        goodput: None,
+        ..with_progress
+    };
     let tier = (0..=u8::try_from(job.tiers.len()).unwrap_or(u8::MAX))
         .map(|t| tier_speed(perf, job, t))
         .fold(1.0_f64, f64::max);
@@ -220,7 +226,8 @@ pub(crate) fn fastest(perf: &dyn PerfModel, cluster: &Cluster, job: &Job) -> Res
                     if !(s.iterations_per_s.is_finite() && s.iterations_per_s > 0.0) {
                         continue;
                     }
-                    let speed = s.iterations_per_s * tier;
+                    let speed =
+                        s.iterations_per_s * tier * perf.goodput_ceiling(&with_progress, w * g);
                     match by_gpus.iter_mut().find(|x| x.0 == w * g) {
                         Some(x) => x.1 = x.1.max(speed),
                         None => by_gpus.push((w * g, speed)),

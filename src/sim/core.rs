@@ -243,6 +243,14 @@ impl<'a> Simulator<'a> {
             .copied()
             .filter(|&i| self.state[i].assignment.is_some())
             .collect();
+        if self.perf.progress_dependent() {
+            // Speeds move with progress (goodput): the cap of each job alone moves too.
+            for &i in &running {
+                if let Some(a) = self.state[i].assignment.clone() {
+                    self.state[i].alone_speed = self.alone_speed(i, &a);
+                }
+            }
+        }
         let speeds = self.speeds_of(&running, true)?;
         for &i in &self.active {
             self.state[i].speed = 0.0;
@@ -303,6 +311,7 @@ impl<'a> Simulator<'a> {
                 .filter_map(|&i| self.state[i].assignment.clone())
                 .collect(),
         };
+        let priced: Vec<_> = jobs.iter().map(|&i| self.job_now(i)).collect();
         let snapshot = if all {
             &mut self.priced
         } else {
@@ -310,9 +319,7 @@ impl<'a> Simulator<'a> {
         };
         snapshot.time_s = self.now;
         snapshot.jobs.clear();
-        snapshot
-            .jobs
-            .extend(jobs.iter().map(|&i| self.jobs[i].clone()));
+        snapshot.jobs.extend(priced);
         snapshot.reindex();
         perf::speeds(self.perf, snapshot, &schedule)
     }
@@ -464,7 +471,14 @@ impl<'a> Simulator<'a> {
             .active
             .iter()
             .any(|&i| self.state[i].assignment.is_none());
-        if waiting && !queued && self.keeps && self.config.skip_idle_rounds {
+        // Rounds are skipped only while speeds cannot change between them: not when they move
+        // with progress (goodput, priced afresh each round).
+        if waiting
+            && !queued
+            && self.keeps
+            && self.config.skip_idle_rounds
+            && !self.perf.progress_dependent()
+        {
             // Every arrived job runs and the policy would keep them all at every round until
             // the next arrival: no tick until then (see `next_event`).
             self.deferred = Some(self.now);

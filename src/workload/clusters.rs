@@ -290,6 +290,7 @@ fn priceable(perf: &dyn PerfModel, gpu_type: &str) -> bool {
                 arch: *a,
                 gpus_per_worker: 1,
                 local_batch: None,
+                goodput: None,
             };
             perf.speed(&q, gpu_type, &PlacementShape::isolated(1, 0, vec![1]))
                 .is_ok()

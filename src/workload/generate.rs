@@ -173,6 +173,7 @@ pub fn generate_with(
             arch,
             gpus_per_worker: 1,
             local_batch: None,
+            goodput: None,
         };
         let shape = PlacementShape::isolated(1, ps.min, vec![1]);
         let speed = perf.speed(&q, &cluster.servers[0].gpu_type, &shape)?;

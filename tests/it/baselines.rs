@@ -3,7 +3,7 @@
 
 use coda::policies::{self, PolicyKind, PolicyOptions};
 
-fn all_policies() -> [&'static str; 14] {
+fn all_policies() -> [&'static str; 15] {
     PolicyKind::ALL.map(PolicyKind::name)
 }
 use coda::ilp::SolveSettings;
@@ -410,4 +410,31 @@ fn revisit_asks_again_when_something_changes_and_every_n_rounds() {
         every.schedule(&snap).unwrap();
     }
     assert_eq!(calls1.get(), 4);
+}
+
+/// Sia gives every job a configuration when the cluster has room for each at its smallest (its
+/// penalty of 1.1 on a job left out outweighs any configuration's value of at most 1).
+#[test]
+fn sia_runs_every_job_when_gpus_suffice() {
+    let perf = CalibratedPerf::shipped();
+    for seed in 0..6 {
+        let snap = generate(
+            &GenerateOptions {
+                servers: 6,
+                jobs: 5,
+                seed,
+                running_fraction: 0.4,
+                max_workers: 4,
+                ..Default::default()
+            },
+            perf,
+        )
+        .unwrap();
+        let mut sia = PolicyKind::Sia
+            .build(perf, &PolicyOptions::default())
+            .unwrap();
+        let s = sia.schedule(&snap).unwrap();
+        assert!(s.validate(&snap).is_empty(), "seed {seed}");
+        assert_eq!(s.assignments.len(), snap.jobs.len(), "seed {seed}");
+    }
 }

@@ -403,6 +403,7 @@ fn co_location_saturates_at_the_coupling_share() {
         arch: Architecture::AllReduce,
         gpus_per_worker: 1,
         local_batch: None,
+        goodput: None,
     };
     let t = |co: Vec<&str>| {
         let mut s = coda::perf::PlacementShape::isolated(1, 0, vec![1]);

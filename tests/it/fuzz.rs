@@ -442,6 +442,7 @@ fn fuzz_params_json() {
                 arch,
                 gpus_per_worker: 1,
                 local_batch: None,
+                goodput: None,
             };
             let ps = u32::from(arch == Architecture::ParameterServer);
             for shape in [

@@ -11,6 +11,7 @@ mod errors;
 mod fidelity;
 mod fuzz;
 mod generate;
+mod goodput;
 mod gym;
 mod ilp;
 mod layout;

@@ -76,6 +76,7 @@ fn q(model: &str) -> JobQuery<'_> {
         arch,
         gpus_per_worker: 1,
         local_batch: None,
+        goodput: None,
     }
 }
 
@@ -440,6 +441,7 @@ fn every_placement_is_priced_within_the_measured_envelope() {
                     arch,
                     gpus_per_worker: 1,
                     local_batch: None,
+                    goodput: None,
                 };
                 let job = perf::probe_job(&q, k, 0);
                 let price = |split: &[u32]| {

@@ -52,6 +52,9 @@ def test_quick_start_round():
     assert 0 < coda.score(snap, coda.schedule(snap, scheduler="lookahead")) <= optimum + 1e-6
     # The distilled gate chooses among the same kind of proposals, without playing them.
     assert 0 < coda.score(snap, coda.schedule(snap, scheduler="distilled")) <= optimum + 1e-6
+    # Sia's program, and any scheduler pricing goodput: valid schedules too.
+    assert 0 < coda.score(snap, coda.schedule(snap, scheduler="sia")) <= optimum + 1e-6
+    assert 0 < coda.score(snap, coda.schedule(snap, scheduler="learned", goodput=True)) <= optimum + 1e-6
 
 
 def test_a_trace_loads_as_snapshot_jobs():

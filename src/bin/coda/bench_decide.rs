@@ -72,7 +72,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let objective = Objective::default();
     coda::io::check_writable(&args.out)?;

@@ -103,7 +103,7 @@ pub fn read_rows(path: &Path) -> coda::Result<Vec<Row>> {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     if let Some(case) = &args.case {
         let row = one(case, &args, params)?;
         out!("{}", serde_json::to_string(&row).expect("rows serialise"));
@@ -147,12 +147,10 @@ fn child(
     servers: usize,
     policy: &str,
     args: &Args,
-    params: &Option<PathBuf>,
+    params: &crate::PerfSource,
 ) -> coda::Result<Row> {
     let mut cmd = Command::new(exe);
-    if let Some(p) = params {
-        cmd.arg("--params").arg(p);
-    }
+    cmd.args(params.args());
     cmd.arg("bench-sim")
         .arg("--case")
         .arg(format!("{jobs},{servers},{policy}"))
@@ -242,7 +240,7 @@ impl Observe for Rounds {
 }
 
 /// Runs one case in this process.
-fn one(case: &str, args: &Args, params: &Option<PathBuf>) -> coda::Result<Row> {
+fn one(case: &str, args: &Args, params: &crate::PerfSource) -> coda::Result<Row> {
     let bad = || Error::setting("bench-sim", "case", case, "JOBS,SERVERS,POLICY");
     let mut parts = case.split(',');
     let (Some(j), Some(s), Some(p), None) =

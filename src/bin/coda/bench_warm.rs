@@ -58,7 +58,7 @@ struct Row {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let objective = Objective::default();
     std::fs::create_dir_all(&args.out).map_err(|e| coda::Error::io(&args.out, e))?;

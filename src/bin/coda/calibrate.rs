@@ -32,7 +32,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, _params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, _params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let Args {
         datasets,
         out,
@@ -143,6 +143,8 @@ fn print_quality(p: &PerfParams) {
         let m = r.model.as_str();
         if r.gpu == coda::perf::cpumem::CPU_MEM_PROFILE {
             "cpu/memory (synergy)"
+        } else if r.gpu == coda::perf::goodput::GOODPUT_PROFILE {
+            "efficiency (pollux)"
         } else if p.ps_models.contains_key(m) {
             "PS (dl2)"
         } else if m.starts_with("gavel-") {

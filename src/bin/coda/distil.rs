@@ -101,14 +101,14 @@ struct FitRow {
 }
 
 /// Runs the command.
-pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     match cmd {
         Cmd::Plays(args) => plays(*args, params),
         Cmd::Fit(args) => fit(args),
     }
 }
 
-fn plays(args: PlaysArgs, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+fn plays(args: PlaysArgs, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     args.replay
         .check_named("command line", &|f| format!("--{}", f.replace('_', "-")))?;

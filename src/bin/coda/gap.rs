@@ -288,7 +288,7 @@ fn rows_of(
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let objective = Objective::default();
     let net = match &args.policy_weights {

@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let out = args.out;
     if let Some(p) = &out {

@@ -226,7 +226,7 @@ fn run_lookahead(args: &Args, perf: &dyn PerfModel) -> coda::Result<ExitCode> {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     if args.expert == coda::learn::Expert::Lookahead {
         return run_lookahead(&args, &perf);

@@ -60,8 +60,40 @@ struct Cli {
     /// Performance-model parameter file (default: the shipped `models/perf_params.json`).
     #[arg(long, global = true)]
     params: Option<PathBuf>,
+    /// Statistical efficiency: `on` makes a job's speed its goodput (throughput × progress per
+    /// sample at its batch, relative to its requested allocation; `coda::perf::goodput`) for the
+    /// simulator, the objective and every policy; `off` prices throughput alone.
+    #[arg(long, global = true, value_enum, default_value = "off")]
+    goodput: Switch,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// A setting that is on or off.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Switch {
+    On,
+    Off,
+}
+
+/// Where the performance model comes from: `--params` (else the shipped file) and `--goodput`.
+pub struct PerfSource {
+    file: Option<PathBuf>,
+    goodput: bool,
+}
+
+impl PerfSource {
+    /// The same source as command-line arguments (for a child process).
+    fn args(&self) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(p) = &self.file {
+            a.extend(["--params".into(), p.clone().into_os_string()]);
+        }
+        if self.goodput {
+            a.extend(["--goodput".into(), "on".into()]);
+        }
+        a
+    }
 }
 
 #[derive(Subcommand)]
@@ -210,16 +242,20 @@ fn cap_threads(n: usize) -> usize {
     n.min(cores)
 }
 
-fn perf_model(params: &Option<PathBuf>) -> coda::Result<CalibratedPerf> {
-    match params {
-        Some(p) => CalibratedPerf::from_file(p),
-        None => Ok(CalibratedPerf::shipped().clone()),
-    }
+fn perf_model(source: &PerfSource) -> coda::Result<CalibratedPerf> {
+    let perf = match &source.file {
+        Some(p) => CalibratedPerf::from_file(p)?,
+        None => CalibratedPerf::shipped().clone(),
+    };
+    Ok(perf.with_goodput(source.goodput))
 }
 
 /// One command, one file: this only dispatches.
 fn run(cli: Cli) -> coda::Result<ExitCode> {
-    let params = &cli.params;
+    let params = &PerfSource {
+        file: cli.params,
+        goodput: cli.goodput == Switch::On,
+    };
     match cli.cmd {
         Cmd::Calibrate(args) => calibrate::run(args, params),
         Cmd::Perf(args) => perf::run(args, params),

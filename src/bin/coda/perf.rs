@@ -58,7 +58,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let Args {
         model,
         workers,
@@ -121,6 +121,7 @@ pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
         arch,
         gpus_per_worker: 1,
         local_batch: batch.map(f64::from),
+        goodput: None,
     };
     if let Some(spec) = cluster {
         let c = coda::workload::cluster_from_spec(&spec, &datasets, &perf)?;

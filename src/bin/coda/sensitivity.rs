@@ -22,26 +22,26 @@ struct Setting {
     restart_s: f64,
     /// A fixed contention allowance instead of the command's own.
     allowance: Option<f64>,
+    /// Factor on every fitted gradient noise ratio (goodput on only; 1 elsewhere).
+    noise_scale: f64,
 }
 
-/// The settings studied: shipped, each estimate low and high, and all contention off. The
-/// ranges are those documented on each [`Estimates`] field.
-fn settings(shipped: &Estimates, restart_s: f64) -> Vec<Setting> {
-    let mut out = vec![Setting {
-        name: "shipped".into(),
-        estimates: *shipped,
+/// The settings studied: shipped, each estimate low and high, and all contention off; with
+/// goodput on, also the fitted noise ratios halved and doubled. The ranges are those documented
+/// on each [`Estimates`] field.
+fn settings(shipped: &Estimates, restart_s: f64, goodput: bool) -> Vec<Setting> {
+    let plain = |name: &str, estimates: Estimates| Setting {
+        name: name.into(),
+        estimates,
         restart_s,
         allowance: None,
-    }];
+        noise_scale: 1.0,
+    };
+    let mut out = vec![plain("shipped", *shipped)];
     let mut vary = |name: &str, f: &dyn Fn(&mut Estimates)| {
         let mut e = *shipped;
         f(&mut e);
-        out.push(Setting {
-            name: name.into(),
-            estimates: e,
-            restart_s,
-            allowance: None,
-        });
+        out.push(plain(name, e));
     };
     vary("colocation_coupling=0", &|e| e.colocation_coupling = 0.0);
     vary("colocation_coupling=0.5", &|e| e.colocation_coupling = 0.5);
@@ -70,23 +70,26 @@ fn settings(shipped: &Estimates, restart_s: f64) -> Vec<Setting> {
         e.nic_bandwidth_fraction = 0.0;
     });
     out.push(Setting {
-        name: "restart_s=0".into(),
-        estimates: *shipped,
         restart_s: 0.0,
-        allowance: None,
+        ..plain("restart_s=0", *shipped)
     });
     out.push(Setting {
-        name: format!("restart_s={}", 3.0 * restart_s),
-        estimates: *shipped,
         restart_s: 3.0 * restart_s,
-        allowance: None,
+        ..plain(&format!("restart_s={}", 3.0 * restart_s), *shipped)
     });
     out.push(Setting {
-        name: "contention_allowance=1 (all contention charged)".into(),
-        estimates: *shipped,
-        restart_s,
         allowance: Some(1.0),
+        ..plain("contention_allowance=1 (all contention charged)", *shipped)
     });
+    if goodput {
+        // The noise ratio is fitted, not estimated; how much the result leans on the fit.
+        for (name, f) in [("noise_ratio×0.5", 0.5), ("noise_ratio×2", 2.0)] {
+            out.push(Setting {
+                noise_scale: f,
+                ..plain(name, *shipped)
+            });
+        }
+    }
     out
 }
 
@@ -101,13 +104,18 @@ pub fn run(args: &SimArgs, runs: &PolicyRuns, base: &CalibratedPerf) -> coda::Re
         source: e,
     })?;
     let shipped = base.params().estimates;
-    let settings = settings(&shipped, args.replay.sim.restart_s);
+    let settings = settings(&shipped, args.replay.sim.restart_s, base.goodput());
     let models: Vec<CalibratedPerf> = settings
         .iter()
         .map(|s| {
             let mut p = base.params().clone();
             p.estimates = s.estimates;
-            CalibratedPerf::new(p)
+            for g in p.goodput.values_mut() {
+                for v in &mut g.log_ratio {
+                    *v += s.noise_scale.ln();
+                }
+            }
+            CalibratedPerf::new(p).map(|m| m.with_goodput(base.goodput()))
         })
         .collect::<coda::Result<_>>()?;
     let argsets: Vec<coda::replay::Replay> = settings

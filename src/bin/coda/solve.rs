@@ -195,7 +195,7 @@ fn export(
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
     let mut snap =
         ClusterSnapshot::from_json_file_with(&args.instance, |s, o| perf.check_snapshot(s, o))?;

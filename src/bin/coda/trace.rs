@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let Args {
         trace: name,
         group,

@@ -75,7 +75,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(cmd: Cmd, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let args = match cmd {
         Cmd::Imitation(args) => args,
         Cmd::Rl(args) => return crate::train_rl::run(args, params),

@@ -249,7 +249,7 @@ fn write_weights(
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let t0 = Instant::now();
     let perf = perf_model(params)?;
     let objective = Objective::default();

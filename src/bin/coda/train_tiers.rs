@@ -52,7 +52,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, params: &Option<PathBuf>) -> coda::Result<ExitCode> {
+pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let t0 = Instant::now();
     let perf = perf_model(params)?;
     let out = args.out.clone().unwrap_or_else(|| args.base.clone());

@@ -11,6 +11,7 @@
 mod allreduce;
 mod dl2;
 mod gavel;
+mod goodput;
 mod pollux;
 mod spread;
 mod synergy;
@@ -177,12 +178,15 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
     let (cpu_mem_surfaces, q3) = synergy::fit_surfaces(dir)?;
     quality.extend(q3);
     let task_demands = super::demand::fit_demands(dir, &ar_names, &cpu_mem_surfaces)?;
+    let (goodput, q4) = goodput::fit_goodput(dir)?;
+    quality.extend(q4);
     Ok(PerfParams {
         provenance: format!(
             "coda calibrate {}: dl2_ps_worker_speed.csv + dl2_model_constants.json (PS), \
              pollux_sia_placement_step_times.csv + gavel_isolated_throughputs.csv (all-reduce), \
              gavel_colocated_throughputs.csv (interference), dl2_ps_worker_speed.csv + \
-             synergy_cpu_mem_sensitivity.csv (task demands, CPU/memory surfaces); folds seeded {seed}",
+             synergy_cpu_mem_sensitivity.csv (task demands, CPU/memory surfaces), \
+             pollux_statistical_efficiency.csv (gradient noise ratio); folds seeded {seed}",
             env!("CARGO_PKG_VERSION")
         ),
         ps_models,
@@ -191,6 +195,7 @@ pub fn calibrate(dir: &Path, estimates: Estimates) -> Result<PerfParams> {
         interference,
         task_demands,
         cpu_mem_surfaces,
+        goodput,
         estimates,
         fit_quality: quality,
     })

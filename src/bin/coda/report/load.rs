@@ -62,3 +62,62 @@ pub(super) fn load_section(csv: &Path, results: &Path) -> coda::Result<String> {
         md_table(&head, &rows)
     ))
 }
+
+/// The load sweep with goodput off (`load/`) and on (`load-goodput/`), per trace and cluster
+/// both in both: the bound, the best baseline, `learned` and `learned`'s ratio to the best
+/// baseline, each both ways.
+pub(super) fn goodput_section(off: &Path, on: &Path, results: &Path) -> coda::Result<String> {
+    let (a, b) = (Table::read(off)?, Table::read(on)?);
+    let dir = on.parent().unwrap_or(results);
+    let key = |t: &Table, r: usize| -> coda::Result<(String, String)> {
+        Ok((
+            t.str(r, "trace")?.to_string(),
+            t.str(r, "cluster")?.to_string(),
+        ))
+    };
+    let mut rows = Vec::new();
+    for r in 0..b.len() {
+        let k = key(&b, r)?;
+        let Some(o) = (0..a.len()).find(|&i| key(&a, i).is_ok_and(|x| x == k)) else {
+            continue;
+        };
+        let both = |name: &str| -> coda::Result<String> {
+            Ok(format!("{:.2} → {:.2}", a.num(o, name)?, b.num(r, name)?))
+        };
+        let ratio = |t: &Table, i: usize| -> coda::Result<f64> {
+            Ok(t.num(i, "learned_h")? / t.num(i, "best_baseline_h")?)
+        };
+        rows.push(vec![
+            k.0.clone(),
+            format!("{} ({})", k.1, b.str(r, "gpus")?),
+            both("bound_h")?,
+            format!(
+                "{} {:.2} → {} {:.2}",
+                a.str(o, "best_baseline")?,
+                a.num(o, "best_baseline_h")?,
+                b.str(r, "best_baseline")?,
+                b.num(r, "best_baseline_h")?
+            ),
+            both("learned_h")?,
+            format!("{:.3} → {:.3}", ratio(&a, o)?, ratio(&b, r)?),
+        ]);
+    }
+    let head = [
+        "trace",
+        "cluster (GPUs)",
+        "bound, h",
+        "best baseline, h",
+        "learned, h",
+        "learned / best baseline",
+    ];
+    Ok(format!(
+        "### goodput\n\nThe load sweep again with statistical efficiency on (`GOODPUT=on \
+         scripts/bench_load.sh`, `--goodput on`: a job's progress is its goodput relative to its \
+         requested allocation, `src/perf/goodput.rs`), each cell goodput off → on. The \
+         simulator, the bound and every policy price with the same model (the objective, the \
+         baselines' sizing, the learned policy's features); the learned weights are the ones \
+         trained with goodput off. {}\n\n{}",
+        provenance(dir, results)?,
+        md_table(&head, &rows)
+    ))
+}

@@ -63,6 +63,7 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
     let err = |x: f64| format!("{:.1} %", 100.0 * x);
     let mut ps = Vec::new();
     let mut cpu_mem = Vec::new();
+    let mut noise = Vec::new();
     // family → model → (gpu, split) → MAPE
     type ByModel = BTreeMap<String, BTreeMap<(String, String), f64>>;
     let mut ar: BTreeMap<&str, ByModel> = BTreeMap::new();
@@ -78,6 +79,16 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
             continue; // a fit with no held-out rows
         }
         let mape = t.num(r, "mape")?;
+        if gpu == coda::perf::goodput::GOODPUT_PROFILE {
+            noise.push(vec![
+                model,
+                format!("{rows:.0}"),
+                err(mape),
+                err(t.num(r, "median_ape")?),
+                err(t.num(r, "train_mape")?),
+            ]);
+            continue;
+        }
         if gpu == coda::perf::cpumem::CPU_MEM_PROFILE {
             cpu_mem.push(vec![
                 model,
@@ -148,6 +159,20 @@ pub(super) fn fit_tables(models: &Path) -> coda::Result<String> {
     s += &md_table(
         &["surface", "held out", "points", "mean APE", "median APE"],
         &cpu_mem,
+    );
+    s += "\nStatistical efficiency (`--goodput on`, `src/perf/goodput.rs`): the gradient noise \
+          ratio fitted per model to Pollux's validation runs; `batch-out` predicts the \
+          efficiency of every epoch of one batch size's run from the other batch sizes' runs \
+          (every batch size but the smallest in turn).\n\n";
+    s += &md_table(
+        &[
+            "model",
+            "epochs",
+            "batch-out mean APE",
+            "median APE",
+            "in-sample mean APE",
+        ],
+        &noise,
     );
     s += "\nRow-weighted held-out MAPE: ";
     let parts: Vec<String> = weighted

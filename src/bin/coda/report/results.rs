@@ -586,6 +586,11 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str("## How much is left to win: lower bounds and a load sweep\n\n");
         s.push_str(&super::load::load_section(&load, &results)?);
         s.push('\n');
+        let on = results.join("load-goodput/load_sweep.csv");
+        if on.is_file() {
+            s.push_str(&super::load::goodput_section(&load, &on, &results)?);
+            s.push('\n');
+        }
     }
     let lookahead = results.join("lookahead");
     if lookahead.join("lookahead.csv").is_file() {
@@ -599,6 +604,14 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         let f = results.join(format!("sim/sensitivity-{t}/sensitivity.csv"));
         s.push_str(&sensitivity_section(&f, &results)?);
         s.push('\n');
+    }
+    // With goodput on (`scripts/bench_goodput.sh`): the noise ratios halved and doubled too.
+    for t in ["itp-cluster06-0-300", "philly-2000-400"] {
+        let f = results.join(format!("goodput/sensitivity-{t}/sensitivity.csv"));
+        if f.is_file() {
+            s.push_str(&sensitivity_section(&f, &results)?);
+            s.push('\n');
+        }
     }
     s.push_str("## Side by side with an independent replay rule\n\n");
     for t in ["philly", "itp-cluster06"] {
