@@ -17,6 +17,7 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
     let mut policies: Vec<String> = Vec::new();
     let mut cells: BTreeMap<(String, usize), String> = BTreeMap::new();
     let mut meta = Vec::new();
+    let mut later: Vec<String> = Vec::new();
     for (i, (_, dir)) in HEADLINE.iter().enumerate() {
         let d = results.join("rl").join(dir);
         let t = Table::read(&d.join("comparison.csv"))?;
@@ -34,8 +35,26 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
                 t.str(0, "jobs_total")?,
                 t.str(0, "cluster")?
             ));
+            // Policies added after these runs, from the load sweep's replay of the same trace
+            // on the same cluster (same settings: the policies both ran give the same JCT).
+            let load = results.join("load").join(format!(
+                "{}-{}/comparison.csv",
+                t.str(0, "trace")?,
+                t.str(0, "cluster")?
+            ));
+            if load.is_file() {
+                let l = Table::read(&load)?;
+                for r in 0..l.len() {
+                    let p = l.str(r, "policy")?.to_string();
+                    if !policies.contains(&p) && !later.contains(&p) {
+                        later.push(p.clone());
+                    }
+                    cells.entry((p, i)).or_insert(hours(l.num(r, "avg_jct_s")?));
+                }
+            }
         }
     }
+    policies.extend(later.iter().cloned());
     let mut head = vec!["policy"];
     head.extend(HEADLINE.iter().map(|(n, _)| *n));
     // The lowest of each column, as printed, in bold.
@@ -65,11 +84,25 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
             r
         })
         .collect();
+    let added = if later.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Rows {} come from the load sweep's replays at the same settings (`load/`; {})",
+            later
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            provenance(&results.join("load"), results)?
+        )
+    };
     Ok(format!(
         "Average job completion time (hours; lower is better, the lowest of each trace in bold) \
-         replaying each trace on its default cluster: {}. {}\n\n{}",
+         replaying each trace on its default cluster: {}. {}{}\n\n{}",
         meta.join(", "),
         provenance(&results.join("rl"), results)?,
+        added,
         md_table(&head, &rows)
     ))
 }
