@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 mod cpumem;
 mod gap;
+mod headline;
 mod load;
 mod lookahead;
 mod models;
@@ -23,8 +24,9 @@ mod table;
 
 use coda::Error;
 
+use headline::headline;
 use models::{fit_tables, placement_tables};
-use results::{headline, results_readme};
+use results::results_readme;
 
 /// Arguments of `coda report`.
 #[derive(clap::Args)]
