@@ -9,7 +9,9 @@
 # one spec). One replay at a time (single-core wall times). SWEEP limits it to some configs
 # (e.g. SWEEP="philly:16xdgx-1-v100"); BOUND_ONLY=1 recomputes the bounds and tables only.
 # GOODPUT=on replays and bounds with statistical efficiency (`--goodput on`), by default into
-# benches/results/load-goodput/.
+# benches/results/load-goodput/. POLICIES=learned,learned-rl re-runs those policies only: their
+# rows replace theirs in each folder's comparison.csv and .md (plots and bounds are kept; the
+# provenance says which rows come from which commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -21,12 +23,23 @@ if [ "$goodput" = on ]; then default_out=benches/results/load-goodput; else defa
 out=${1:-$default_out}
 mkdir -p "$out"
 configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
-policies=fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,synergy-tune,learned,learned-rl
+policies=${POLICIES:-fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,synergy-tune,learned,learned-rl}
 . scripts/bench_lib.sh
-machine_txt "$out" "scripts/bench_load.sh (configs: $configs; --goodput $goodput)" \
-  "one replay at a time (--threads 1); wall times in each *.time file"
+runs="one replay at a time (--threads 1); wall times in each *.time file"
+if [ -n "${POLICIES:-}" ]; then
+  before=$(sed -n 's/^commit: //p' "$out/machine.txt" 2>/dev/null || echo unknown)
+  runs="$runs; rows of $POLICIES re-run at this commit, every other row from commit: $before"
+fi
+machine_txt "$out" "scripts/bench_load.sh (configs: $configs; --goodput $goodput)" "$runs"
 for c in $configs; do
   trace=${c%%:*}; cluster=${c#*:}; name="$trace-$cluster"
+  if [ -n "${POLICIES:-}" ]; then
+    $coda compare --goodput "$goodput" --trace "$trace" --cluster "$cluster" --skip-unplaceable \
+      --policies "$policies" --threads 1 --quiet --out "$out/$name.part" > /dev/null
+    python3 scripts/merge_comparison.py "$out/$name" "$out/$name.part"
+    rm -rf "${out:?}/$name.part"
+    continue
+  fi
   if [ -z "${BOUND_ONLY:-}" ]; then
     /usr/bin/time -f "%e s wall, %M KiB peak RSS (whole compare process)" -o "$out/$name.time" \
       $coda compare --goodput "$goodput" --trace "$trace" --cluster "$cluster" --skip-unplaceable --policies "$policies" \

@@ -68,6 +68,8 @@ def schedule(
     samples: int = 8,
     time_limit: float = 60.0,
     goodput: bool = False,
+    round_s: float = 300.0,
+    restart_s: float = 60.0,
 ) -> dict:
     """Schedules one round. ``scheduler``: ``"exact"`` (the exact program on the whole round,
     back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
@@ -75,10 +77,16 @@ def schedule(
     window of jobs each round —, ``lookahead`` — candidates played forward in copies of the
     simulator at its default settings, ``distilled`` — the lookahead's choice made by a gate
     fitted to its plays...). ``goodput``: price speeds as goodputs (statistical efficiency, as
-    ``--goodput on``). The schedule is validated before it is returned."""
+    ``--goodput on``). ``round_s``, ``restart_s``: the objective's round length and the
+    seconds a moved, resized or stopped job loses (the command line's ``--round-s`` and
+    ``--restart-s``; the latter an estimate): a caller that schedules every 60 s passes
+    ``round_s=60``, so that a restart costs what it costs then. The schedule is validated
+    before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
-        _native.schedule(text, scheduler, seed, samples, time_limit, origin, goodput)
+        _native.schedule(
+            text, scheduler, seed, samples, time_limit, origin, goodput, round_s, restart_s
+        )
     )
 
 
@@ -99,12 +107,20 @@ def solve(
     )
 
 
-def score(snapshot: Snapshot, schedule: Mapping[str, Any]) -> float:
+def score(
+    snapshot: Snapshot,
+    schedule: Mapping[str, Any],
+    *,
+    goodput: bool = False,
+    round_s: float = 300.0,
+    restart_s: float = 60.0,
+) -> float:
     """The objective of ``schedule`` on the round (what the exact program maximises: the
-    round's work, minus contention and restart losses). An invalid schedule is a
+    round's work, minus contention and restart losses), priced as :func:`schedule` prices it
+    with the same ``goodput``, ``round_s`` and ``restart_s``. An invalid schedule is a
     :class:`CodaError` listing every violation."""
     text, _ = _text(snapshot, "snapshot")
-    return _native.score(text, json.dumps(schedule))
+    return _native.score(text, json.dumps(schedule), goodput, round_s, restart_s)
 
 
 def _spec(trace: str, options: Mapping[str, Any]) -> str:

@@ -79,17 +79,21 @@ fn scheduler(
     samples: usize,
     time_limit: f64,
     goodput: bool,
+    objective: Objective,
 ) -> coda::Result<Box<dyn Scheduler + 'static>> {
     let perf = || perf_with(goodput);
     if name == "exact" {
         let settings = solve_settings(time_limit, None, (seed % u64::from(u32::MAX)) as u32);
-        return Ok(Box::new(
-            ExactRound::with_settings(settings).scheduler(perf())?,
-        ));
+        let recipe = ExactRound {
+            objective,
+            ..ExactRound::with_settings(settings)
+        };
+        return Ok(Box::new(recipe.scheduler(perf())?));
     }
     let kind: PolicyKind = name.parse()?;
     let mut opts = PolicyOptions {
         seed,
+        objective,
         ..PolicyOptions::default()
     };
     opts.learned.samples = samples.max(1);
@@ -104,9 +108,10 @@ fn scheduler(
     kind.build(perf(), &opts)
 }
 
-/// Schedules one round (a `ClusterSnapshot` as JSON); returns the schedule as JSON.
+/// Schedules one round (a `ClusterSnapshot` as JSON); returns the schedule as JSON. `round_s`
+/// and `restart_s`: the objective's round length and restart loss ([`Objective::new`]).
 #[pyfunction]
-#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot", goodput=false))]
+#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot", goodput=false, round_s=300.0, restart_s=60.0))]
 #[allow(clippy::too_many_arguments)]
 fn schedule(
     py: Python<'_>,
@@ -117,12 +122,15 @@ fn schedule(
     time_limit: f64,
     origin: &str,
     goodput: bool,
+    round_s: f64,
+    restart_s: f64,
 ) -> PyResult<String> {
     let name = scheduler.to_string();
     let (snapshot, origin) = (snapshot.to_string(), origin.to_string());
     py.detach(move || {
         let snap = ClusterSnapshot::from_json_str(&snapshot, &origin)?;
-        let mut s = self::scheduler(&name, seed, samples, time_limit, goodput)?;
+        let objective = Objective::new(round_s, restart_s)?;
+        let mut s = self::scheduler(&name, seed, samples, time_limit, goodput, objective)?;
         let schedule = coda::schedule_with(&snap, s.as_mut())?;
         Ok(to_json(&schedule))
     })
@@ -132,7 +140,14 @@ fn schedule(
 /// The objective of `schedule` on the round `snapshot` (both JSON): the value the exact program
 /// maximises; an invalid schedule is an error listing every violation.
 #[pyfunction]
-fn score(snapshot: &str, schedule: &str) -> PyResult<f64> {
+#[pyo3(signature = (snapshot, schedule, goodput=false, round_s=300.0, restart_s=60.0))]
+fn score(
+    snapshot: &str,
+    schedule: &str,
+    goodput: bool,
+    round_s: f64,
+    restart_s: f64,
+) -> PyResult<f64> {
     let snap = ClusterSnapshot::from_json_str(snapshot, "snapshot").map_err(err)?;
     let schedule: coda::Schedule = parse(schedule, "schedule")?;
     let violations = schedule.validate(&snap);
@@ -142,8 +157,8 @@ fn score(snapshot: &str, schedule: &str) -> PyResult<f64> {
             violations,
         }));
     }
-    Objective::default()
-        .score(perf(), &snap, &schedule)
+    Objective::new(round_s, restart_s)
+        .and_then(|o| o.score(perf_with(goodput), &snap, &schedule))
         .map(|s| s.total)
         .map_err(err)
 }
@@ -275,8 +290,8 @@ fn gap(
                 };
                 let pricing = RoundPricing::new(perf, &l.snapshot, objective);
                 for p in &policies {
-                    let mut s =
-                        scheduler(p, 0, coda::policies::learned::DEFAULT_SAMPLES, 60.0, false)?;
+                    let samples = coda::policies::learned::DEFAULT_SAMPLES;
+                    let mut s = scheduler(p, 0, samples, 60.0, false, objective)?;
                     let t = Instant::now();
                     let schedule = s.schedule(&l.snapshot)?;
                     let decision_s = t.elapsed().as_secs_f64();

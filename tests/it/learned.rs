@@ -4,6 +4,8 @@
 
 use coda::learn::examples::examples;
 use coda::learn::{LabelSpec, label_round};
+use coda::model::JobPos;
+use coda::objective::RoundPricing;
 use coda::policies::learned::{LearnedScheduler, Placer, PolicyNet};
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, Error, Objective, Scheduler};
@@ -76,6 +78,26 @@ proptest! {
         let fresh = LearnedScheduler::shipped(perf, Objective::default()).unwrap();
         prop_assert_eq!(&other, &fresh.decide(&b));
         prop_assert_eq!(&first, &fresh.decide(&a));
+    }
+
+    /// Staying is always among the proposals: on a round where every job runs (in an option of
+    /// its list), the policy never scores below keeping them all where they are, whatever the
+    /// round length (short rounds make a restart weigh most).
+    #[test]
+    fn never_below_keeping_every_running_job(
+        servers in 2usize..7, jobs in 1usize..10, seed in 0u64..10_000, mixed: bool,
+        round_s in prop::sample::select(vec![60.0, 300.0]),
+    ) {
+        let perf = CalibratedPerf::shipped();
+        let snap = snapshot(servers, jobs, seed, 1.0, mixed);
+        let objective = Objective::new(round_s, 60.0).unwrap();
+        let pricing = RoundPricing::new(perf, &snap, objective);
+        prop_assume!((0..snap.jobs.len()).all(|j| pricing.current_option(JobPos(j)).is_some()));
+        let keep = coda::workload::current_schedule(&snap);
+        let p = LearnedScheduler::shipped(perf, objective).unwrap();
+        let s = p.decide(&snap);
+        let score = |s: &coda::Schedule| objective.score(perf, &snap, s).unwrap().total;
+        prop_assert!(score(&s) >= score(&keep) - 1e-9, "{} < {}", score(&s), score(&keep));
     }
 }
 

@@ -57,6 +57,34 @@ def test_quick_start_round():
     assert 0 < coda.score(snap, coda.schedule(snap, scheduler="learned", goodput=True)) <= optimum + 1e-6
 
 
+def test_round_length_and_restart_loss_price_a_move():
+    snap = coda.load(SMALL)
+    first = coda.schedule(snap, scheduler="exact", time_limit=30)
+    # The next round: every job runs where the first put it.
+    running = json.loads(json.dumps(snap))
+    for a in first["assignments"]:
+        next(j for j in running["jobs"] if j["id"] == a["job"])["current"] = a
+    keep = {"assignments": first["assignments"]}
+    stop = {"assignments": first["assignments"][1:]}
+
+    def loss(**kw):
+        return coda.score(running, keep, **kw) - coda.score(running, stop, **kw)
+
+    # Stopping a job costs its round's work, plus the restart loss when there is one, which
+    # weighs more against a short round's work than against a long one's.
+    assert loss(round_s=60, restart_s=60) > loss(round_s=60, restart_s=0) > 0
+    short = loss(round_s=60, restart_s=60) / loss(round_s=60, restart_s=0)
+    long = loss(round_s=300, restart_s=60) / loss(round_s=300, restart_s=0)
+    assert short > long > 1
+    # The learned policy always proposes staying: told the round's length, it scores no lower
+    # than keeping every running job where it is.
+    again = coda.schedule(running, scheduler="learned", round_s=60, restart_s=60)
+    assert coda.score(running, again, round_s=60, restart_s=60) >= \
+        coda.score(running, keep, round_s=60, restart_s=60) - 1e-9
+    with pytest.raises(coda.CodaError, match="restart_s"):
+        coda.schedule(running, round_s=60, restart_s=120)
+
+
 def test_a_trace_loads_as_snapshot_jobs():
     t = coda.load_trace("philly", cluster="4x8", take=25, seed=2)
     assert (t["cluster_spec"], len(t["jobs"])) == ("4x8", 25)

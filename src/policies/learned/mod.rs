@@ -26,8 +26,9 @@
 //!    cannot be placed falls to the next; a job with none left waits.
 //! 5. With samples (the default, [`DEFAULT_SAMPLES`]), steps 1–4 are repeated with level 1's
 //!    scores perturbed by seeded Gumbel noise (sampling from its distribution; level 2's too in
-//!    every other decoding), two more are made from the greedy scores (waiting jobs offered
-//!    their options last; level 2 replaced by the packer), and the decoding the objective
+//!    every other decoding), three more are made from the greedy scores (waiting jobs offered
+//!    their options last; level 2 replaced by the packer; every running job's current option
+//!    ranked first, so that staying is always proposed), and the decoding the objective
 //!    scores highest is returned — the networks propose, the objective the expert maximises
 //!    chooses among the proposals.
 //!
@@ -277,7 +278,7 @@ impl<'a> LearnedScheduler<'a> {
                 best_score = score;
             }
         };
-        // Two more proposals from the greedy scores: every job level 1 left waiting offered its
+        // More proposals from the greedy scores: every job level 1 left waiting offered its
         // options too, placed after the others (GPUs left idle go to waiting jobs when the
         // objective gains); and level 1's choices placed by the baselines' packer instead of
         // level 2 (a placement level 2 was not trained to make: on a round unlike its training
@@ -286,6 +287,18 @@ impl<'a> LearnedScheduler<'a> {
         offer(self.place_ranked(pricing, &base, filled, None, None));
         let packer = PlaceState::new(pricing, self.perf, Placer::Packer);
         offer(self.place_ranked(pricing, &packer, ranked(logits), None, None));
+        // And one where every running job first chooses what it runs now (kept on its GPUs),
+        // the rest as level 1 ranks them: scores of level 1 that flip between rounds otherwise
+        // move jobs back and forth whenever no proposal keeps them, although staying scores
+        // higher (the restart loss) — frequent with short rounds.
+        let mut sticky = logits.to_vec();
+        for (j, l) in sticky.iter_mut().enumerate() {
+            if let Some(k) = pricing.current_option(JobPos(j)) {
+                let top = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                l[k] = top + 1.0;
+            }
+        }
+        offer(self.place_ranked(pricing, &base, ranked(&sticky), None, None));
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits

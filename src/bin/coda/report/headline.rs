@@ -31,8 +31,9 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
                 t.str(0, "jobs_total")?,
                 t.str(0, "cluster")?
             ));
-            // Policies added after these runs, from the load sweep's replay of the same trace
-            // on the same cluster (same settings: the policies both ran give the same JCT).
+            // The load sweep's replay of the same trace on the same cluster (same settings) is
+            // newer: its rows replace these (policies changed since, e.g. `learned`) and add the
+            // policies added since.
             let load = results.join("load").join(format!(
                 "{}-{}/comparison.csv",
                 t.str(0, "trace")?,
@@ -42,14 +43,16 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
                 let l = Table::read(&load)?;
                 for r in 0..l.len() {
                     let p = l.str(r, "policy")?.to_string();
-                    if !policies.contains(&p) && !later.contains(&p) {
+                    if !later.contains(&p) {
                         later.push(p.clone());
                     }
-                    cells.entry((p, i)).or_insert(hours(l.num(r, "avg_jct_s")?));
+                    cells.insert((p, i), hours(l.num(r, "avg_jct_s")?));
                 }
             }
         }
     }
+    let from_load = later.clone();
+    later.retain(|p| !policies.contains(p));
     policies.extend(later.iter().cloned());
     let mut head = vec!["policy"];
     head.extend(HEADLINE.iter().map(|(n, _)| *n));
@@ -80,12 +83,13 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
             r
         })
         .collect();
-    let added = if later.is_empty() {
+    let added = if from_load.is_empty() {
         String::new()
     } else {
         format!(
-            " Rows {} come from the load sweep's replays at the same settings (`load/`; {})",
-            later
+            " Rows {} come from the load sweep's replays at the same settings, newer (`load/`; \
+             {})",
+            from_load
                 .iter()
                 .map(|p| format!("`{p}`"))
                 .collect::<Vec<_>>()

@@ -20,6 +20,7 @@ mod models;
 mod python;
 mod results;
 mod rl;
+mod sia_sim;
 mod table;
 
 use coda::Error;

@@ -555,6 +555,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&side_by_side_section(&f, &results)?);
         s.push('\n');
     }
+    let sia_sim = results.join("sia-sim/runs.csv");
+    if sia_sim.is_file() {
+        s.push_str("## Inside Sia's simulator\n\n");
+        s.push_str(&super::sia_sim::sia_sim_section(&sia_sim, &results)?);
+        s.push('\n');
+    }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
     s.push('\n');
