@@ -93,7 +93,10 @@ fn an_edited_number_in_a_table_fails_the_check() {
 #[test]
 fn an_edited_csv_fails_the_check_of_both_files() {
     let dir = copy_of_repo();
-    let path = dir.path().join("benches/results/rl/philly/comparison.csv");
+    // A replay the headline reads (the load sweep's, newer than `rl/` where both ran a policy).
+    let path = dir
+        .path()
+        .join("benches/results/load/philly-64xdgx-1-v100/comparison.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let col = lines[0].split(',').position(|h| h == "avg_jct_s").unwrap();
