@@ -212,10 +212,9 @@ def run_sia(args, log):
 
 def summary(record):
     jobs = record["submitted_jobs"]
-    jcts = [j["completion_time"] - j["submission_time"] for j in jobs]
     if any(j["completion_time"] is None for j in jobs):
         raise SystemExit("sia_sim: the replay ended with unfinished jobs")
-    jcts.sort()
+    jcts = sorted(j["completion_time"] - j["submission_time"] for j in jobs)
     makespan = max(j["completion_time"] for j in jobs) - min(j["submission_time"] for j in jobs)
     restarts = [j["num_restarts"] or 0 for j in jobs]
     return {"jobs": len(jobs), "avg_jct_s": statistics.mean(jcts),
@@ -236,7 +235,9 @@ def main():
                    help="coda-exact: HiGHS time limit per round, s")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--logs", default="/tmp/sia_sim_logs", help="where Sia's logs go")
-    p.add_argument("--out", required=True, help="CSV to append the row to")
+    p.add_argument("--out", required=True,
+                   help="CSV the row goes to (replacing a row of the same workload, policy, "
+                        "round and goodput)")
     p.add_argument("--python", help="Sia's own policies: the interpreter to run them with "
                                     "(Pollux's pymoo 0.4 needs numpy < 1.24, Sia's CBC newer)")
     p.add_argument("--reuse-log", help="Sia's own policies: summarise this log of a run already "

@@ -28,16 +28,16 @@ EXACT_TIME_LIMIT=${EXACT_TIME_LIMIT:-2}
 out=benches/results/sia-sim
 mkdir -p "$out"
 
-venv="${CODA_SIA_VENV:-$(pwd)/.venv-sia}"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+sia_venv="${CODA_SIA_VENV:-$(pwd)/.venv-sia}"
+if [ ! -x "$sia_venv/bin/python" ]; then
+  python3 -m venv "$sia_venv"
 fi
 # Pinned: what Sia's imports need (its requirements.txt pins numpy 1.23 for pymoo 0.4.2.1;
 # cylp 0.94.1, CBC for Sia's program, needs numpy >= 1.26; Gavel's solver is ECOS).
-"$venv/bin/pip" install -q --disable-pip-version-check numpy==1.26.4 pandas==1.5.3 scipy==1.10.1 \
+"$sia_venv/bin/pip" install -q --disable-pip-version-check numpy==1.26.4 pandas==1.5.3 scipy==1.10.1 \
   cvxpy==1.6.0 cvxopt==1.3.3 cylp==0.94.1 ecos==2.0.14 rich psutil autograd gymnasium==1.4.0 \
   maturin==1.16.0
-pollux_venv="$venv-pollux"
+pollux_venv="$sia_venv-pollux"
 if [[ " $POLICIES " == *" pollux "* ]]; then
   [ -x "$pollux_venv/bin/python" ] || python3 -m venv "$pollux_venv"
   "$pollux_venv/bin/pip" install -q --disable-pip-version-check numpy==1.23.5 pandas==1.5.3 \
@@ -45,8 +45,8 @@ if [[ " $POLICIES " == *" pollux "* ]]; then
 fi
 bash scripts/setup.sh
 . scripts/env.sh
-"$venv/bin/maturin" build --release --locked -o target/wheels 2>&1 | grep -E 'Built wheel|error' >&2
-"$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps \
+"$sia_venv/bin/maturin" build --release --locked -o target/wheels 2>&1 | grep -E 'Built wheel|error' >&2
+"$sia_venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps \
   target/wheels/coda-0.1.0-cp310-abi3-*.whl
 
 logs=$(mktemp -d)
@@ -58,7 +58,7 @@ for w in $WORKLOADS; do
       pollux) extra=(--python "$pollux_venv/bin/python") ;;
     esac
     echo "sia_sim: workload-$w $p" >&2
-    "$venv/bin/python" scripts/sia_sim.py --sia "$sia" --workload "workloads/philly/workload-$w.csv" \
+    "$sia_venv/bin/python" scripts/sia_sim.py --sia "$sia" --workload "workloads/philly/workload-$w.csv" \
       --policy "$p" --goodput "$GOODPUT" --logs "$logs" --out "$out/runs.csv" "${extra[@]}"
   done
 done
