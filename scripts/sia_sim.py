@@ -151,6 +151,7 @@ def coda_policy_class(base):
             self.conversion = None
             self.policy_s = 0.0
             self.round_s = 300.0
+            self.restart_s = 60.0
 
         def optimize(self, job_infos, node_infos, prev_allocations):
             import coda
@@ -159,7 +160,7 @@ def coda_policy_class(base):
             start = time.perf_counter()
             sched = coda.schedule(snap, scheduler=self.scheduler, seed=self.seed,
                                   time_limit=self.time_limit, goodput=self.goodput,
-                                  round_s=self.round_s, restart_s=min(60.0, self.round_s))
+                                  round_s=self.round_s, restart_s=self.restart_s)
             self.policy_s += time.perf_counter() - start
             return self.conversion.allocations(sched, names, prev_allocations)
 
@@ -185,6 +186,7 @@ def run_coda(args):
                       max_physical_nodes=sim_config.cluster_max_physical_nnodes)
     policy.conversion = Conversion(cluster)
     policy.round_s = float(args.interval)
+    policy.restart_s = min(args.restart_s, policy.round_s)
     rounds = 0
     while not cluster.all_complete():
         cluster.step(args.interval)
@@ -204,10 +206,15 @@ def run_sia(args, log):
            f"--output={log}"] + flags
     with open(log + ".out", "w") as f:
         subprocess.run(cmd, cwd=args.sia, stdout=f, stderr=subprocess.STDOUT, check=True)
+    return last_record(log), float("nan")
+
+
+def last_record(log):
+    """The last round of a Sia log (one JSON record per round): every job's final state."""
     with open(log) as f:
         for line in f:
             last = line
-    return json.loads(last), float("nan")
+    return json.loads(last)
 
 
 def summary(record):
@@ -233,6 +240,9 @@ def main():
     p.add_argument("--goodput", choices=["on", "off"], default="on")
     p.add_argument("--time-limit", type=float, default=2.0,
                    help="coda-exact: HiGHS time limit per round, s")
+    p.add_argument("--restart-s", type=float, default=60.0,
+                   help="coda: the seconds its objective charges a move (an estimate; at most "
+                        "a round)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--logs", default="/tmp/sia_sim_logs", help="where Sia's logs go")
     p.add_argument("--out", required=True,
@@ -258,10 +268,7 @@ def main():
     if coda_side:
         record, policy_s = run_coda(args)
     elif args.reuse_log:
-        with open(args.reuse_log) as f:
-            for line in f:
-                last = line
-        record, policy_s = json.loads(last), float("nan")
+        record, policy_s = last_record(args.reuse_log), float("nan")
     else:
         record, policy_s = run_sia(args, os.path.join(args.logs, f"{args.policy}-{name}.log"))
     wall = args.wall if args.reuse_log else time.perf_counter() - start

@@ -13,7 +13,8 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
     let mut policies: Vec<String> = Vec::new();
     let mut cells: BTreeMap<(String, usize), String> = BTreeMap::new();
     let mut meta = Vec::new();
-    let mut later: Vec<String> = Vec::new();
+    // Policies with a row in the load sweep (which then stands in the table).
+    let mut from_load: Vec<String> = Vec::new();
     for (i, (_, dir)) in HEADLINE.iter().enumerate() {
         let d = results.join("rl").join(dir);
         let t = Table::read(&d.join("comparison.csv"))?;
@@ -43,17 +44,19 @@ pub(super) fn headline(results: &Path) -> coda::Result<String> {
                 let l = Table::read(&load)?;
                 for r in 0..l.len() {
                     let p = l.str(r, "policy")?.to_string();
-                    if !later.contains(&p) {
-                        later.push(p.clone());
+                    if !from_load.contains(&p) {
+                        from_load.push(p.clone());
                     }
                     cells.insert((p, i), hours(l.num(r, "avg_jct_s")?));
                 }
             }
         }
     }
-    let from_load = later.clone();
-    later.retain(|p| !policies.contains(p));
-    policies.extend(later.iter().cloned());
+    for p in &from_load {
+        if !policies.contains(p) {
+            policies.push(p.clone());
+        }
+    }
     let mut head = vec!["policy"];
     head.extend(HEADLINE.iter().map(|(n, _)| *n));
     // The lowest of each column, as printed, in bold.
