@@ -41,6 +41,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -143,11 +144,11 @@ def coda_policy_class(base):
     tuning, rigid ncf) whose decisions are coda's."""
 
     class CodaPolicy(base):
-        def __init__(self, scheduler, goodput, time_limit, seed):
+        def __init__(self, scheduler, goodput, time_limit, seed, grow):
             super().__init__(p_fairness=-0.5, restart_penalty=30, lambda_a=0.01, lambda_n=1.1,
                              project_throughputs=True, share_max_replicas=True)
             self.scheduler, self.goodput = scheduler, goodput
-            self.time_limit, self.seed = time_limit, seed
+            self.time_limit, self.seed, self.grow = time_limit, seed, grow
             self.conversion = None
             self.policy_s = 0.0
             self.round_s = 300.0
@@ -160,7 +161,8 @@ def coda_policy_class(base):
             start = time.perf_counter()
             sched = coda.schedule(snap, scheduler=self.scheduler, seed=self.seed,
                                   time_limit=self.time_limit, goodput=self.goodput,
-                                  round_s=self.round_s, restart_s=self.restart_s)
+                                  round_s=self.round_s, restart_s=self.restart_s,
+                                  grow=self.grow)
             self.policy_s += time.perf_counter() - start
             return self.conversion.allocations(sched, names, prev_allocations)
 
@@ -177,9 +179,11 @@ def run_coda(args):
 
     workload = pandas.read_csv(args.workload)
     ngpus = {k: sim_config.cluster_ngpus_per_node[k] for k in sim_config.cluster_nnodes}
-    scheduler = args.policy[len("coda-"):]
+    # coda-<scheduler>[-grow<N>]: a learned policy with N moves of local search (--policy-grow).
+    m = re.fullmatch(r"coda-(.+?)(?:-grow(\d+))?", args.policy)
+    scheduler, grow = m[1], int(m[2] or 0)
     policy = coda_policy_class(SiaPolicy)(scheduler, args.goodput == "on", args.time_limit,
-                                          args.seed)
+                                          args.seed, grow)
     policy.populate_valid_configs(sim_config.cluster_nnodes, ngpus,
                                   sim_config.cluster_max_physical_nnodes)
     cluster = Cluster(workload, policy, sim_config.cluster_nnodes, ngpus,
@@ -235,7 +239,8 @@ def main():
     p.add_argument("--workload", required=True, help="workload CSV, relative to --sia")
     p.add_argument("--policy", required=True,
                    help="sia, gavel, pollux (Sia's own), or coda-<scheduler> (coda-learned, "
-                        "coda-exact, coda-sia, coda-fifo...)")
+                        "coda-exact, coda-sia, coda-fifo...), a learned one with -grow<N> for N "
+                        "moves of local search per round (coda-learned-grow8)")
     p.add_argument("--interval", type=int, help="round length, s (default: 60; gavel 360)")
     p.add_argument("--goodput", choices=["on", "off"], default="on")
     p.add_argument("--time-limit", type=float, default=2.0,

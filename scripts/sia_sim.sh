@@ -7,7 +7,8 @@
 #   WORKLOADS="1" POLICIES="sia coda-learned" bash scripts/sia_sim.sh PATH/artifacts
 #
 # POLICIES: Sia's own (sia, pollux, gavel: their run_experiment.sh flags and rounds) and coda's
-# (coda-learned, coda-exact, coda-<any --policy>), coda's with goodput on unless GOODPUT=off.
+# (coda-learned, coda-exact, coda-<any --policy>; a learned one with -grow<N>: N moves of local
+# search ending each round, --policy-grow), coda's with goodput on unless GOODPUT=off.
 # Rows go to benches/results/sia-sim/runs.csv (a rerun replaces its row), with machine.txt.
 # Sia's simulator needs its own Python stack (pandas 1.5, cvxpy with CBC and GLPK): a virtual
 # environment .venv-sia (or $CODA_SIA_VENV) with coda's wheel installed; Pollux's policy needs
@@ -21,7 +22,7 @@ sia=$src
 [ -d "$sia/sia-simulator" ] && sia=$sia/sia-simulator
 [ -f "$sia/multi_simulator.py" ] || { echo "sia_sim: no multi_simulator.py under $src" >&2; exit 1; }
 WORKLOADS=${WORKLOADS:-1 2 3 4}
-POLICIES=${POLICIES:-sia coda-learned pollux gavel coda-exact}
+POLICIES=${POLICIES:-sia coda-learned coda-learned-grow8 pollux gavel coda-exact}
 GOODPUT=${GOODPUT:-on}
 EXACT_INTERVAL=${EXACT_INTERVAL:-60}
 EXACT_TIME_LIMIT=${EXACT_TIME_LIMIT:-2}

@@ -70,6 +70,7 @@ def schedule(
     goodput: bool = False,
     round_s: float = 300.0,
     restart_s: float = 60.0,
+    grow: int = 0,
 ) -> dict:
     """Schedules one round. ``scheduler``: ``"exact"`` (the exact program on the whole round,
     back-filled, as ``coda::schedule``) or any policy of ``coda simulate --policy`` (``learned``,
@@ -80,12 +81,13 @@ def schedule(
     ``--goodput on``). ``round_s``, ``restart_s``: the objective's round length and the
     seconds a moved, resized or stopped job loses (the command line's ``--round-s`` and
     ``--restart-s``; the latter an estimate): a caller that schedules every 60 s passes
-    ``round_s=60``, so that a restart costs what it costs then. The schedule is validated
-    before it is returned."""
+    ``round_s=60``, so that a restart costs what it costs then. ``grow``: learned policies end
+    each round with a local search of up to this many moves on the objective (``--policy-grow``;
+    0: none). The schedule is validated before it is returned."""
     text, origin = _text(snapshot, "snapshot")
     return json.loads(
         _native.schedule(
-            text, scheduler, seed, samples, time_limit, origin, goodput, round_s, restart_s
+            text, scheduler, seed, samples, time_limit, origin, goodput, round_s, restart_s, grow
         )
     )
 

@@ -77,6 +77,7 @@ fn scheduler(
     name: &str,
     seed: u64,
     samples: usize,
+    grow: usize,
     time_limit: f64,
     goodput: bool,
     objective: Objective,
@@ -97,6 +98,7 @@ fn scheduler(
         ..PolicyOptions::default()
     };
     opts.learned.samples = samples.max(1);
+    opts.learned.grow = grow;
     if kind == PolicyKind::Lookahead {
         // A round handed in alone: its plays run under the simulator's default settings.
         return Ok(Box::new(coda::lookahead::Lookahead::new(
@@ -111,7 +113,7 @@ fn scheduler(
 /// Schedules one round (a `ClusterSnapshot` as JSON); returns the schedule as JSON. `round_s`
 /// and `restart_s`: the objective's round length and restart loss ([`Objective::new`]).
 #[pyfunction]
-#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot", goodput=false, round_s=300.0, restart_s=60.0))]
+#[pyo3(signature = (snapshot, scheduler="learned", seed=0, samples=8, time_limit=60.0, origin="snapshot", goodput=false, round_s=300.0, restart_s=60.0, grow=0))]
 #[allow(clippy::too_many_arguments)]
 fn schedule(
     py: Python<'_>,
@@ -124,13 +126,14 @@ fn schedule(
     goodput: bool,
     round_s: f64,
     restart_s: f64,
+    grow: usize,
 ) -> PyResult<String> {
     let name = scheduler.to_string();
     let (snapshot, origin) = (snapshot.to_string(), origin.to_string());
     py.detach(move || {
         let snap = ClusterSnapshot::from_json_str(&snapshot, &origin)?;
         let objective = Objective::new(round_s, restart_s)?;
-        let mut s = self::scheduler(&name, seed, samples, time_limit, goodput, objective)?;
+        let mut s = self::scheduler(&name, seed, samples, grow, time_limit, goodput, objective)?;
         let schedule = coda::schedule_with(&snap, s.as_mut())?;
         Ok(to_json(&schedule))
     })
@@ -291,7 +294,7 @@ fn gap(
                 let pricing = RoundPricing::new(perf, &l.snapshot, objective);
                 for p in &policies {
                     let samples = coda::policies::learned::DEFAULT_SAMPLES;
-                    let mut s = scheduler(p, 0, samples, 60.0, false, objective)?;
+                    let mut s = scheduler(p, 0, samples, 0, 60.0, false, objective)?;
                     let t = Instant::now();
                     let schedule = s.schedule(&l.snapshot)?;
                     let decision_s = t.elapsed().as_secs_f64();

@@ -245,6 +245,9 @@ pub struct LearnedOptions {
     pub samples: usize,
     /// The `distilled` policy's gate (default: the shipped `models/distilled.json`).
     pub gate: Option<std::path::PathBuf>,
+    /// Moves of the local search ending each round (0: none; see
+    /// [`learned::LearnedScheduler::with_grow`]).
+    pub grow: usize,
 }
 
 impl Default for LearnedOptions {
@@ -253,6 +256,7 @@ impl Default for LearnedOptions {
             weights: None,
             samples: learned::DEFAULT_SAMPLES,
             gate: None,
+            grow: 0,
         }
     }
 }
@@ -407,7 +411,8 @@ fn learned_policy<'a>(
     let joint = net.tier.is_some();
     let policy = learned::LearnedScheduler::new(perf, opts.objective, net)
         .with_placer(placer)
-        .with_samples(opts.learned.samples, opts.seed);
+        .with_samples(opts.learned.samples, opts.seed)
+        .with_grow(opts.learned.grow);
     // GPUs the policy leaves idle while jobs wait are filled under the same pricing.
     Ok(Box::new(cpumem::WithTiers {
         inner: Box::new(Backfill::new(Box::new(policy), perf, opts.objective)),

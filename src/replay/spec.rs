@@ -221,6 +221,10 @@ pub struct PolicySpec {
         default_value_t = PolicySpec::default().policy_samples,
         value_parser = at_least_one::<usize>))]
     pub policy_samples: usize,
+    /// `learned` policies: moves of the local search on the objective ending each round (0:
+    /// none; 8 is what was measured inside Sia's simulator).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = PolicySpec::default().policy_grow))]
+    pub policy_grow: usize,
     /// `distilled` policy: its gate (default: the shipped `models/distilled.json`; `coda
     /// distil fit` writes one).
     #[cfg_attr(feature = "cli", arg(long))]
@@ -271,6 +275,7 @@ impl Default for PolicySpec {
             ilp_policy_start: false,
             policy_weights: None,
             policy_samples: crate::policies::learned::DEFAULT_SAMPLES,
+            policy_grow: 0,
             distilled_gate: None,
             lookahead_rounds: LookaheadOptions::default().rounds,
             lookahead_candidates: LookaheadOptions::default().candidates,
@@ -466,6 +471,7 @@ impl Replay {
                 weights: p.policy_weights.clone(),
                 samples: p.policy_samples,
                 gate: p.distilled_gate.clone(),
+                grow: p.policy_grow,
             },
             lookahead: LookaheadOptions {
                 rounds: p.lookahead_rounds,

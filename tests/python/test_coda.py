@@ -83,6 +83,11 @@ def test_round_length_and_restart_loss_price_a_move():
         coda.score(running, keep, round_s=60, restart_s=60) - 1e-9
     with pytest.raises(coda.CodaError, match="restart_s"):
         coda.schedule(running, round_s=60, restart_s=120)
+    # The local search ending a round (grow) starts from the round's best proposal: never
+    # lower, and a valid schedule (coda.schedule validates what it returns).
+    grown = coda.schedule(running, scheduler="learned", round_s=60, restart_s=60, grow=8)
+    assert coda.score(running, grown, round_s=60, restart_s=60) >= \
+        coda.score(running, again, round_s=60, restart_s=60) - 1e-9
 
 
 def test_a_trace_loads_as_snapshot_jobs():

@@ -32,25 +32,37 @@
 //!    scores highest is returned — the networks propose, the objective the expert maximises
 //!    chooses among the proposals.
 //!
-//! 6. On a round whose jobs offer CPU/memory tiers, level 1's tier head (when the weights hold
-//!    one) chooses each job's tier for its first choice, and steps 1–5 run twice — at the demand
+//! 6. When asked ([`LearnedScheduler::with_grow`]), from the winning decoding and from the
+//!    stay proposal, a local search on the objective (`grow`): while GPUs are idle, jobs are
+//!    offered the options the idle GPUs and their own can hold (also after stopping a job that
+//!    earns little per GPU), placed by the packer beside everyone else kept where they are,
+//!    and the move the objective scores highest is made if it gains. On a lightly loaded
+//!    cluster level 1's proposals leave GPUs idle that the exact program would hand out; this
+//!    is where they go.
+//!
+//! 7. On a round whose jobs offer CPU/memory tiers, level 1's tier head (when the weights hold
+//!    one) chooses each job's tier for its first choice, and steps 1–6 run twice — at the demand
 //!    and at those tiers — the objective keeping the better ([`TierHead`]).
 //!
 //! Files: this one the scheduler (weights, settings, level 1's scores, the round's decision);
-//! `decode` steps 2–5; `features` the three feature sets; `net` the networks, `layers` what they
-//! are made of; `tiers` step 6.
+//! `decode` steps 2–5 (`candidates` level 2's servers); `grow` step 6; `features` the three
+//! feature sets; `net` the networks, `layers` what they are made of; `tiers` step 7.
 
+mod candidates;
 mod choices;
 mod decode;
 pub mod features;
+mod grow;
 mod layers;
 mod net;
 pub(crate) mod tiers;
 
+pub use candidates::{CANDIDATES_PER_BUCKET, Candidates};
 use choices::{Choices, Ranked, allocation};
-pub use decode::{CANDIDATES_PER_BUCKET, Candidates, Sampled, SampledStep};
 pub(crate) use decode::{Chooser, argmax, keep_mode, plan_of};
 use decode::{PlaceState, gumbel};
+pub use decode::{Sampled, SampledStep};
+pub use grow::GROW_MOVES;
 pub use layers::Dense;
 #[cfg(feature = "train")]
 pub(crate) use layers::{EMBED, HIDDEN};
@@ -128,6 +140,8 @@ pub struct LearnedScheduler<'a> {
     temperature: f32,
     /// Every job's options, kept from round to round (a waiting job's do not change).
     kept: PricingCache,
+    /// Moves of the local search after the proposals (step 6; 0: none).
+    grow: usize,
 }
 
 /// Decodings per round of a new [`LearnedScheduler`]: the greedy one and seven sampled from
@@ -147,7 +161,15 @@ impl<'a> LearnedScheduler<'a> {
             seed: 0,
             temperature: 1.0,
             kept: PricingCache::default(),
+            grow: 0,
         }
+    }
+
+    /// The same policy ending each round with a local search of up to `moves` moves on the
+    /// objective (step 6 of the module docs; 0: none, the default — see [`GROW_MOVES`]).
+    pub fn with_grow(mut self, moves: usize) -> Self {
+        self.grow = moves;
+        self
     }
 
     /// The same policy decoding `samples` times per round (at least once: 1 is greedy only),
@@ -298,7 +320,8 @@ impl<'a> LearnedScheduler<'a> {
                 l[k] = top + 1.0;
             }
         }
-        offer(self.place_ranked(pricing, &base, ranked(&sticky), None, None));
+        let stay = self.place_ranked(pricing, &base, ranked(&sticky), None, None);
+        offer(stay.clone());
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
@@ -315,7 +338,24 @@ impl<'a> LearnedScheduler<'a> {
             let noisy = Choices::Ranked(Ranked::new(&noisy));
             offer(self.place_ranked(pricing, &base, noisy, noise, None));
         }
-        best
+        // The local search from the best proposal and from the stay proposal (moves from where
+        // jobs run, not from where the best proposal moved them); the better result.
+        if self.grow == 0 {
+            return best;
+        }
+        let stay_score = pricing
+            .score_valid(&stay)
+            .map_or(f64::NEG_INFINITY, |s| s.total);
+        let grown = self.grow(pricing, &packer, best.clone(), best_score);
+        if stay == best {
+            return grown.0;
+        }
+        let from_stay = self.grow(pricing, &packer, stay, stay_score);
+        if from_stay.1 > grown.1 {
+            from_stay.0
+        } else {
+            grown.0
+        }
     }
 
     /// Level 2: places `alloc` (see the module docs); valid by construction.

@@ -561,6 +561,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&super::sia_sim::sia_sim_section(&sia_sim, &results)?);
         s.push('\n');
     }
+    let grow = results.join("grow/grow.csv");
+    if grow.is_file() {
+        s.push_str("## The learned policy's local search in coda's simulator\n\n");
+        s.push_str(&super::sia_sim::grow_section(&grow, &results)?);
+        s.push('\n');
+    }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
     s.push('\n');

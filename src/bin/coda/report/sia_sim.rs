@@ -1,8 +1,10 @@
 //! The section of `benches/results/README.md` on replays inside Sia's own simulator
 //! (`scripts/sia_sim.sh`): every run as written, and per policy its average JCT against Sia's on
-//! the same workload.
+//! the same workload; and the section on the learned policy's local search, which those replays
+//! motivated, in coda's own simulator (`scripts/bench_grow.sh`).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 
 use super::table::{Table, md_table, median, provenance};
@@ -107,6 +109,59 @@ pub(super) fn sia_sim_section(csv: &Path, results: &Path) -> coda::Result<String
                 "restarts/job (median)",
             ],
             &summary
+        ),
+    ))
+}
+
+/// The section from `grow/grow.csv` (`scripts/bench_grow.sh`): the learned policy with and
+/// without its local search, on the load sweep's traces and clusters.
+pub(super) fn grow_section(csv: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(csv)?;
+    let dir = csv.parent().unwrap_or(results);
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        rows.push(vec![
+            t.str(r, "goodput")?.to_string(),
+            t.str(r, "trace")?.to_string(),
+            t.str(r, "cluster")?.to_string(),
+            t.str(r, "gpus")?.to_string(),
+            format!("{:.3}", t.num(r, "learned_h")?),
+            format!("{:.3}", t.num(r, "grow_h")?),
+            format!("{:.3}", t.num(r, "ratio")?),
+            t.str(r, "learned_restarts")?.to_string(),
+            t.str(r, "grow_restarts")?.to_string(),
+            format!("{:.0}", t.num(r, "learned_wall_s")?),
+            format!("{:.0}", t.num(r, "grow_wall_s")?),
+        ]);
+    }
+    let mut made = String::new();
+    for g in ["off", "on"] {
+        let d = dir.join(g);
+        if d.join("machine.txt").is_file() {
+            let _ = write!(made, " Goodput {g}: {}", provenance(&d, results)?);
+        }
+    }
+    Ok(format!(
+        "`learned` with `--policy-grow 8` (a local search of up to 8 moves on the objective \
+         ending each round, `models/POLICY.md`) against `learned` without it (the load sweep's \
+         rows), on the load sweep's traces and clusters (`{}`); ratio: average JCT with the \
+         search over without.{made}\n\n{}",
+        csv.strip_prefix(results).unwrap_or(csv).display(),
+        md_table(
+            &[
+                "goodput",
+                "trace",
+                "cluster",
+                "GPUs",
+                "learned avg JCT (h)",
+                "with the search (h)",
+                "ratio",
+                "restarts",
+                "with the search",
+                "replay wall (s)",
+                "with the search",
+            ],
+            &rows
         ),
     ))
 }
