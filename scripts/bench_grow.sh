@@ -11,8 +11,8 @@ bash scripts/setup.sh
 cargo build --release --locked
 coda=${CODA_BIN:-target/release/coda}
 grow=${GROW:-8}
-configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
 . scripts/bench_lib.sh
+configs=${SWEEP:-$LOAD_CONFIGS}
 out=benches/results/grow
 mkdir -p "$out"
 for goodput in ${GOODPUT:-off on}; do

@@ -1,6 +1,11 @@
 # Shared by the bench scripts (sourced, not run): where a result came from, and the server
 # options of the CPU/memory runs.
 
+# The load sweep's traces and clusters (scripts/bench_load.sh, scripts/bench_grow.sh): each
+# trace at its own cluster and on fewer servers of the same kind; Alibaba at its own only.
+# shellcheck disable=SC2034
+LOAD_CONFIGS="philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"
+
 # Writes OUT/machine.txt: machine, date, commit (marked when the tree had uncommitted changes),
 # COMMAND and, if given, RUNS (how the runs shared the machine).
 machine_txt() {

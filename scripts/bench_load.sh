@@ -18,13 +18,13 @@ bash scripts/setup.sh
 . scripts/env.sh
 cargo build --release --locked
 coda=${CODA_BIN:-target/release/coda}
+. scripts/bench_lib.sh
 goodput=${GOODPUT:-off}
 if [ "$goodput" = on ]; then default_out=benches/results/load-goodput; else default_out=benches/results/load; fi
 out=${1:-$default_out}
 mkdir -p "$out"
-configs=${SWEEP:-"philly:64xdgx-1-v100 philly:32xdgx-1-v100 philly:16xdgx-1-v100 itp-cluster06:16xnd40rs-v2 itp-cluster06:8xnd40rs-v2 itp-cluster02:16xnd40rs-v2 itp-cluster02:8xnd40rs-v2 alibaba:alibaba-nodes"}
+configs=${SWEEP:-$LOAD_CONFIGS}
 policies=${POLICIES:-fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,synergy-tune,learned,learned-rl}
-. scripts/bench_lib.sh
 runs="one replay at a time (--threads 1); wall times in each *.time file"
 if [ -n "${POLICIES:-}" ]; then
   before=$(sed -n 's/^commit: //p' "$out/machine.txt" 2>/dev/null || echo unknown)
