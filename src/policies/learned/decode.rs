@@ -513,6 +513,35 @@ impl<'p> PlaceState<'p> {
         true
     }
 
+    /// This state (nothing placed yet) with every assignment of `schedule` but job `except`'s
+    /// kept where it is; `None` if one does not fit.
+    pub(super) fn keeping(
+        &self,
+        pricing: &RoundPricing,
+        schedule: &Schedule,
+        except: Option<crate::model::JobId>,
+    ) -> Option<Self> {
+        let mut st = self.clone();
+        let others = schedule
+            .assignments
+            .iter()
+            .filter(|a| Some(a.job) != except);
+        others
+            .into_iter()
+            .all(|a| st.keep_assignment(pricing, a))
+            .then_some(st)
+    }
+
+    /// Idle GPUs of type `t` in this state.
+    pub(super) fn idle(&self, t: crate::model::GpuType) -> u64 {
+        self.type_index(t).map_or(0, |i| self.free_of_type[i])
+    }
+
+    /// Whether any GPU is idle in this state.
+    pub(super) fn any_idle(&self) -> bool {
+        self.free_of_type.iter().any(|&n| n > 0)
+    }
+
     /// The schedule placed so far.
     pub(super) fn into_schedule(self) -> Schedule {
         Schedule {

@@ -13,7 +13,7 @@
 use super::LearnedScheduler;
 use super::decode::{Chooser, PlaceState};
 use crate::model::{JobPos, Schedule};
-use crate::objective::{Mode, RoundPricing};
+use crate::objective::{Mode, OptionFacts, RoundPricing};
 
 /// Moves per search that `--policy-grow` suggests (each the round's best single-job move): the
 /// setting measured inside Sia's simulator. Not the default: on the Philly window at its own
@@ -59,35 +59,27 @@ impl LearnedScheduler<'_> {
     ) -> (Schedule, f64) {
         let mut best = (start, score);
         for _ in 0..self.grow {
-            let free = free_by_type(pricing, &best.0);
-            if free.iter().all(|&(_, n)| n == 0) {
+            let Some(all) = packer.keeping(pricing, &best.0, None) else {
+                break;
+            };
+            if !all.any_idle() {
                 break;
             }
             let mut found: Option<(Schedule, f64)> = None;
             // Single-job moves, then the same after stopping one of the placed jobs that earn
             // least per GPU (its GPUs idle too): a move that needs a stop scores lower in both
             // halves alone.
-            let stops =
-                std::iter::once(None).chain(victims(pricing, &best.0).into_iter().map(Some));
-            for stop in stops {
-                let from = match stop {
-                    None => best.0.clone(),
-                    Some(v) => Schedule {
-                        assignments: best
-                            .0
-                            .assignments
-                            .iter()
-                            .filter(|a| a.job != v)
-                            .cloned()
-                            .collect(),
-                    },
+            self.best_move(pricing, packer, &best.0, &all, None, best.1, &mut found);
+            for v in victims(pricing, &best.0) {
+                let from = Schedule {
+                    assignments: (best.0.assignments.iter())
+                        .filter(|a| a.job != v)
+                        .cloned()
+                        .collect(),
                 };
-                let free = if stop.is_none() {
-                    free.clone()
-                } else {
-                    free_by_type(pricing, &from)
-                };
-                self.best_move(pricing, packer, &from, &free, stop, best.1, &mut found);
+                if let Some(idle) = packer.keeping(pricing, &from, None) {
+                    self.best_move(pricing, packer, &from, &idle, Some(v), best.1, &mut found);
+                }
             }
             match found {
                 Some(f) => best = f,
@@ -96,19 +88,17 @@ impl LearnedScheduler<'_> {
         }
         best
     }
-}
 
-impl LearnedScheduler<'_> {
-    /// The best single-job move from `from` (`free`: its idle GPUs per type; `stop`: a job
-    /// stopped to make room, offered nothing) into `found` if it scores above `floor` and above
-    /// what `found` holds.
+    /// The best single-job move from `from` (`all`: the round with `from` placed, for its idle
+    /// GPUs; `stop`: a job stopped to make room, offered nothing) into `found` if it scores
+    /// above `floor` and above what `found` holds.
     #[allow(clippy::too_many_arguments)]
     fn best_move(
         &self,
         pricing: &RoundPricing,
         packer: &PlaceState,
         from: &Schedule,
-        free: &[(crate::model::GpuType, u64)],
+        all: &PlaceState,
         stop: Option<crate::model::JobId>,
         floor: f64,
         found: &mut Option<(Schedule, f64)>,
@@ -116,30 +106,34 @@ impl LearnedScheduler<'_> {
         // The jobs whose best offer gains most over what they hold, alone (what a move gains
         // beside that — interference relieved or added — is the score's to say).
         let mut movers: Vec<(f64, usize, Vec<usize>)> = Vec::new();
-        for j in 0..pricing.snapshot().jobs.len() {
-            if stop == Some(pricing.snapshot().jobs[j].id) {
+        for (j, job) in pricing.snapshot().jobs.iter().enumerate() {
+            if stop == Some(job.id) {
                 continue;
             }
-            let offers = offers(pricing, from, free, j);
+            let held = from
+                .assignment(job.id)
+                .map(|a| pricing.option_of(JobPos(j), a));
+            let offers = offers(pricing, held.as_ref(), all, j);
             let Some(&top) = offers.first() else {
                 continue;
             };
-            let held = from
-                .assignment(pricing.snapshot().jobs[j].id)
-                .and_then(|a| pricing.option_index(JobPos(j), &pricing.option_of(JobPos(j), a)))
+            let held_base = held
+                .and_then(|f| pricing.option_index(JobPos(j), &f))
                 .map_or(0.0, |k| pricing.options(JobPos(j))[k].terms.base);
-            movers.push((pricing.options(JobPos(j))[top].terms.base - held, j, offers));
+            movers.push((
+                pricing.options(JobPos(j))[top].terms.base - held_base,
+                j,
+                offers,
+            ));
         }
         movers.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         movers.truncate(GROW_JOBS);
         for (_, j, offers) in movers {
-            let id = pricing.snapshot().jobs[j].id;
             // Everyone else kept where they are.
-            let mut st = packer.clone();
-            let kept = from.assignments.iter().filter(|a| a.job != id);
-            if !kept.into_iter().all(|a| st.keep_assignment(pricing, a)) {
+            let Some(st) = packer.keeping(pricing, from, Some(pricing.snapshot().jobs[j].id))
+            else {
                 continue;
-            }
+            };
             for k in offers {
                 let mut s = st.clone();
                 if !self.place_job(pricing, &mut s, j, &mut Only(k)) {
@@ -178,22 +172,18 @@ fn victims(pricing: &RoundPricing, schedule: &Schedule) -> Vec<crate::model::Job
         .collect()
 }
 
-/// Job `j`'s offers in `schedule` (`free`: its idle GPUs per type): the options its own GPUs and
-/// the idle ones of their type can hold, other than what it holds (shape and mode), one per
-/// shape (the packer places workers on as few servers as it can, whatever the mode), best
-/// alone first, at most [`GROW_TRIES`].
+/// Job `j`'s offers (`held`: what it holds; `all`: the round as it stands, for its idle GPUs):
+/// the options its own GPUs and the idle ones of their type can hold, other than what it holds
+/// (shape and mode), one per shape (the packer places workers on as few servers as it can,
+/// whatever the mode), best alone first, at most [`GROW_TRIES`].
 fn offers(
     pricing: &RoundPricing,
-    schedule: &Schedule,
-    free: &[(crate::model::GpuType, u64)],
+    held: Option<&OptionFacts>,
+    all: &PlaceState,
     j: usize,
 ) -> Vec<usize> {
-    let snap = pricing.snapshot();
-    let gpw = snap.jobs[j].demand.gpus_per_worker;
-    let held = schedule.assignment(snap.jobs[j].id).map(|a| {
-        let f = pricing.option_of(JobPos(j), a);
-        (f.workers, f.ps, f.gpu_type, f.tier, f.mode)
-    });
+    let gpw = pricing.snapshot().jobs[j].demand.gpus_per_worker;
+    let held = held.map(|f| (f.workers, f.ps, f.gpu_type, f.tier, f.mode));
     let opts = pricing.options(JobPos(j));
     let mut offers: Vec<usize> = (0..opts.len())
         .filter(|&k| {
@@ -202,10 +192,7 @@ fn offers(
                 Some((w, _, t, _, _)) if t == o.gpu_type => w * gpw,
                 _ => 0,
             };
-            let idle = free
-                .iter()
-                .find(|(t, _)| *t == o.gpu_type)
-                .map_or(0, |&(_, n)| n);
+            let idle = all.idle(o.gpu_type);
             held != Some((o.workers, o.ps, o.gpu_type, o.tier, o.mode))
                 && u64::from(o.workers * gpw) <= idle + u64::from(own)
         })
@@ -225,24 +212,4 @@ fn offers(
     });
     offers.truncate(GROW_TRIES);
     offers
-}
-
-/// Idle GPUs per type in `schedule`, in the cluster's order of types.
-fn free_by_type(pricing: &RoundPricing, schedule: &Schedule) -> Vec<(crate::model::GpuType, u64)> {
-    let snap = pricing.snapshot();
-    let mut free: Vec<(crate::model::GpuType, u64)> = Vec::new();
-    for s in &snap.cluster.servers {
-        match free.iter_mut().find(|(t, _)| *t == s.gpu_type) {
-            Some((_, n)) => *n += u64::from(s.num_gpus()),
-            None => free.push((s.gpu_type, u64::from(s.num_gpus()))),
-        }
-    }
-    for a in &schedule.assignments {
-        let t = snap.cluster.servers[a.workers[0].server].gpu_type;
-        let used: u64 = a.workers.iter().map(|w| w.gpus.len() as u64).sum();
-        if let Some((_, n)) = free.iter_mut().find(|(x, _)| *x == t) {
-            *n = n.saturating_sub(used);
-        }
-    }
-    free
 }

@@ -321,7 +321,14 @@ impl<'a> LearnedScheduler<'a> {
             }
         }
         let stay = self.place_ranked(pricing, &base, ranked(&sticky), None, None);
-        offer(stay.clone());
+        // Kept only for the local search (step 6), which starts from it too.
+        let stay = if self.grow > 0 {
+            offer(stay.clone());
+            Some(stay)
+        } else {
+            offer(stay);
+            None
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ snapshot.time_s.to_bits());
         for sample in 1..self.samples {
             let noisy: Vec<Vec<f32>> = logits
@@ -340,16 +347,13 @@ impl<'a> LearnedScheduler<'a> {
         }
         // The local search from the best proposal and from the stay proposal (moves from where
         // jobs run, not from where the best proposal moved them); the better result.
-        if self.grow == 0 {
-            return best;
-        }
+        let Some(stay) = stay.filter(|s| *s != best) else {
+            return self.grow(pricing, &packer, best, best_score).0;
+        };
         let stay_score = pricing
             .score_valid(&stay)
             .map_or(f64::NEG_INFINITY, |s| s.total);
-        let grown = self.grow(pricing, &packer, best.clone(), best_score);
-        if stay == best {
-            return grown.0;
-        }
+        let grown = self.grow(pricing, &packer, best, best_score);
         let from_stay = self.grow(pricing, &packer, stay, stay_score);
         if from_stay.1 > grown.1 {
             from_stay.0
