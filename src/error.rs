@@ -173,6 +173,14 @@ pub enum Error {
         /// What it said.
         reason: String,
     },
+    /// A resource manager's command failed (`coda slurm`: `scontrol`, `squeue`, `sinfo`).
+    #[error("`{command}` failed: {message}")]
+    ResourceManager {
+        /// The command line.
+        command: String,
+        /// What it printed on stderr, and its exit status.
+        message: String,
+    },
     /// A policy weights file that cannot be used: not safetensors, another format or version,
     /// features that differ from this build's, a tensor missing or of the wrong shape.
     #[error("{path}: policy weights: {reason}")]

@@ -92,6 +92,7 @@ pub mod policies;
 pub mod replay;
 pub mod scheduler;
 pub mod sim;
+pub mod slurm;
 pub mod workload;
 
 // The root holds what one round needs: the input, the output, the decision, its price and

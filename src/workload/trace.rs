@@ -495,64 +495,17 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
                 Architecture::AllReduce,
             )
         };
-        let id = i as u64;
-        let (max_w, max_p) =
-            perf.max_tasks(&model)
-                .ok_or_else(|| Error::UnsupportedConfiguration {
-                    model: model.clone(),
-                    reason: "no measured worker/PS limits".into(),
-                })?;
-        // Workers that reproduce the trace allocation (PS models: within their measured range),
-        // and PS = workers as far as measured.
-        let w = n.min(max_w).max(1);
-        let p = match arch {
-            Architecture::AllReduce => 0,
-            Architecture::ParameterServer => w.min(max_p),
-        };
-        let measured = perf.task_demand(&model);
-        let demand = TaskDemand {
-            gpus_per_worker: 1,
-            cpu_per_worker: row.cpu_per_gpu.unwrap_or_else(|| {
-                measured
-                    .as_ref()
-                    .map_or(opts.cpu_per_gpu, |d| d.cpu_per_worker)
-            }),
-            mem_per_worker_gib: row.mem_per_gpu_gib.unwrap_or_else(|| {
-                measured
-                    .as_ref()
-                    .and_then(|d| d.mem_per_worker_gib)
-                    .unwrap_or(opts.mem_per_gpu_gib)
-            }),
-            cpu_per_ps: measured
-                .as_ref()
-                .and_then(|d| d.cpu_per_ps)
-                .unwrap_or(opts.cpu_per_ps),
-            mem_per_ps_gib: opts.mem_per_ps_gib,
-        };
-        let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
-        let (workers, ps) = match arch {
-            Architecture::AllReduce => (TaskRange::new(1, wmax), TaskRange::new(0, 0)),
-            Architecture::ParameterServer => (TaskRange::new(1, wmax), TaskRange::new(1, max_p)),
-        };
-        let tiers = match opts.cpu_mem {
-            CpuMemMode::Fixed => Vec::new(),
-            CpuMemMode::Fungible => super::tiers::worker_tiers(measured.as_ref(), &demand),
-        };
-        let mut job = Job {
-            tiers,
-            id: JobId(id),
-            arrival_s: row.arrival_s,
-            model,
+        let mut job = make_job(
+            JobId(i as u64),
+            row.arrival_s,
+            &model,
             arch,
-            total_iterations: 1.0,
-            demand,
-            workers,
-            ps,
-            gpu_types: Vec::new(),
-            local_batch: None,
-            run: crate::model::RunState::default(),
-            requested: Some(Request { workers: w, ps: p }),
-        };
+            n,
+            (row.cpu_per_gpu, row.mem_per_gpu_gib),
+            opts,
+            perf,
+        )?;
+        let (w, p) = job.requested_or_min();
         let key = (
             job.model.clone(),
             w,
@@ -572,6 +525,81 @@ pub fn to_jobs(rows: &[TraceJob], opts: &TraceOptions, perf: &dyn PerfModel) -> 
         jobs.push(job);
     }
     Ok(jobs)
+}
+
+/// The job the trace rule makes of a row: `model` (of architecture `arch`) submitted with
+/// `n` GPUs, arriving at `arrival_s`, with the row's own CPU and memory per GPU where it
+/// records them (see the module docs); its work is left at 1 iteration for the caller to set.
+/// `coda slurm` builds its jobs with the same rule, so a job submitted to Slurm and the same
+/// trace row replayed by the simulator are the same job.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn make_job(
+    id: JobId,
+    arrival_s: f64,
+    model: &str,
+    arch: Architecture,
+    n: u32,
+    (row_cpu, row_mem): (Option<f64>, Option<f64>),
+    opts: &TraceOptions,
+    perf: &dyn PerfModel,
+) -> Result<Job> {
+    let (max_w, max_p) = perf
+        .max_tasks(model)
+        .ok_or_else(|| Error::UnsupportedConfiguration {
+            model: model.to_string(),
+            reason: "no measured worker/PS limits".into(),
+        })?;
+    // Workers that reproduce the trace allocation (PS models: within their measured range),
+    // and PS = workers as far as measured.
+    let w = n.min(max_w).max(1);
+    let p = match arch {
+        Architecture::AllReduce => 0,
+        Architecture::ParameterServer => w.min(max_p),
+    };
+    let measured = perf.task_demand(model);
+    let demand = TaskDemand {
+        gpus_per_worker: 1,
+        cpu_per_worker: row_cpu.unwrap_or_else(|| {
+            measured
+                .as_ref()
+                .map_or(opts.cpu_per_gpu, |d| d.cpu_per_worker)
+        }),
+        mem_per_worker_gib: row_mem.unwrap_or_else(|| {
+            measured
+                .as_ref()
+                .and_then(|d| d.mem_per_worker_gib)
+                .unwrap_or(opts.mem_per_gpu_gib)
+        }),
+        cpu_per_ps: measured
+            .as_ref()
+            .and_then(|d| d.cpu_per_ps)
+            .unwrap_or(opts.cpu_per_ps),
+        mem_per_ps_gib: opts.mem_per_ps_gib,
+    };
+    let wmax = n.saturating_mul(opts.max_scale_up).clamp(1, max_w);
+    let (workers, ps) = match arch {
+        Architecture::AllReduce => (TaskRange::new(1, wmax), TaskRange::new(0, 0)),
+        Architecture::ParameterServer => (TaskRange::new(1, wmax), TaskRange::new(1, max_p)),
+    };
+    let tiers = match opts.cpu_mem {
+        CpuMemMode::Fixed => Vec::new(),
+        CpuMemMode::Fungible => super::tiers::worker_tiers(measured.as_ref(), &demand),
+    };
+    Ok(Job {
+        tiers,
+        id,
+        arrival_s,
+        model: model.to_string(),
+        arch,
+        total_iterations: 1.0,
+        demand,
+        workers,
+        ps,
+        gpu_types: Vec::new(),
+        local_batch: None,
+        run: crate::model::RunState::default(),
+        requested: Some(Request { workers: w, ps: p }),
+    })
 }
 
 /// Speed of `job` with `w` workers and `p` PS placed alone by the shared packer (consolidated)

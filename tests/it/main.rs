@@ -25,5 +25,6 @@ mod report;
 mod rl;
 mod robustness;
 mod sim;
+mod slurm;
 mod trace;
 mod validate;

@@ -40,6 +40,7 @@ mod report;
 mod scaling;
 mod sensitivity;
 mod simulate;
+mod slurm;
 mod solve;
 mod trace;
 #[cfg(feature = "train")]
@@ -177,6 +178,13 @@ enum Cmd {
     #[cfg(feature = "train")]
     #[command(subcommand)]
     Train(train::Cmd),
+    /// coda on a Slurm cluster: the placement daemon (`run`), the job a live test submits
+    /// (`job`), a trace slice as tagged jobs (`workload`). See `examples/slurm/README.md`.
+    ///
+    /// `run` loops until stopped (`--once`: one round, well under a second with the learned
+    /// policy); `job` sleeps its job's predicted time; `workload` prints in milliseconds.
+    #[command(subcommand)]
+    Slurm(slurm::Cmd),
     /// Load a trace, assign models, print a summary.
     ///
     /// Writes the converted jobs with `--out` (JSON). Milliseconds.
@@ -273,6 +281,7 @@ fn run(cli: Cli) -> coda::Result<ExitCode> {
         Cmd::Train(cmd) => train::run(cmd, params),
         Cmd::Generate(args) => generate::run(args, params),
         Cmd::Trace(args) => trace::run(args, params),
+        Cmd::Slurm(cmd) => slurm::run(cmd, &perf_model(params)?),
         Cmd::Bound(args) => {
             let text = bound::run(args, &perf_model(params)?)?;
             out!("{}", text.trim_end());

@@ -21,6 +21,7 @@ mod python;
 mod results;
 mod rl;
 mod sia_sim;
+mod slurm;
 mod table;
 
 use coda::Error;

@@ -567,6 +567,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&super::sia_sim::grow_section(&grow, &results)?);
         s.push('\n');
     }
+    let slurm = results.join("slurm");
+    if slurm.join("summary.csv").is_file() {
+        s.push_str("## coda on a real Slurm\n\n");
+        s.push_str(&super::slurm::slurm_section(&slurm, &results)?);
+        s.push('\n');
+    }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
     s.push('\n');

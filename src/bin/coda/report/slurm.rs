@@ -1,0 +1,58 @@
+//! The section of `benches/results/README.md` on coda driving a real Slurm
+//! (`scripts/slurm_live.py`): the live replay under Slurm's backfill and under `coda slurm`, next
+//! to `coda simulate`'s prediction for the same jobs, and the fault cases.
+
+use std::path::Path;
+
+use super::table::{Table, md_table, provenance};
+
+/// The section from `slurm/summary.csv` and `slurm/faults.csv` (if present).
+pub(super) fn slurm_section(dir: &Path, results: &Path) -> coda::Result<String> {
+    let t = Table::read(&dir.join("summary.csv"))?;
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        let run = match t.str(r, "run")? {
+            "backfill" => "Slurm's backfill alone".to_string(),
+            _ => format!("`coda slurm run --policy {}`", t.str(r, "policy")?),
+        };
+        rows.push(vec![
+            run,
+            format!("{} / {}", t.str(r, "finished")?, t.str(r, "jobs")?),
+            format!("{:.3}", t.num(r, "avg_jct_h")?),
+            format!("{:.3} (`{}`)", t.num(r, "simulated_h")?, t.str(r, "policy")?),
+            format!("{:.3}", t.num(r, "live_over_simulated")?),
+            t.str(r, "restarts")?.to_string(),
+            format!("{:.0}", t.num(r, "wall_s")?),
+        ]);
+    }
+    let mut s = format!(
+        "A real Slurm 22.05 on one machine (`scripts/slurm_cluster.sh`: slurmctld, 4 slurmd × 8 \
+         GPUs, munge) replays `examples/slurm/workload.csv` (16 jobs) twice; each job sleeps \
+         the time the performance model predicts for the GPUs it actually got (240 model \
+         seconds per wall second). Average JCT in model hours; simulated: `coda simulate` of \
+         the same jobs on the same servers. {}\n\n{}",
+        provenance(dir, results)?,
+        md_table(
+            &[
+                "run",
+                "jobs finished",
+                "avg JCT (h)",
+                "simulated (h)",
+                "live ÷ simulated",
+                "restarts",
+                "wall (s)",
+            ],
+            &rows,
+        )
+    );
+    let faults = dir.join("faults.csv");
+    if faults.is_file() {
+        let f = Table::read(&faults)?;
+        let rows = (0..f.len())
+            .map(|r| Ok(vec![f.str(r, "fault")?.to_string(), f.str(r, "outcome")?.to_string()]))
+            .collect::<coda::Result<Vec<_>>>()?;
+        s.push_str("\n\nThe fault run (`coda slurm`, the same jobs):\n\n");
+        s.push_str(&md_table(&["fault", "what happened"], &rows));
+    }
+    Ok(s)
+}
