@@ -237,14 +237,14 @@ def faults(live, out):
         ("slurmctld stopped and restarted",
          f"the daemon logged {unread} round(s) that could not read Slurm and went on; jobs kept "
          "running (their checkpoints waited for slurmctld)"),
-        ("n4 drained", f"its jobs kept running; placements on n4 afterwards: {len(late)}"),
+        ("n4 drained", f"placements on n4 afterwards: {len(late)}"),
         ("the daemon killed (SIGKILL) and restarted",
          "the new daemon rebuilt its state from Slurm (held jobs, tags, checkpoints) and went on"),
         (f"job {live.cancelled} cancelled by its user", "gone from the next round"),
         (f"held job {bad} tagged `gpus=two`",
          "released to Slurm as submitted; the log names the job and `comment.gpus`"),
-        ("all", f"{len(got) - len(lost)} of {len(got)} jobs finished (the cancelled one "
-                f"excepted), none left held; {wall:.0f} s"),
+        ("all", f"{sum(r['jct_s'] is not None for r in got)} of {len(got) - 1} jobs finished "
+                f"(job {live.cancelled} cancelled), none left held; {wall:.0f} s"),
     ]
     with open(out / "faults.csv", "w") as f:
         f.write("fault,outcome\n")
