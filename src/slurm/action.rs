@@ -54,7 +54,7 @@ pub enum Action {
 /// remembers the job as killed for a moment and refuses to launch it ("Job N already killed,
 /// do not launch batch job"), which fails the job. Measured on Slurm 22.05 with 4 slurmd on one
 /// host: relaunched 0 s after the requeue completed, 3 of 3 failed; 0.3 s, 2 of 3; 0.6 s, 0 of
-/// 3 (one left pending); 1 s and 1.5 s, 0 of 5. (Slurm's own requeue delay is two minutes.)
+/// 3 (one left pending); 1 to 3 s, 0 of 9. (Slurm's own requeue delay is two minutes.)
 pub const SAME_NODE_RESTART_DELAY_S: u32 = 1;
 
 /// How a job is stopped before coda places it elsewhere.
