@@ -110,8 +110,18 @@ class Live:
                                     "coda:model=bert,gpus=two,iters=5", "--wrap", "sleep 1").strip())
         deadline = t0 + self.a.max_wall
         pending = list(events)
+        self.held = {}
+        last = time.time()
         while time.time() < deadline:
             now = time.time()
+            # Wall seconds each job spends held (waiting for coda to place it).
+            try:
+                for j in squeue():
+                    if j["job_id"] in submitted and j["job_state"] == "PENDING" and j["priority"] == 0:
+                        self.held[j["job_id"]] = self.held.get(j["job_id"], 0.0) + (now - last)
+            except (RuntimeError, json.JSONDecodeError):
+                pass  # slurmctld restarting (the fault run)
+            last = now
             while pending and t0 + pending[0]["arrival_s"] / self.a.scale <= now:
                 j = pending.pop(0)
                 sid = self.submit(j, held=mode != "backfill", record=record)
@@ -172,13 +182,15 @@ class Live:
         rows = []
         for sid, (j, sub) in sorted(submitted.items(), key=lambda kv: kv[1][0]["id"]):
             f = record / f"{sid}.json"
+            held = self.held.get(sid, 0.0) * self.a.scale
             if not f.exists():
                 rows.append({"mode": mode, "job": j["id"], "model": j["model"], "gpus": j["gpus"],
-                             "jct_s": None, "restarts": None})
+                             "jct_s": None, "restarts": None, "held_s": held})
                 continue
             r = json.loads(f.read_text())
             rows.append({"mode": mode, "job": j["id"], "model": j["model"], "gpus": j["gpus"],
-                         "jct_s": (r["end_s"] - sub) * self.a.scale, "restarts": r["restarts"]})
+                         "jct_s": (r["end_s"] - sub) * self.a.scale, "restarts": r["restarts"],
+                         "held_s": held})
         return rows
 
     def leftovers(self, submitted):
@@ -293,31 +305,34 @@ def main():
         live.check(not left, f"{mode}: no job left pending, held or running ({len(left)})")
     sims = {pol: live.simulate(pol) for pol in ("fifo", a.policy)}
     with open(out / "live.csv", "w") as f:
-        f.write("mode,job,model,gpus,jct_s,restarts\n")
+        f.write("mode,job,model,gpus,jct_s,restarts,held_s\n")
         for r in rows:
             jct = "" if r["jct_s"] is None else f"{r['jct_s']:.1f}"
             f.write(f"{r['mode']},{r['job']},{r['model']},{r['gpus']},{jct},"
-                    f"{'' if r['restarts'] is None else r['restarts']}\n")
+                    f"{'' if r['restarts'] is None else r['restarts']},{r['held_s']:.1f}\n")
     by = {m: [r for r in rows if r["mode"] == m] for m in ("backfill", "coda")}
     lines = ["| run | avg JCT (h) | simulated by `coda simulate` (h) | live ÷ simulated | restarts | wall (s) |",
              "|---|---|---|---|---|---|"]
-    summary = ["run,policy,jobs,finished,avg_jct_h,simulated_h,live_over_simulated,restarts,wall_s"]
+    summary = ["run,policy,jobs,finished,avg_jct_h,simulated_h,live_over_simulated,restarts,"
+               "avg_held_h,wall_s"]
     for m, pol in (("backfill", "fifo"), ("coda", a.policy)):
         live_h = avg(r["jct_s"] for r in by[m]) / 3600
         sim_h = avg(sims[pol].values()) / 3600
         summary.append(f"{m},{pol},{len(by[m])},{sum(r['jct_s'] is not None for r in by[m])},"
                        f"{live_h:.4f},{sim_h:.4f},{live_h / sim_h:.4f},"
-                       f"{sum(r['restarts'] or 0 for r in by[m])},{walls[m]:.1f}")
+                       f"{sum(r['restarts'] or 0 for r in by[m])},"
+                       f"{avg(r['held_s'] for r in by[m]) / 3600:.4f},{walls[m]:.1f}")
         lines.append(f"| {'Slurm backfill alone' if m == 'backfill' else '`coda slurm --policy ' + a.policy + '`'} "
                      f"| {live_h:.3f} | {sim_h:.3f} ({pol}) | {live_h / sim_h:.3f} | "
                      f"{sum(r['restarts'] or 0 for r in by[m])} | {walls[m]:.0f} |")
     per = ["| job | model | GPUs asked | JCT backfill (h) | simulated fifo (h) | JCT coda (h) | "
-           f"simulated {a.policy} (h) | restarts (coda) |", "|---|---|---|---|---|---|---|---|"]
+           f"simulated {a.policy} (h) | restarts (coda) | held by coda (h) |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for b, c in zip(by["backfill"], by["coda"]):
         f = lambda x: "–" if x is None else f"{x / 3600:.2f}"
         per.append(f"| {b['job']} | {b['model']} | {b['gpus']} | {f(b['jct_s'])} | "
                    f"{f(sims['fifo'].get(b['job']))} | {f(c['jct_s'])} | "
-                   f"{f(sims[a.policy].get(c['job']))} | {c['restarts']} |")
+                   f"{f(sims[a.policy].get(c['job']))} | {c['restarts']} | {f(c['held_s'])} |")
     (out / "summary.csv").write_text("\n".join(summary) + "\n")
     (out / "live.md").write_text("\n".join(lines) + "\n\n" + "\n".join(per) + "\n")
     print("\n".join(lines))

@@ -26,6 +26,9 @@ fn runs_table(dir: &Path) -> coda::Result<String> {
             ),
             format!("{:.3}", t.num(r, "live_over_simulated")?),
             t.str(r, "restarts")?.to_string(),
+            // Recorded since the held-time column was added; older runs show a dash.
+            t.num(r, "avg_held_h")
+                .map_or_else(|_| "–".to_string(), |h| format!("{h:.3}")),
             format!("{:.0}", t.num(r, "wall_s")?),
         ]);
     }
@@ -37,6 +40,7 @@ fn runs_table(dir: &Path) -> coda::Result<String> {
             "simulated (h)",
             "live ÷ simulated",
             "restarts",
+            "avg held (h)",
             "wall (s)",
         ],
         &rows,
