@@ -150,6 +150,21 @@ pub trait PerfModel: Send + Sync {
     /// Every known model, sorted by name.
     fn models(&self) -> Vec<(String, Architecture)>;
 
+    /// [`PerfModel::architecture`], or [`Error::UnknownModel`] naming `context` and every known
+    /// model.
+    fn known_architecture(&self, model: &str, context: &str) -> Result<Architecture> {
+        self.architecture(model).ok_or_else(|| Error::UnknownModel {
+            context: context.to_string(),
+            model: model.to_string(),
+            known: self
+                .models()
+                .into_iter()
+                .map(|(m, _)| m)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+
     /// Largest `(workers, ps)` the model prices for a model name (measured range), if known.
     /// For all-reduce models the first number counts GPUs (see [`PerfModel::task_limits`]).
     fn max_tasks(&self, model: &str) -> Option<(u32, u32)>;
@@ -271,25 +286,15 @@ pub trait PerfModel: Send + Sync {
 
     /// Checks that a job can be priced at all (known model, matching architecture).
     fn check_job(&self, job: &Job, context: &str) -> Result<()> {
-        match self.architecture(&job.model) {
-            None => Err(Error::UnknownModel {
-                context: format!("{context}: job {}", job.id),
-                model: job.model.clone(),
-                known: self
-                    .models()
-                    .into_iter()
-                    .map(|(m, _)| m)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            }),
-            Some(a) if a != job.arch => Err(Error::UnsupportedConfiguration {
+        match self.known_architecture(&job.model, &format!("{context}: job {}", job.id))? {
+            a if a != job.arch => Err(Error::UnsupportedConfiguration {
                 model: job.model.clone(),
                 reason: format!(
                     "{context}: job {} is {:?} but the model is calibrated as {a:?}",
                     job.id, job.arch
                 ),
             }),
-            Some(_) => {
+            _ => {
                 // Its smallest and its requested allocation must be within what the model
                 // prices: a job no allocation of which can be priced can never run.
                 let Some((w_max, p_max)) = self.task_limits(job) else {

@@ -180,7 +180,7 @@ impl Round {
         let nodes: HashMap<&str, &super::view::NodeView> =
             view.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
         // Tagged jobs coda decides: held ones, and running ones on alive nodes of the spec.
-        let mut decided: Vec<(&JobView, Tag)> = Vec::new();
+        let mut decided: Vec<(&JobView, Job)> = Vec::new();
         let mut just_stopped = Vec::new();
         let mut tags = HashMap::new();
         for j in &view.jobs {
@@ -192,11 +192,12 @@ impl Round {
             if !(runs || j.state == JobState::Pending) {
                 continue;
             }
-            let tag = match Tag::parse(&j.comment, j.id).and_then(|t| {
-                t.job(JobId(j.id), 0.0, perf)?;
-                Ok(t)
+            // The job is built once, here (its arrival set below, once the clock's origin is known).
+            let (tag, job) = match Tag::parse(&j.comment, j.id).and_then(|t| {
+                let job = t.job(JobId(j.id), 0.0, perf)?;
+                Ok((t, job))
             }) {
-                Ok(t) => t,
+                Ok(tj) => tj,
                 Err(e) => {
                     // Released once, with why; after that it is Slurm's, silently.
                     if held {
@@ -242,7 +243,7 @@ impl Round {
                 just_stopped.push(j.id);
             }
             tags.insert(j.id, (tag.clone(), submitted(&tag, j), stage));
-            decided.push((j, tag));
+            decided.push((j, job));
         }
         // GPUs of decided running jobs, per node.
         let mut own: HashMap<&str, Vec<u32>> = HashMap::new();
@@ -289,15 +290,9 @@ impl Round {
             servers.push((server.name.clone(), kept));
         }
         // Starting jobs: the lowest free GPUs of their nodes, as Slurm will pick them.
-        let mut taken: HashMap<String, Vec<u32>> = servers
+        let mut taken: HashMap<String, Vec<u32>> = own
             .iter()
-            .map(|(n, kept)| {
-                let mine = own.get(n.as_str()).cloned().unwrap_or_default();
-                (
-                    n.clone(),
-                    kept.iter().copied().filter(|g| mine.contains(g)).collect(),
-                )
-            })
+            .map(|(n, g)| (n.to_string(), g.clone()))
             .collect();
         let mut starting: HashMap<u64, Vec<(String, Vec<u32>)>> = HashMap::new();
         for (j, _) in &decided {
@@ -334,8 +329,8 @@ impl Round {
         let scale = settings.time_scale;
         let mut jobs = Vec::new();
         let mut placed: Vec<(Job, OnServers)> = Vec::new();
-        for (j, tag) in &decided {
-            let job = tag.job(JobId(j.id), (tags[&j.id].1 - origin) * scale, perf)?;
+        for (j, mut job) in decided {
+            job.arrival_s = (tags[&j.id].1 - origin) * scale;
             let slurm_gpus: Vec<(String, Vec<u32>)> = match tags[&j.id].2 {
                 Stage::Held => {
                     jobs.push(job);

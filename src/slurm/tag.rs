@@ -141,21 +141,8 @@ impl Tag {
     /// The job this tag describes, as the trace rule builds it (fixed cores and memory per
     /// worker: Slurm gives a running job's tasks no other share), arriving at `arrival_s`.
     pub fn job(&self, id: JobId, arrival_s: f64, perf: &dyn PerfModel) -> Result<Job> {
-        let arch = perf
-            .models()
-            .into_iter()
-            .find(|(m, _)| *m == self.model)
-            .map(|(_, a)| a)
-            .ok_or_else(|| Error::UnknownModel {
-                context: format!("slurm job {}: comment.model", id.0),
-                model: self.model.clone(),
-                known: perf
-                    .models()
-                    .into_iter()
-                    .map(|(m, _)| m)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?;
+        let arch =
+            perf.known_architecture(&self.model, &format!("slurm job {}: comment.model", id.0))?;
         let opts = TraceOptions {
             cpu_mem: CpuMemMode::Fixed,
             ..TraceOptions::default()

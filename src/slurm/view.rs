@@ -2,10 +2,11 @@
 //! job's state, tag and GPUs per node (`squeue --json`, whose `gres_detail` holds the GPU
 //! indices `scontrol show job -d` prints).
 
-use serde_json::Value;
+use serde::Deserialize;
 
 use super::hostlist::{expand_hostlist, expand_indices};
 use crate::error::{Error, Expected, Result};
+use crate::util::json::parse_json;
 
 /// A job's state as coda tells them apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,46 +76,83 @@ pub struct SlurmView {
     pub jobs: Vec<JobView>,
 }
 
-fn field_error(source: &str, field: &str, value: &Value, expected: &str) -> Error {
+/// The fields of `squeue --json` coda reads (the rest ignored; text fields Slurm leaves null or
+/// out read as empty).
+#[derive(Deserialize)]
+struct SqueueDoc {
+    jobs: Vec<SqueueJob>,
+}
+
+/// The three fields every job must have are optional here so that a missing one is reported
+/// with its full path (`jobs[3].job_state`), as a wrong value is.
+#[derive(Deserialize)]
+struct SqueueJob {
+    #[serde(default)]
+    job_id: Option<u64>,
+    #[serde(default)]
+    job_state: Option<String>,
+    #[serde(default)]
+    submit_time: Option<f64>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    state_reason: Option<String>,
+    #[serde(default)]
+    priority: Option<f64>,
+    #[serde(default)]
+    comment: Option<String>,
+    #[serde(default)]
+    eligible_time: Option<f64>,
+    #[serde(default)]
+    end_time: Option<f64>,
+    #[serde(default)]
+    restart_cnt: Option<u32>,
+    #[serde(default)]
+    nodes: Option<String>,
+    #[serde(default)]
+    gres_detail: Option<Vec<String>>,
+    #[serde(default)]
+    required_nodes: Option<String>,
+    #[serde(default)]
+    tres_per_job: Option<String>,
+}
+
+/// The fields of `sinfo --json` coda reads.
+#[derive(Deserialize)]
+struct SinfoDoc {
+    nodes: Vec<SinfoNode>,
+}
+
+#[derive(Deserialize)]
+struct SinfoNode {
+    name: String,
+    state: String,
+    #[serde(default)]
+    state_flags: Option<Vec<String>>,
+    #[serde(default)]
+    gres_used: Option<String>,
+}
+
+/// A required field Slurm left out, as an error naming its path.
+fn missing(source: &str, field: String) -> Error {
     Error::InvalidField {
         file: source.to_string(),
         line: 0,
-        field: field.to_string(),
-        value: value.to_string().chars().take(80).collect(),
-        expected: Expected::Other(expected.to_string()),
+        field,
+        value: String::new(),
+        expected: Expected::Other("present".into()),
     }
 }
 
-fn parse_json(text: &str, source: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| Error::Json {
+/// A GRES string without readable `IDX:` lists, as an error naming where it was.
+fn gres_error(source: &str, field: String, value: &str) -> Error {
+    Error::InvalidField {
         file: source.to_string(),
-        line: e.line(),
-        column: e.column(),
-        field: ".".into(),
-        message: e.to_string(),
-    })
-}
-
-fn str_of<'a>(v: &'a Value, key: &str, source: &str, at: &str) -> Result<&'a str> {
-    v.get(key).and_then(Value::as_str).ok_or_else(|| {
-        field_error(
-            source,
-            &format!("{at}.{key}"),
-            v.get(key).unwrap_or(&Value::Null),
-            "a string",
-        )
-    })
-}
-
-fn num_of(v: &Value, key: &str, source: &str, at: &str) -> Result<f64> {
-    v.get(key).and_then(Value::as_f64).ok_or_else(|| {
-        field_error(
-            source,
-            &format!("{at}.{key}"),
-            v.get(key).unwrap_or(&Value::Null),
-            "a number",
-        )
-    })
+        line: 0,
+        field,
+        value: value.chars().take(80).collect(),
+        expected: Expected::Other("GRES with IDX lists".into()),
+    }
 }
 
 /// GPU indices of one node's GRES string (`gpu:sw0:1(IDX:0),gpu:sw2:1(IDX:4)` or
@@ -162,90 +200,55 @@ impl SlurmView {
     /// The jobs of `squeue --json` output.
     pub fn parse_jobs(squeue: &str) -> Result<Vec<JobView>> {
         let src = "squeue --json";
-        let doc = parse_json(squeue, src)?;
-        let jobs = doc
-            .get("jobs")
-            .and_then(Value::as_array)
-            .ok_or_else(|| field_error(src, "jobs", &doc, "an array"))?;
-        jobs.iter()
+        let doc: SqueueDoc = parse_json(squeue, src)?;
+        doc.jobs
+            .into_iter()
             .enumerate()
             .map(|(k, j)| {
-                let at = format!("jobs[{k}]");
-                let id = num_of(j, "job_id", src, &at)? as u64;
-                let state = match str_of(j, "job_state", src, &at)? {
+                let need = |f: &str| missing(src, format!("jobs[{k}].{f}"));
+                let id = j.job_id.ok_or_else(|| need("job_id"))?;
+                let state = match j.job_state.as_deref().ok_or_else(|| need("job_state"))? {
                     "PENDING" => JobState::Pending,
                     "RUNNING" => JobState::Running,
                     "COMPLETING" => JobState::Completing,
                     other => JobState::Ended(other.to_string()),
                 };
-                let reason = j
-                    .get("state_reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
+                let submit_s = j.submit_time.ok_or_else(|| need("submit_time"))?;
+                let reason = j.state_reason.unwrap_or_default();
                 let held = state == JobState::Pending
-                    && (j.get("priority").and_then(Value::as_f64) == Some(0.0)
-                        || reason.starts_with("JobHeld"));
-                let nodes = expand_hostlist(j.get("nodes").and_then(Value::as_str).unwrap_or(""))?;
-                let detail: Vec<&str> = j
-                    .get("gres_detail")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
+                    && (j.priority == Some(0.0) || reason.starts_with("JobHeld"));
+                let nodes = expand_hostlist(j.nodes.as_deref().unwrap_or(""))?;
+                let detail = j.gres_detail.unwrap_or_default();
                 let gpus = if matches!(state, JobState::Running | JobState::Completing) {
                     (0..nodes.len())
-                        .map(|n| {
-                            detail
-                                .get(n)
-                                .map_or(Some(Vec::new()), |g| gpu_indices(g))
-                                .ok_or_else(|| {
-                                    field_error(
-                                        src,
-                                        &format!("{at}.gres_detail[{n}]"),
-                                        &j["gres_detail"],
-                                        "GRES with IDX lists",
-                                    )
-                                })
+                        .map(|n| match detail.get(n) {
+                            None => Ok(Vec::new()),
+                            Some(g) => gpu_indices(g).ok_or_else(|| {
+                                gres_error(src, format!("jobs[{k}].gres_detail[{n}]"), g)
+                            }),
                         })
                         .collect::<Result<Vec<_>>>()?
                 } else {
                     vec![Vec::new(); nodes.len()]
                 };
-                let req_nodes = expand_hostlist(
-                    j.get("required_nodes")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                )?;
-                let req_gpus = j
-                    .get("tres_per_job")
-                    .and_then(Value::as_str)
-                    .and_then(|t| t.strip_prefix("gres:gpu:"))
-                    .and_then(|k| k.parse().ok());
                 Ok(JobView {
                     id,
-                    req_nodes,
-                    req_gpus,
-                    name: j
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    name: j.name.unwrap_or_default(),
                     held,
                     reason,
-                    comment: j
-                        .get("comment")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    submit_s: num_of(j, "submit_time", src, &at)?,
-                    eligible_s: j
-                        .get("eligible_time")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0),
-                    end_s: j.get("end_time").and_then(Value::as_f64).unwrap_or(0.0),
-                    restarts: j.get("restart_cnt").and_then(Value::as_u64).unwrap_or(0) as u32,
+                    comment: j.comment.unwrap_or_default(),
+                    submit_s,
+                    eligible_s: j.eligible_time.unwrap_or(0.0),
+                    end_s: j.end_time.unwrap_or(0.0),
+                    restarts: j.restart_cnt.unwrap_or(0),
                     nodes,
                     gpus,
+                    req_nodes: expand_hostlist(j.required_nodes.as_deref().unwrap_or(""))?,
+                    req_gpus: j
+                        .tres_per_job
+                        .as_deref()
+                        .and_then(|t| t.strip_prefix("gres:gpu:"))
+                        .and_then(|k| k.parse().ok()),
                     state,
                 })
             })
@@ -255,28 +258,18 @@ impl SlurmView {
     /// The nodes of `sinfo --json` output.
     pub fn parse_nodes(sinfo: &str) -> Result<Vec<NodeView>> {
         let src = "sinfo --json";
-        let doc = parse_json(sinfo, src)?;
-        let nodes = doc
-            .get("nodes")
-            .and_then(Value::as_array)
-            .ok_or_else(|| field_error(src, "nodes", &doc, "an array"))?;
-        nodes
-            .iter()
+        let doc: SinfoDoc = parse_json(sinfo, src)?;
+        doc.nodes
+            .into_iter()
             .enumerate()
             .map(|(k, n)| {
-                let at = format!("nodes[{k}]");
-                let name = str_of(n, "name", src, &at)?.to_string();
-                let state = str_of(n, "state", src, &at)?.to_ascii_lowercase();
+                let state = n.state.to_ascii_lowercase();
                 let flags: Vec<String> = n
-                    .get("state_flags")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_ascii_uppercase)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                    .state_flags
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|f| f.to_ascii_uppercase())
+                    .collect();
                 let flagged = |f: &[&str]| flags.iter().any(|x| f.contains(&x.as_str()));
                 let alive = !matches!(state.as_str(), "down" | "unknown" | "future")
                     && !flagged(&["NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN"]);
@@ -289,17 +282,11 @@ impl SlurmView {
                         "REBOOT_REQUESTED",
                         "RESERVED",
                     ]);
-                let used = n.get("gres_used").and_then(Value::as_str).unwrap_or("");
-                let used_gpus = gpu_indices(used).ok_or_else(|| {
-                    field_error(
-                        src,
-                        &format!("{at}.gres_used"),
-                        &n["gres_used"],
-                        "GRES with IDX lists",
-                    )
-                })?;
+                let used = n.gres_used.unwrap_or_default();
+                let used_gpus = gpu_indices(&used)
+                    .ok_or_else(|| gres_error(src, format!("nodes[{k}].gres_used"), &used))?;
                 Ok(NodeView {
-                    name,
+                    name: n.name,
                     open,
                     alive,
                     used_gpus,

@@ -26,6 +26,12 @@ fn view() -> SlurmView {
     SlurmView::parse(&fixture("squeue"), &fixture("sinfo")).unwrap()
 }
 
+/// Slurm job `id`'s assignment in `schedule`.
+fn placed(schedule: &mut Schedule, id: u64) -> &mut coda::model::Assignment {
+    let a = schedule.assignments.iter_mut().find(|a| a.job == JobId(id));
+    a.expect("the job is placed")
+}
+
 const NOW: f64 = 1_795_875_600.0;
 
 fn round(view: &SlurmView) -> Round {
@@ -146,12 +152,7 @@ fn a_decision_becomes_slurm_commands() {
     );
     // Moving a running job onto a node it runs on waits for slurmd to forget the kill.
     let mut moved = current_schedule(&r.snapshot);
-    let m = moved
-        .assignments
-        .iter_mut()
-        .find(|a| a.job == JobId(378))
-        .unwrap();
-    m.workers.truncate(2);
+    placed(&mut moved, 378).workers.truncate(2);
     let (actions, _) = r.plan(&moved);
     let Action::Place {
         stop: Some(Stop::Requeue),
@@ -184,12 +185,7 @@ fn held_jobs_with_bad_tags_are_released_and_drained_nodes_offer_nothing() {
     // n4's free GPU 0 is gone; its running job keeps its 7, which no other job may take.
     assert_eq!(r.snapshot.cluster.num_gpus(), 31);
     let mut schedule = current_schedule(&r.snapshot);
-    let a = schedule
-        .assignments
-        .iter_mut()
-        .find(|a| a.job == JobId(377))
-        .unwrap();
-    a.job = JobId(374);
+    placed(&mut schedule, 377).job = JobId(374);
     let (actions, notes) = r.plan(&schedule);
     assert!(actions.iter().all(|a| a.job() != 374), "{actions:?}");
     assert!(

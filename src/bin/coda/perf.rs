@@ -81,18 +81,7 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let model = model.expect("clap requires --model without --list");
-    let arch = perf
-        .architecture(&model)
-        .ok_or_else(|| coda::Error::UnknownModel {
-            context: "--model".into(),
-            model: model.clone(),
-            known: perf
-                .models()
-                .into_iter()
-                .map(|(m, _)| m)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
+    let arch = perf.known_architecture(&model, "--model")?;
     let ps = match arch {
         Architecture::ParameterServer => ps.unwrap_or(1),
         Architecture::AllReduce => ps.unwrap_or(0),
