@@ -118,6 +118,8 @@ pub struct Round {
     just_stopped: Vec<u64>,
     /// Alive nodes that take no new work (drained): only the jobs running there may stay.
     closed: Vec<String>,
+    /// GPUs of the spec's largest server: a refused job is released asking whole nodes of it.
+    node_gpus: u32,
     /// What must be done whatever the policy decides (malformed tags, stuck jobs).
     pub actions: Vec<Action>,
     /// Log lines: jobs left out and why.
@@ -381,7 +383,16 @@ impl Round {
             .filter(|n| n.alive && !n.open)
             .map(|n| n.name.clone())
             .collect();
+        let node_gpus = spec
+            .cluster
+            .servers
+            .iter()
+            .map(|s| s.num_gpus())
+            .max()
+            .unwrap_or(1)
+            .max(1);
         Ok(Round {
+            node_gpus,
             snapshot,
             servers,
             tags,
@@ -401,15 +412,8 @@ impl Round {
     /// start it there).
     pub fn plan(&self, schedule: &Schedule) -> (Vec<Action>, Vec<String>) {
         let names: Vec<String> = self.servers.iter().map(|(n, _)| n.clone()).collect();
-        let per = self
-            .snapshot
-            .cluster
-            .servers
-            .iter()
-            .map(|s| s.num_gpus())
-            .max()
-            .unwrap_or(1)
-            .max(1);
+        // The servers' own size, not the snapshot's (reduced to what coda may use there).
+        let per = self.node_gpus;
         let shape = |a: &Assignment| {
             let m = per_node(a, &names);
             (m.values().sum::<u32>(), m.into_keys().collect::<Vec<_>>())
