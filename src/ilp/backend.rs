@@ -1,6 +1,8 @@
 //! The solver behind the round program: a small [`Backend`] trait and its HiGHS implementation,
-//! the only place that speaks HiGHS (options, statuses, and the two unsafe C calls).
+//! the only place that speaks HiGHS (options, statuses, and the unsafe C calls: column bounds,
+//! the node count, the improving-solution callback).
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use good_lp::solvers::highs::highs;
@@ -25,6 +27,9 @@ pub(crate) struct BackendRun {
     pub(crate) nodes: Option<u64>,
     pub(crate) build_time_s: f64,
     pub(crate) wall_time_s: f64,
+    /// Each improving integer solution HiGHS found, when it was found and its objective
+    /// (without the formulation's constant), in order: the run's incumbent over time.
+    pub(crate) improvements: Vec<(Instant, f64)>,
 }
 
 /// The program as good_lp holds it: columns, objective (maximised) and rows.
@@ -107,11 +112,19 @@ impl Backend for Highs {
         if let Some(x) = start {
             model.set_solution(Some(x), None, None, None);
         }
+        let seen: Mutex<Vec<(Instant, f64)>> = Mutex::new(Vec::new());
+        watch_improvements(&mut model, &seen)?;
         let t1 = Instant::now();
         let solved = model.try_solve().map_err(|e| Error::Solver {
             solver: "HiGHS".into(),
             reason: format!("{e:?}"),
         })?;
+        // Taken, not moved out: `seen` stays where HiGHS points until `solved` (declared after
+        // it, so dropped first) is gone.
+        let improvements = seen
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default();
         let wall_time_s = t1.elapsed().as_secs_f64();
         use highs::HighsModelStatus as H;
         let status = match solved.status() {
@@ -144,6 +157,7 @@ impl Backend for Highs {
                 nodes,
                 build_time_s,
                 wall_time_s,
+                improvements,
             });
         }
         let solution = solved.get_solution();
@@ -157,7 +171,68 @@ impl Backend for Highs {
             nodes,
             build_time_s,
             wall_time_s,
+            improvements,
         })
+    }
+}
+
+/// Asks HiGHS to report every improving integer solution of the run into `seen` (the time it
+/// was found and its objective). `seen` must outlive the run: the caller's `try_solve` happens
+/// while it is borrowed, and the model is dropped with the run.
+#[allow(unsafe_code)]
+fn watch_improvements(model: &mut highs::Model, seen: &Mutex<Vec<(Instant, f64)>>) -> Result<()> {
+    let data = seen as *const Mutex<Vec<(Instant, f64)>> as *mut std::ffi::c_void;
+    // SAFETY: `model` owns a live HiGHS instance; `on_improving` matches HiGHS' C callback
+    // type; `data` points to a Mutex that outlives every call HiGHS makes during the run (it
+    // lives in `Highs::run`'s frame, which also drops the model), and the callback only locks
+    // it.
+    let status = unsafe {
+        let set = highs_sys::Highs_setCallback(model.as_mut_ptr(), Some(on_improving), data);
+        if set != 0 {
+            set
+        } else {
+            highs_sys::Highs_startCallback(
+                model.as_mut_ptr(),
+                highs_sys::kHighsCallbackMipImprovingSolution,
+            )
+        }
+    };
+    if status != 0 {
+        return Err(Error::Solver {
+            solver: "HiGHS".into(),
+            reason: format!("improving-solution callback: status {status}"),
+        });
+    }
+    Ok(())
+}
+
+/// HiGHS' callback: an improving solution's time and objective pushed into the run's list. It
+/// never unwinds into C (a poisoned lock drops the record).
+#[allow(unsafe_code)]
+unsafe extern "C" fn on_improving(
+    kind: std::ffi::c_int,
+    _message: *const std::ffi::c_char,
+    out: *const highs_sys::HighsCallbackDataOut,
+    _input: *mut highs_sys::HighsCallbackDataIn,
+    data: *mut std::ffi::c_void,
+) {
+    if kind != highs_sys::kHighsCallbackMipImprovingSolution as std::ffi::c_int
+        || out.is_null()
+        || data.is_null()
+    {
+        return;
+    }
+    let now = Instant::now();
+    // SAFETY: HiGHS passes a valid `out` for the call's duration; `data` is the Mutex handed to
+    // `Highs_setCallback` by `watch_improvements`, alive for the run.
+    let (objective, seen) = unsafe {
+        (
+            (*out).objective_function_value,
+            &*(data as *const Mutex<Vec<(Instant, f64)>>),
+        )
+    };
+    if let Ok(mut seen) = seen.lock() {
+        seen.push((now, objective));
     }
 }
 

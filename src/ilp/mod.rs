@@ -29,7 +29,8 @@ pub use brute::{BruteForceLimits, brute_force, every_schedule};
 pub use exact::ExactScheduler;
 pub use formulation::ModelSize;
 pub use report::{
-    ColumnStats, FixReport, SolveProgram, SolveReport, SolveStatus, Solved, relative_gap,
+    ColumnStats, FixReport, Incumbent, SolveProgram, SolveReport, SolveStatus, Solved,
+    incumbent_at, primal_integral, relative_gap,
 };
 pub use settings::{CheckedSettings, SolveSettings};
 pub use solve::SolveRequest;

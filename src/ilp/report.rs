@@ -2,6 +2,8 @@
 //! times, sizes), shared by both programs (`solve` the compact one, `config` the configuration
 //! program).
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 
 use super::formulation::ModelSize;
@@ -64,10 +66,120 @@ pub struct SolveReport {
     /// Whether the schedule returned is that start, because the solver found none or none that
     /// scores higher: a solve never returns less than its start.
     pub returned_start: bool,
+    /// The best objective found so far, each time it improved: the start when it was scored,
+    /// then every better schedule the solver found (HiGHS' improving solutions, each master of
+    /// the configuration program), in seconds since the solve began. The anytime quality of
+    /// a deadline-bound solve ([`primal_integral`]).
+    pub incumbents: Vec<Incumbent>,
     /// The configuration program only: columns generated (the seed's included), and whether
     /// column generation converged (then `best_bound` is its relaxation, a bound on the round).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub columns: Option<ColumnStats>,
+}
+
+/// One point of a solve's incumbent over time ([`SolveReport::incumbents`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Incumbent {
+    /// Seconds since the solve began.
+    pub time_s: f64,
+    /// The best objective found by then.
+    pub objective: f64,
+}
+
+/// A solve's incumbents as they are found: improvements only, times from the solve's start.
+pub(crate) struct Trail {
+    t0: Instant,
+    points: Vec<Incumbent>,
+}
+
+impl Trail {
+    /// An empty trail for a solve that began at `t0`.
+    pub(crate) fn new(t0: Instant) -> Self {
+        Trail {
+            t0,
+            points: Vec::new(),
+        }
+    }
+
+    /// `objective` found at `at`, kept if it beats every earlier one by more than rounding
+    /// (a master's value of the start's schedule is the start's up to the last bits); non-finite
+    /// ones are not.
+    pub(crate) fn record_at(&mut self, at: Instant, objective: f64) {
+        let better = self
+            .points
+            .last()
+            .is_none_or(|p| objective > p.objective + 1e-9 * p.objective.abs().max(1.0));
+        if objective.is_finite() && better {
+            self.points.push(Incumbent {
+                time_s: at.saturating_duration_since(self.t0).as_secs_f64(),
+                objective,
+            });
+        }
+    }
+
+    /// `objective` found now.
+    pub(crate) fn record(&mut self, objective: f64) {
+        self.record_at(Instant::now(), objective);
+    }
+
+    /// A solver run's improving solutions, each shifted by the program's `constant`.
+    pub(crate) fn record_run(&mut self, improvements: &[(Instant, f64)], constant: f64) {
+        for &(at, v) in improvements {
+            self.record_at(at, v + constant);
+        }
+    }
+
+    /// Another solve's incumbents, that solve having begun at `origin`.
+    pub(crate) fn record_from(&mut self, origin: Instant, points: &[Incumbent]) {
+        for p in points {
+            self.record_at(
+                origin + Duration::from_secs_f64(p.time_s.max(0.0)),
+                p.objective,
+            );
+        }
+    }
+
+    /// The points, in time order.
+    pub(crate) fn into_points(self) -> Vec<Incumbent> {
+        self.points
+    }
+}
+
+/// The primal integral of an incumbent trail over `[0, horizon_s]` seconds (Berthold, "Measuring
+/// the impact of primal heuristics", 2013): the integral of the primal gap `|best − z(t)| /
+/// max(|best|, |z(t)|)` of the incumbent `z(t)` against `best` (the best objective known for
+/// the round), which is 1 before the first incumbent or when the two differ in sign, 0 when both
+/// are 0. In seconds: 0 for a solver holding the best schedule from the first instant,
+/// `horizon_s` for one that never finds any. The trail need not be sorted.
+pub fn primal_integral(trail: &[Incumbent], best: f64, horizon_s: f64) -> f64 {
+    let gap = |z: f64| {
+        if z == 0.0 && best == 0.0 {
+            0.0
+        } else if z * best < 0.0 {
+            1.0
+        } else {
+            ((best - z).abs() / best.abs().max(z.abs())).min(1.0)
+        }
+    };
+    let mut points: Vec<Incumbent> = trail.to_vec();
+    points.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+    let (mut area, mut t, mut g) = (0.0, 0.0, 1.0);
+    for p in points {
+        let at = p.time_s.clamp(0.0, horizon_s);
+        area += g * (at - t);
+        t = at;
+        g = gap(p.objective);
+    }
+    area + g * (horizon_s - t).max(0.0)
+}
+
+/// The incumbent's objective at `time_s` seconds (NaN before the first).
+pub fn incumbent_at(trail: &[Incumbent], time_s: f64) -> f64 {
+    trail
+        .iter()
+        .filter(|p| p.time_s <= time_s)
+        .map(|p| p.objective)
+        .fold(f64::NAN, f64::max)
 }
 
 /// What column generation did in a solve of the configuration program.

@@ -41,7 +41,8 @@ pub struct SolveSettings {
     /// solve is the same on every run and machine (default: none). The compact program ignores it.
     #[serde(default)]
     pub work_limit: Option<u64>,
-    /// Solver threads (default 1).
+    /// Solver threads (default 1): HiGHS's, and the configuration program prices its server
+    /// classes on that many (not under a work limit, which prices them in order).
     pub threads: u32,
     /// HiGHS random seed (default 0).
     pub seed: u32,
@@ -51,8 +52,19 @@ pub struct SolveSettings {
     /// optimum, a larger program.
     #[serde(default)]
     pub colocation_cuts: bool,
+    /// The configuration program solves its master between chunks of column generation, so
+    /// that a caller stopped early holds the columns' schedules, not only the start (default
+    /// on; off: the master only once generation ends, at 60 % of the time limit — the ablation
+    /// of `coda bench-warm-start --no-interim-masters`). Never under a work limit.
+    #[serde(default = "interim_default")]
+    pub interim_masters: bool,
     /// Print the solver log.
     pub verbose: bool,
+}
+
+/// [`SolveSettings::interim_masters`]' default, for settings read without it.
+fn interim_default() -> bool {
+    true
 }
 
 impl Default for SolveSettings {
@@ -67,6 +79,7 @@ impl Default for SolveSettings {
             seed: 0,
             symmetry_breaking: true,
             colocation_cuts: false,
+            interim_masters: true,
             verbose: false,
         }
     }

@@ -6,7 +6,9 @@ use std::time::Instant;
 use super::backend::{Backend, BackendRun, Highs, Program};
 use super::codec::Decoder;
 use super::formulation::{Formulation, ModelSize};
-use super::report::{FixReport, SolveProgram, SolveReport, SolveStatus, Solved, relative_gap};
+use super::report::{
+    FixReport, SolveProgram, SolveReport, SolveStatus, Solved, Trail, relative_gap,
+};
 use super::settings::{CheckedSettings, PROVEN_GAP};
 use crate::error::{Error, Result};
 use crate::model::{ClusterSnapshot, JobId, Schedule};
@@ -220,13 +222,16 @@ impl<'a> SolveRequest<'a> {
     fn fix_then_free_solve(&self, fixed: &[JobId], share: f64) -> Result<Solved> {
         let start = self.warm_start.expect("checked by solve");
         let t0 = Instant::now();
+        let mut trail = Trail::new(t0);
         let (restricted, report) = if fixed.is_empty() {
             (None, None)
         } else {
             let first = self
                 .settings
                 .with_time_limit(self.settings.time_limit_s * share);
+            let t_first = Instant::now();
             let r = self.once(&first, Some(start), &self.candidates, fixed)?;
+            trail.record_from(t_first, &r.report.incumbents);
             let rep = FixReport {
                 fixed: fixed.len(),
                 restricted_objective: r.report.objective,
@@ -241,9 +246,13 @@ impl<'a> SolveRequest<'a> {
         let mut all = self.candidates.clone();
         all.push(start.clone());
         let warm = restricted.as_ref().unwrap_or(start);
+        let t_second = Instant::now();
         let mut solved = self.once(&second, Some(warm), &all, &[])?;
-        // The whole run's time, both phases, so that it compares with a single solve's.
+        // The whole run's time and incumbents, both phases, so that they compare with a single
+        // solve's.
         solved.report.wall_time_s = t0.elapsed().as_secs_f64();
+        trail.record_from(t_second, &solved.report.incumbents);
+        solved.report.incumbents = trail.into_points();
         solved.phases = Some(report.unwrap_or(FixReport {
             fixed: 0,
             restricted_objective: f64::NAN,
@@ -331,6 +340,8 @@ impl<'a> SolveRequest<'a> {
         let size = form.size();
         let (vars, objective, rows, decoder) = form.into_parts();
         let (start, fixings) = self.start(settings, &decoder, warm_start, candidates, fixed)?;
+        let mut trail = Trail::new(t0);
+        trail.record(start.objective);
         let run = if size.variables == 0 {
             // No job has an option (or there is no job): waiting is the only, optimal, schedule.
             // HiGHS reports an empty model with a solution status its bindings cannot read.
@@ -344,6 +355,7 @@ impl<'a> SolveRequest<'a> {
                 nodes: Some(0),
                 build_time_s: t0.elapsed().as_secs_f64(),
                 wall_time_s: 0.0,
+                improvements: Vec::new(),
             }
         } else {
             let program = Program {
@@ -353,7 +365,8 @@ impl<'a> SolveRequest<'a> {
             };
             Highs.run(program, &fixings, start.encoded.as_deref(), settings, t0)?
         };
-        self.outcome(run, start, &decoder, size)
+        trail.record_run(&run.improvements, decoder.objective_constant());
+        self.outcome(run, start, &decoder, size, trail)
     }
 
     /// The best valid start and the columns `fixed` holds. The caller's warm start must be
@@ -449,6 +462,7 @@ impl<'a> SolveRequest<'a> {
         start: Start,
         decoder: &Decoder,
         size: ModelSize,
+        trail: Trail,
     ) -> Result<Solved> {
         let pricing = &self.pricing;
         let warm_started = start.encoded.is_some();
@@ -510,6 +524,7 @@ impl<'a> SolveRequest<'a> {
             warm_started,
             start_objective,
             returned_start,
+            incumbents: trail.into_points(),
             columns: None,
         };
         Ok(Solved {

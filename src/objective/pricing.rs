@@ -7,9 +7,10 @@
 //! cluster's [`Topology`] and an O(1) index from job id to job. Nothing here computes a speed
 //! the [`PerfModel`] does not give; it only remembers what it gave.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
     ClusterShape, JobOption, JobScore, Mode, Objective, OptionShape, OptionSpeeds, OptionTerms,
@@ -47,14 +48,14 @@ pub struct RoundPricing<'a> {
     snapshot: &'a ClusterSnapshot,
     objective: Objective,
     topology: Topology,
-    options: Vec<OnceCell<Vec<JobOption>>>,
+    options: Vec<OnceLock<Vec<JobOption>>>,
     /// Option lists priced in earlier rounds, when the caller keeps them.
     kept: Option<&'a PricingCache>,
     /// What option enumeration reads of the cluster, summarised once for all jobs.
     shape: ClusterShape,
-    restart: Vec<OnceCell<f64>>,
+    restart: Vec<OnceLock<f64>>,
     /// Per job, the option of its current assignment (asked by every proposal of a round).
-    current: Vec<OnceCell<Option<usize>>>,
+    current: Vec<OnceLock<Option<usize>>>,
     /// Per job, the index of its model in `models`.
     model_of: Vec<usize>,
     /// Per server, the index of its GPU type in `gpu_types`.
@@ -62,7 +63,7 @@ pub struct RoundPricing<'a> {
     gpu_types: Vec<GpuType>,
     /// `slowdown − 1` of a model next to another on a GPU type, `[victim][other][type]`,
     /// flattened; filled on first use (NaN = not yet asked).
-    coloc: Vec<std::cell::Cell<f64>>,
+    coloc: Vec<AtomicU64>,
     models: Vec<String>,
 }
 
@@ -108,15 +109,17 @@ impl<'a> RoundPricing<'a> {
             snapshot,
             objective,
             topology,
-            options: (0..n).map(|_| OnceCell::new()).collect(),
+            options: (0..n).map(|_| OnceLock::new()).collect(),
             kept: None,
             shape,
-            restart: (0..n).map(|_| OnceCell::new()).collect(),
-            current: (0..n).map(|_| OnceCell::new()).collect(),
+            restart: (0..n).map(|_| OnceLock::new()).collect(),
+            current: (0..n).map(|_| OnceLock::new()).collect(),
             model_of,
             type_of,
             gpu_types,
-            coloc: (0..cells).map(|_| std::cell::Cell::new(f64::NAN)).collect(),
+            coloc: (0..cells)
+                .map(|_| AtomicU64::new(f64::NAN.to_bits()))
+                .collect(),
             models,
         }
     }
@@ -203,15 +206,19 @@ impl<'a> RoundPricing<'a> {
             self.model_of[other.0],
             self.type_of[server],
         );
+        // Relaxed is enough: the value is a pure function of the pair, so a race stores the
+        // same bits twice.
         let cell = &self.coloc[(a * m + b) * t + g];
-        if cell.get().is_nan() {
-            cell.set(
-                self.perf
-                    .colocation_slowdown(&self.models[a], &self.models[b], &self.gpu_types[g])
-                    - 1.0,
-            );
+        let known = f64::from_bits(cell.load(Ordering::Relaxed));
+        if !known.is_nan() {
+            return known;
         }
-        cell.get()
+        let excess =
+            self.perf
+                .colocation_slowdown(&self.models[a], &self.models[b], &self.gpu_types[g])
+                - 1.0;
+        cell.store(excess.to_bits(), Ordering::Relaxed);
+        excess
     }
 
     /// Restart penalty `ρ_j` of job `j` (0 if it is not running now).

@@ -191,6 +191,12 @@ pub struct PolicySpec {
     /// (with a node limit and a time limit that does not bind, runs are repeatable).
     #[cfg_attr(feature = "cli", arg(long, value_parser = at_least_one::<u64>))]
     pub ilp_work_limit: Option<u64>,
+    /// `ilp` policy: solver threads per round (HiGHS's, and the configuration program prices
+    /// its server classes on that many unless a work limit is set, which prices them in order).
+    #[cfg_attr(feature = "cli", arg(long,
+        default_value_t = PolicySpec::default().solver_threads,
+        value_parser = at_least_one::<u32>))]
+    pub solver_threads: u32,
     /// `ilp` policy: jobs each round's program decides (the waiting ones the objective values
     /// most, half kept for them, and the running ones it values least; other running jobs are
     /// held where they are, other waiting jobs wait unless back-fill starts them).
@@ -269,6 +275,7 @@ impl Default for PolicySpec {
             ilp_time_limit: 10.0,
             ilp_node_limit: None,
             ilp_work_limit: None,
+            solver_threads: 1,
             ilp_max_jobs: 12,
             ilp_revisit_rounds: crate::policies::DEFAULT_ILP_REVISIT_ROUNDS,
             tiresias_promote_knob: 4.0,
@@ -385,6 +392,7 @@ impl Replay {
             ("ilp_revisit_rounds", p.ilp_revisit_rounds as usize),
             ("ilp_node_limit", p.ilp_node_limit.unwrap_or(1) as usize),
             ("ilp_work_limit", p.ilp_work_limit.unwrap_or(1) as usize),
+            ("solver_threads", p.solver_threads as usize),
         ] {
             if v == 0 {
                 return bad(f, 0.0, Expected::AtLeastOne);
@@ -460,6 +468,7 @@ impl Replay {
                     time_limit_s: p.ilp_time_limit,
                     node_limit: p.ilp_node_limit,
                     work_limit: p.ilp_work_limit,
+                    threads: p.solver_threads,
                     seed: (seed % u64::from(u32::MAX)) as u32,
                     ..SolveSettings::default()
                 },

@@ -1,5 +1,6 @@
 //! Integration tests, one binary (link once).
 
+mod anytime;
 mod api;
 mod baselines;
 mod bound;

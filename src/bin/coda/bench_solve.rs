@@ -41,6 +41,10 @@ pub struct Args {
     /// (`coda::workload::offer_tiers`): the exact program then decides cores and memory too.
     #[arg(long)]
     pub tiers: bool,
+    /// Solver threads, comma-separated: every variant is solved once per count (HiGHS's
+    /// threads, and the configuration program prices its server classes on that many).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = range::at_least_one_u32)]
+    pub solver_threads: Vec<u32>,
     /// Save the generated instances here.
     #[arg(long)]
     pub save_instances: Option<PathBuf>,
@@ -60,6 +64,7 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
         compare_cuts,
         compare_programs,
         tiers,
+        solver_threads,
         save_instances,
         out,
     } = args;
@@ -134,16 +139,22 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let mut rows = Vec::new();
     for (name, snap) in &cases {
         let first = rows.len();
-        for &(sym, cuts, program) in &variants {
+        for (&(sym, cuts, program), &threads) in variants
+            .iter()
+            .flat_map(|v| solver_threads.iter().map(move |t| (v, t)))
+        {
             let settings = coda::ilp::SolveSettings {
                 time_limit_s: time_limit,
                 symmetry_breaking: sym,
                 colocation_cuts: cuts,
+                // What a machine with fewer cores gets (the row records it).
+                threads: crate::cap_threads(threads as usize) as u32,
                 ..Default::default()
             };
             let r = scaling::measure(name, snap, &perf, &settings, program)?;
             eprintln!(
-                "{name}: {} servers, {} GPUs, {} jobs, {:?}, sym {sym}, cuts {cuts}: {:?} in \
+                "{name}: {} servers, {} GPUs, {} jobs, {:?}, sym {sym}, cuts {cuts}, {threads} \
+                 thread(s): {:?} in \
                  {:.2} s (build {:.4} s), {} nodes, root gap {:.3}, gap {:.2e}",
                 r.servers,
                 r.gpus,
@@ -171,7 +182,7 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     crate::plots::plot_svg(
         &rows,
         &out.join("solve_scaling.svg"),
-        "coda ILP (HiGHS, 1 thread): solve time vs size",
+        "coda ILP (HiGHS): solve time vs size",
     )?;
     out!(
         "wrote {} and {}",

@@ -1,13 +1,20 @@
 //! `coda bench-warm-start`: the learned policy as the exact solver's start, measured. Every
-//! instance is solved three ways, one thread each: from the best heuristic schedule (the
-//! default start of every solve), from the policy's schedule as well (a MIP start), and by
-//! fix-and-solve (the jobs the policy is confident about fixed first, then all freed). Writes
-//! `warm_start.csv` and prints the median time ratio.
+//! instance is solved from the best heuristic schedule (the default start of every solve), from
+//! the policy's schedule as well (a MIP start, and the configuration program's seed columns),
+//! and — with the compact program — by fix-and-solve (the jobs the policy is confident about
+//! fixed first, then all freed). Writes `warm_start.csv` (time to a proven optimum, or the gap
+//! at the limit), `incumbents.csv` (each solve's incumbent over time, and the policy alone:
+//! its schedule once it has decided) and `primal.csv` (per instance and method, the primal
+//! integral over the time limit and the incumbent's gap at 1, 5, 15 and 60 s, against the best
+//! objective any method found); prints the median time ratio and the primal integrals.
+//!
+//! The policy's decision time counts: the solve started from it begins when the policy has
+//! decided (its incumbents are shifted by that time), and so does the policy alone.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use coda::ilp::SolveStatus;
+use coda::ilp::{Incumbent, SolveStatus};
 use coda::policies::BestHeuristic;
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
 use coda::{ClusterSnapshot, Objective, PerfModel, Scheduler};
@@ -35,6 +42,17 @@ pub struct Args {
     /// Only instances whose file name contains this.
     #[arg(long)]
     pub only: Option<String>,
+    /// The program solved (`auto`: by the round's size); fix-and-solve runs with the compact
+    /// program only.
+    #[arg(long, value_enum, default_value = "compact")]
+    pub program: coda::ilp::SolveProgram,
+    /// The configuration program's master only once column generation ends (the ablation of
+    /// `SolveSettings::interim_masters`).
+    #[arg(long)]
+    pub no_interim_masters: bool,
+    /// Solver threads (HiGHS, and the configuration program's pricing).
+    #[arg(long, default_value_t = 1, value_parser = range::at_least_one_u32)]
+    pub solver_threads: u32,
     /// Output folder (`warm_start.csv`).
     #[arg(long, default_value = "out")]
     pub out: PathBuf,
@@ -55,6 +73,44 @@ struct Row {
     start_objective: f64,
     fixed: usize,
     fixed_phase_s: f64,
+}
+
+/// One point of a method's incumbent over time (`incumbents.csv`).
+#[derive(serde::Serialize)]
+struct TrailRow {
+    instance: String,
+    method: &'static str,
+    time_s: f64,
+    objective: f64,
+}
+
+/// A method's anytime quality on one instance (`primal.csv`): gaps against `best_known`, the
+/// best objective any method found; 1 before a method has any schedule.
+#[derive(serde::Serialize)]
+struct PrimalRow {
+    instance: String,
+    servers: usize,
+    jobs: usize,
+    method: &'static str,
+    best_known: f64,
+    horizon_s: f64,
+    primal_integral_s: f64,
+    gap_1s: f64,
+    gap_5s: f64,
+    gap_15s: f64,
+    gap_60s: f64,
+    decide_s: f64,
+}
+
+/// `trail` with every time `by` seconds later.
+fn shifted(trail: &[Incumbent], by: f64) -> Vec<Incumbent> {
+    trail
+        .iter()
+        .map(|p| Incumbent {
+            time_s: p.time_s + by,
+            objective: p.objective,
+        })
+        .collect()
 }
 
 /// Runs the command.
@@ -80,10 +136,13 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     files.sort();
     let settings = coda::ilp::SolveSettings {
         time_limit_s: args.time_limit,
+        threads: crate::cap_threads(args.solver_threads as usize) as u32,
+        interim_masters: !args.no_interim_masters,
         ..Default::default()
     }
     .checked()?;
     let mut rows = Vec::new();
+    let (mut trails, mut primal) = (Vec::new(), Vec::new());
     for f in &files {
         let name = f
             .file_stem()
@@ -91,7 +150,12 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
             .unwrap_or_default();
         let snap = ClusterSnapshot::from_json_file_with(f, |s, o| perf.check_snapshot(s, o))?;
         let heuristic = BestHeuristic::new(&perf, objective).schedule(&snap)?;
+        let t = std::time::Instant::now();
         let start = policy.decide(&snap);
+        let decide_s = t.elapsed().as_secs_f64();
+        let policy_objective = coda::objective::RoundPricing::new(&perf, &snap, objective)
+            .score(&start)?
+            .total;
         let fixed = policy.confident_jobs(&snap, &start, args.fix_confident as f32);
         let row = |method, r: &coda::ilp::SolveReport, fixed: usize, fixed_s: f64| Row {
             instance: name.clone(),
@@ -108,33 +172,125 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
             fixed,
             fixed_phase_s: fixed_s,
         };
-        // The compact program: the one fix-and-solve works on, so the three rows compare.
         let round = coda::ilp::SolveRequest::new(&snap, &perf, objective)?
             .settings(settings.clone())
             .candidates([heuristic])
-            .program(coda::ilp::SolveProgram::Compact);
+            .program(args.program);
+        let first = rows.len();
+        // Each method's incumbents over time, the policy's decision time added where the
+        // method waits for it.
+        let mut runs: Vec<(&'static str, Vec<Incumbent>)> = Vec::new();
         let cold = round.solve()?;
         rows.push(row("heuristic-start", &cold.report, 0, 0.0));
+        runs.push(("heuristic-start", cold.report.incumbents.clone()));
         let round = round.warm_start(&start);
         let warm = round.solve()?;
         rows.push(row("policy-start", &warm.report, 0, 0.0));
-        let fs = round.fix_then_free(&fixed, args.fix_share)?.solve()?;
-        let rep = fs
-            .phases
-            .clone()
-            .expect("a fix-and-solve reports its phases");
-        rows.push(row(
-            "fix-and-solve",
-            &fs.report,
-            rep.fixed,
-            rep.restricted_s,
+        runs.push(("policy-start", shifted(&warm.report.incumbents, decide_s)));
+        runs.push((
+            "policy",
+            vec![Incumbent {
+                time_s: decide_s,
+                objective: policy_objective,
+            }],
         ));
-        for r in &rows[rows.len() - 3..] {
+        if round.chosen_program() == coda::ilp::SolveProgram::Compact {
+            let fs = round.fix_then_free(&fixed, args.fix_share)?.solve()?;
+            let rep = fs
+                .phases
+                .clone()
+                .expect("a fix-and-solve reports its phases");
+            rows.push(row(
+                "fix-and-solve",
+                &fs.report,
+                rep.fixed,
+                rep.restricted_s,
+            ));
+            runs.push(("fix-and-solve", shifted(&fs.report.incumbents, decide_s)));
+        }
+        for r in &rows[first..] {
             eprintln!(
                 "{name}: {:<15} {:<10} {:.3} s gap {:.2e} (start {:.4}, fixed {})",
                 r.method, r.status, r.solve_s, r.gap, r.start_objective, r.fixed
             );
         }
+        let best = runs
+            .iter()
+            .flat_map(|(_, t)| t.iter().map(|p| p.objective))
+            .fold(f64::NEG_INFINITY, f64::max);
+        for (method, trail) in &runs {
+            let gap_at = |t: f64| {
+                let z = coda::ilp::incumbent_at(trail, t);
+                if z.is_nan() {
+                    1.0
+                } else {
+                    coda::ilp::relative_gap(best, z)
+                }
+            };
+            primal.push(PrimalRow {
+                instance: name.clone(),
+                servers: snap.cluster.servers.len(),
+                jobs: snap.jobs.len(),
+                method,
+                best_known: best,
+                horizon_s: args.time_limit,
+                primal_integral_s: coda::ilp::primal_integral(trail, best, args.time_limit),
+                gap_1s: gap_at(1.0),
+                gap_5s: gap_at(5.0),
+                gap_15s: gap_at(15.0),
+                gap_60s: gap_at(60.0),
+                decide_s: if *method == "heuristic-start" {
+                    0.0
+                } else {
+                    decide_s
+                },
+            });
+            trails.extend(trail.iter().map(|p| TrailRow {
+                instance: name.clone(),
+                method,
+                time_s: p.time_s,
+                objective: p.objective,
+            }));
+        }
+        for p in &primal[primal.len() - runs.len()..] {
+            eprintln!(
+                "{name}: {:<15} primal integral {:.2} s of {:.0}, gap at 1/5/15/60 s {:.4}/{:.4}/{:.4}/{:.4}",
+                p.method,
+                p.primal_integral_s,
+                p.horizon_s,
+                p.gap_1s,
+                p.gap_5s,
+                p.gap_15s,
+                p.gap_60s
+            );
+        }
+    }
+    coda::io::write_csv(&args.out.join("incumbents.csv"), &trails)?;
+    coda::io::write_csv(&args.out.join("primal.csv"), &primal)?;
+    for method in ["policy", "policy-start", "fix-and-solve"] {
+        let mut ratios: Vec<f64> = primal
+            .iter()
+            .filter(|p| p.method == method)
+            .filter_map(|m| {
+                let cold = primal
+                    .iter()
+                    .find(|c| c.instance == m.instance && c.method == "heuristic-start")?;
+                (cold.primal_integral_s > 0.0).then(|| m.primal_integral_s / cold.primal_integral_s)
+            })
+            .collect();
+        if ratios.is_empty() {
+            continue;
+        }
+        ratios.sort_by(f64::total_cmp);
+        out!(
+            "{method}: primal integral over {} s, median {:.3}x the heuristic start's over {} \
+             instances (min {:.3}, max {:.3})",
+            args.time_limit,
+            ratios[ratios.len() / 2],
+            ratios.len(),
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
     }
     let path = args.out.join("warm_start.csv");
     coda::io::write_csv(&path, &rows)?;
@@ -144,7 +300,7 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     for method in ["policy-start", "fix-and-solve"] {
         let mut ratios: Vec<f64> = Vec::new();
         let (mut better_gap, mut limited) = (0, 0);
-        for chunk in rows.chunks(3) {
+        for chunk in rows.chunk_by(|a, b| a.instance == b.instance) {
             let cold = &chunk[0];
             let Some(m) = chunk.iter().find(|r| r.method == method) else {
                 continue;

@@ -64,6 +64,8 @@ pub(crate) struct ScalingRow {
     pub columns: Option<usize>,
     /// Its pricing-search nodes.
     pub search_nodes: Option<u64>,
+    /// Solver threads (HiGHS, and the configuration program's pricing).
+    pub threads: u32,
 }
 
 /// Solves one instance with `program` (`Auto` as the round's size picks it) and reports the
@@ -115,6 +117,7 @@ pub(crate) fn measure(
         root_gap: relative_gap(root_bound, r.objective),
         columns: r.columns.as_ref().map(|c| c.columns),
         search_nodes: r.columns.as_ref().map(|c| c.search_nodes),
+        threads: settings.threads,
     })
 }
 

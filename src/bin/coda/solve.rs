@@ -130,6 +130,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         seed: args.seed,
         symmetry_breaking: !args.no_symmetry_breaking,
         colocation_cuts: args.colocation_cuts,
+        interim_masters: true,
         verbose: args.verbose,
     }
 }

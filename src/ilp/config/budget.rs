@@ -5,21 +5,21 @@
 //! deterministic, so the same round under the same work limit takes the same steps on any
 //! machine — which a time limit cannot promise.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// A phase's limits, and the solve's node counter they share.
 #[derive(Clone, Copy)]
 pub(crate) struct Budget<'a> {
     deadline: Option<Instant>,
-    spent: &'a Cell<u64>,
+    spent: &'a AtomicU64,
     /// The count of `spent` at which the phase stops.
     stop: u64,
 }
 
 impl<'a> Budget<'a> {
     /// No limit, counting into `spent`.
-    pub(crate) fn unlimited(spent: &'a Cell<u64>) -> Self {
+    pub(crate) fn unlimited(spent: &'a AtomicU64) -> Self {
         Budget {
             deadline: None,
             spent,
@@ -49,17 +49,29 @@ impl<'a> Budget<'a> {
 
     /// Whether the nodes are spent.
     pub(crate) fn out_of_nodes(&self) -> bool {
-        self.spent.get() >= self.stop
+        self.spent.load(Ordering::Relaxed) >= self.stop
     }
 
     /// A search's node limit: `limit`, or what is left if less.
     pub(crate) fn nodes(&self, limit: u64) -> u64 {
-        limit.min(self.stop.saturating_sub(self.spent.get()))
+        limit.min(self.stop.saturating_sub(self.spent.load(Ordering::Relaxed)))
+    }
+
+    /// Whether the phase stops at a node count: its searches must then run one after the
+    /// other, each taking what the ones before it left (in parallel, which search got the
+    /// last nodes would depend on timing, and the work limit would no longer repeat).
+    pub(crate) fn counts_nodes(&self) -> bool {
+        self.stop != u64::MAX
     }
 
     /// Counts `nodes` more as spent.
     pub(crate) fn spend(&self, nodes: u64) {
-        self.spent.set(self.spent.get().saturating_add(nodes));
+        // Saturating: the count never wraps.
+        let _ = self
+            .spent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_add(nodes))
+            });
     }
 }
 
@@ -69,7 +81,7 @@ mod tests {
 
     #[test]
     fn a_node_budget_is_shared_and_caps_each_search() {
-        let spent = Cell::new(0);
+        let spent = AtomicU64::new(0);
         let b = Budget::unlimited(&spent).until(None, Some(100));
         assert_eq!(b.nodes(1_000), 100);
         assert!(!b.late());

@@ -163,7 +163,9 @@ fn generate_fixed(
         iterations += 1;
         // Greedy pricing first, once per class, on the problems the exact search then takes.
         let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
-        let problems = problems(pricing, duals, &reps);
+        // Classes priced side by side when the solve has threads to spare.
+        let parallel = settings.threads > 1;
+        let problems = problems(pricing, duals, &reps, parallel);
         let mut new = 0;
         for (&s, problem) in reps.iter().zip(&problems) {
             let p = price_greedy_on(duals, s, problem);
@@ -191,6 +193,7 @@ fn generate_fixed(
             duals,
             node_limit: limit,
             budget,
+            parallel,
         };
         for (p, &(_, n)) in pricer
             .price_servers_on(&reps, &problems, enough)
@@ -257,7 +260,7 @@ mod tests {
             let keep = snap.current_schedule();
             let (seed, choices) = columns_of(&pricing, &keep).unwrap();
             let held = vec![false; snap.jobs.len()];
-            let spent = std::cell::Cell::new(0);
+            let spent = std::sync::atomic::AtomicU64::new(0);
             let gen_ = Gen {
                 pricing: &pricing,
                 settings: &settings,
@@ -290,6 +293,7 @@ mod tests {
                             duals: &r.duals,
                             node_limit: 5_000_000,
                             budget: Budget::unlimited(&spent),
+                            parallel: false,
                         },
                         srv,
                     ),

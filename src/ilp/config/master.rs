@@ -34,6 +34,8 @@ pub(crate) struct MasterSolve {
     pub size: crate::ilp::ModelSize,
     /// Branch-and-bound nodes, if known.
     pub nodes: Option<u64>,
+    /// The master's improving solutions, when found and their objective (constant included).
+    pub improvements: Vec<(Instant, f64)>,
 }
 
 fn lin(terms: &[(f64, Variable)]) -> Expression {
@@ -354,6 +356,11 @@ pub(crate) fn solve_master(
     };
     let run = Highs.run(built.program, &[], start_values.as_deref(), settings, t0)?;
     let bound = run.bound.map_or(f64::NAN, |b| b + constant);
+    let improvements = run
+        .improvements
+        .iter()
+        .map(|&(at, v)| (at, v + constant))
+        .collect();
     if run.values.is_empty() {
         return Ok(MasterSolve {
             schedule: Schedule::default(),
@@ -362,6 +369,7 @@ pub(crate) fn solve_master(
             status: run.status,
             size,
             nodes: run.nodes,
+            improvements,
         });
     }
     // Each class's columns go to its servers in order, as many times as taken.
@@ -389,6 +397,7 @@ pub(crate) fn solve_master(
         status: run.status,
         size,
         nodes: run.nodes,
+        improvements,
     })
 }
 

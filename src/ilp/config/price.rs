@@ -3,6 +3,8 @@
 //! whose reduced cost is within a given gap of 0 (to close a root gap). A fragment whose own reduced cost is not positive never belongs to a best
 //! column (losses only lower a column's value), so only the others are candidates.
 
+use rayon::prelude::*;
+
 use super::budget::Budget;
 use super::column::{Column, Fragment, PairTerms};
 use super::master::Duals;
@@ -312,6 +314,9 @@ pub(crate) struct Pricer<'p, 'a> {
     pub node_limit: u64,
     /// When to stop.
     pub budget: Budget<'p>,
+    /// Price the server classes on the current rayon pool (ignored under a work limit, whose
+    /// nodes go to the searches in order: see [`Budget::counts_nodes`]).
+    pub parallel: bool,
 }
 
 /// The best column of server `s` at `duals`, searching at most `node_limit` nodes.
@@ -368,16 +373,31 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
 
 /// The pricing problem of each server in `servers` at `duals` (in that order): built once per
 /// relaxation and shared by the greedy and the exact pricing (on the trace rounds, building a
-/// server's ~12,000 candidates cost more than a short search of them).
+/// server's ~12,000 candidates cost more than a short search of them). Built on the current
+/// rayon pool when `parallel` (the same problems: each server's is its own).
 pub(super) fn problems(
     pricing: &RoundPricing<'_>,
     duals: &Duals,
     servers: &[usize],
+    parallel: bool,
 ) -> Vec<Problem> {
-    servers
-        .iter()
-        .map(|&s| problem(pricing, duals, s, 0.0))
-        .collect()
+    per_server(servers, parallel, |&s| problem(pricing, duals, s, 0.0))
+}
+
+/// `f` of each item, in order: on the current rayon pool when `parallel`, else one after the
+/// other. The pricing of a server class reads the round and the duals and writes nothing
+/// shared (the round's lazily priced options are behind `OnceLock`s), so both give the same
+/// results; only a work limit, which hands nodes out in order, needs the sequential one.
+fn per_server<T: Sync, R: Send>(
+    items: &[T],
+    parallel: bool,
+    f: impl Fn(&T) -> R + Sync + Send,
+) -> Vec<R> {
+    if parallel && items.len() > 1 {
+        items.par_iter().map(f).collect()
+    } else {
+        items.iter().map(f).collect()
+    }
 }
 
 impl Pricer<'_, '_> {
@@ -387,7 +407,7 @@ impl Pricer<'_, '_> {
     /// ([`super::column::Classes`]), priced once by passing only its representative.
     #[cfg(test)]
     pub(crate) fn price_servers(&self, servers: &[usize], enough: f64) -> Vec<Priced> {
-        let problems = problems(self.pricing, self.duals, servers);
+        let problems = problems(self.pricing, self.duals, servers, self.parallel);
         self.price_servers_on(servers, &problems, enough)
     }
 
@@ -398,11 +418,12 @@ impl Pricer<'_, '_> {
         problems: &[Problem],
         enough: f64,
     ) -> Vec<Priced> {
-        let mut out = Vec::with_capacity(servers.len());
-        for (&s, problem) in servers.iter().zip(problems) {
+        let work: Vec<(usize, &Problem)> = servers.iter().copied().zip(problems).collect();
+        let parallel = self.parallel && !self.budget.counts_nodes();
+        per_server(&work, parallel, |&(s, problem)| {
             let pi = self.duals.server.get(&s).copied().unwrap_or(0.0);
             let (value, fragments, exact, open) = self.search(s, problem, enough + pi);
-            out.push(Priced {
+            Priced {
                 column: Column {
                     server: s,
                     fragments,
@@ -410,9 +431,8 @@ impl Pricer<'_, '_> {
                 reduced_cost: value - pi,
                 exact,
                 bound: value.max(open) - pi,
-            });
-        }
-        out
+            }
+        })
     }
 
     /// Every column of the classes of `servers` (representatives) whose reduced cost at the

@@ -1,7 +1,7 @@
 //! A round solved with the configuration program: columns generated at the root, the master
 //! as an integer program, a dive where it leaves a gap; never below the best start.
 
-use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use super::budget::Budget;
@@ -10,7 +10,7 @@ use super::column::{Classes, Column, JobChoice, columns_of};
 use super::master::{MasterSolve, solve_master};
 use super::price::Pricer;
 use crate::error::{Error, Result};
-use crate::ilp::report::{ColumnStats, SolveReport, SolveStatus, Solved, relative_gap};
+use crate::ilp::report::{ColumnStats, SolveReport, SolveStatus, Solved, Trail, relative_gap};
 use crate::ilp::settings::{CheckedSettings, PROVEN_GAP};
 use crate::model::{JobId, Schedule};
 use crate::objective::{RoundPricing, same_assignment};
@@ -37,7 +37,7 @@ struct Clock<'s> {
     t0: Instant,
     settings: &'s CheckedSettings,
     /// Pricing-search nodes spent so far.
-    spent: &'s Cell<u64>,
+    spent: &'s AtomicU64,
 }
 
 impl<'s> Clock<'s> {
@@ -72,6 +72,10 @@ fn is_open(bound: f64, objective: f64) -> bool {
 /// column within the gap — never a restricted master's alone. The running jobs `held` stay
 /// exactly where they run (the bound is then the restricted program's); a start that moves one
 /// is passed over.
+///
+/// With more than one thread ([`crate::SolveSettings::threads`]) the server classes are priced
+/// side by side on a pool of that many threads (HiGHS takes the same count), except under a work
+/// limit, whose nodes go to the searches in order.
 pub(crate) fn solve(
     pricing: &RoundPricing<'_>,
     settings: &CheckedSettings,
@@ -79,7 +83,28 @@ pub(crate) fn solve(
     candidates: &[Schedule],
     held: &[JobId],
 ) -> Result<Solved> {
-    let spent = Cell::new(0);
+    if settings.threads <= 1 {
+        return solve_on(pricing, settings, warm_start, candidates, held);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(settings.threads as usize)
+        .build()
+        .map_err(|e| Error::Solver {
+            solver: "configuration program".into(),
+            reason: format!("cannot start {} pricing threads: {e}", settings.threads),
+        })?;
+    pool.install(|| solve_on(pricing, settings, warm_start, candidates, held))
+}
+
+/// [`solve`] on the current thread pool.
+fn solve_on(
+    pricing: &RoundPricing<'_>,
+    settings: &CheckedSettings,
+    warm_start: Option<&Schedule>,
+    candidates: &[Schedule],
+    held: &[JobId],
+) -> Result<Solved> {
+    let spent = AtomicU64::new(0);
     let clock = Clock {
         t0: Instant::now(),
         settings,
@@ -92,6 +117,8 @@ pub(crate) fn solve(
         .map(|j| held.contains(&j.id) && j.run.current.is_some())
         .collect();
     let (start, seed) = best_start(pricing, warm_start, candidates, &held)?;
+    let mut trail = Trail::new(clock.t0);
+    trail.record(start.objective);
     let g = Gen {
         pricing,
         settings,
@@ -99,14 +126,20 @@ pub(crate) fn solve(
         node_limit: 20_000_000,
         budget: clock.phase(0.6),
     };
-    let generated = generate_columns(g, seed, usize::MAX)?;
     let start_cols =
         (!start.choices.is_empty()).then_some((start.columns.as_slice(), start.choices.as_slice()));
+    let (generated, interim) = generate_anytime(g, seed, &clock, start_cols, &mut trail)?;
+    let master = solve_master(pricing, &generated.pool, &clock.left(), start_cols, &held)?;
+    trail.record_master(&master);
     let mut search = Search {
-        master: solve_master(pricing, &generated.pool, &clock.left(), start_cols, &held)?,
+        master,
         pool: generated.pool.clone(),
         bound: generated.bound,
+        trail,
     };
+    if let Some(m) = interim {
+        search.offer(m);
+    }
     search.enumerate_gap(g, &generated, &clock, start_cols, start.objective)?;
     search.dive_until_closed(g, &generated, &clock, start_cols)?;
     let generation_s = clock.t0.elapsed().as_secs_f64();
@@ -116,9 +149,69 @@ pub(crate) fn solve(
         converged: generated.converged,
         relaxation: generated.lp,
         generation_s,
-        search_nodes: spent.get(),
+        search_nodes: spent.load(std::sync::atomic::Ordering::Relaxed),
     };
     outcome(pricing, &clock, start, search, stats)
+}
+
+/// Most of the time limit one master between chunks of column generation may take
+/// ([`generate_anytime`]).
+const INTERIM_MASTER_SHARE: f64 = 0.05;
+
+/// Most of the time limit all of them may take.
+const INTERIM_MASTERS_SHARE: f64 = 0.15;
+
+/// Column generation from `seed` over the phase's budget, and the best master solved on the
+/// way. With a time limit and no work limit it runs in chunks of 1, 2, 4 … relaxations, the
+/// master solved over the pool between chunks (each in at most [`INTERIM_MASTER_SHARE`] of the
+/// limit, all in at most [`INTERIM_MASTERS_SHARE`]): a deadline-bound caller has schedules
+/// from the columns within the first iterations instead of after generation's 60 % of the
+/// limit. The columns are the same either way (a chunk resumes from the pool, and each
+/// relaxation reads the pool alone); the masters only take time from generation. Under a work
+/// limit, in one piece: the masters' time limits would make the run unrepeatable (and so with
+/// [`crate::SolveSettings::interim_masters`] off).
+fn generate_anytime(
+    g: Gen<'_, '_>,
+    seed: Vec<Column>,
+    clock: &Clock<'_>,
+    start_cols: Option<(&[Column], &[JobChoice])>,
+    trail: &mut Trail,
+) -> Result<(Generated, Option<MasterSolve>)> {
+    let limit = clock.settings.time_limit_s;
+    if g.budget.counts_nodes() || !limit.is_finite() || !clock.settings.interim_masters {
+        return Ok((generate_columns(g, seed, usize::MAX)?, None));
+    }
+    let (mut pool, mut chunk, mut iterations) = (seed, 1, 0);
+    let (mut bound, mut best): (f64, Option<MasterSolve>) = (f64::NAN, None);
+    let mut allowance = INTERIM_MASTERS_SHARE * limit;
+    loop {
+        let gen_ = generate_columns(g, pool, chunk)?;
+        iterations += gen_.iterations;
+        bound = bound.min(gen_.bound); // NaN-ignoring: a chunk without a bound keeps the others'
+        if gen_.converged || gen_.iterations < chunk || g.budget.late() || allowance <= 0.0 {
+            let generated = Generated {
+                iterations,
+                bound,
+                ..gen_
+            };
+            return Ok((generated, best));
+        }
+        let cap = (INTERIM_MASTER_SHARE * limit).min(allowance);
+        let settings = clock.left();
+        let settings = settings.with_time_limit(settings.time_limit_s.min(cap));
+        let t = Instant::now();
+        let m = solve_master(g.pricing, &gen_.pool, &settings, start_cols, g.held)?;
+        allowance -= t.elapsed().as_secs_f64();
+        trail.record_master(&m);
+        if best
+            .as_ref()
+            .is_none_or(|b| m.objective > b.objective || b.objective.is_nan())
+        {
+            best = Some(m);
+        }
+        pool = gen_.pool;
+        chunk *= 2;
+    }
 }
 
 /// Every valid start that keeps the `held` jobs where they run — the caller's warm start (an
@@ -195,14 +288,32 @@ fn best_start(
     Ok((best, seed))
 }
 
-/// The search after column generation: the best master so far, the column pool, the bound.
+/// The search after column generation: the best master so far, the column pool, the bound,
+/// the incumbents so far.
 struct Search {
     master: MasterSolve,
     pool: Vec<Column>,
     bound: f64,
+    trail: Trail,
+}
+
+impl Trail {
+    /// A master's improving solutions and its final schedule.
+    fn record_master(&mut self, m: &MasterSolve) {
+        self.record_run(&m.improvements, 0.0);
+        self.record(m.objective);
+    }
 }
 
 impl Search {
+    /// Keeps master `m` if it beats the best so far (or that found nothing).
+    fn offer(&mut self, m: MasterSolve) {
+        self.trail.record_master(&m);
+        if m.objective > self.master.objective || self.master.objective.is_nan() {
+            self.master = m;
+        }
+    }
+
     /// Where the root converged and a gap is left, every column that could be in a better
     /// schedule is enumerated (reduced cost within the gap, `price::enumerate_columns`) and the
     /// master solved over them: its bound is the round's, and solved to optimality it proves it.
@@ -230,6 +341,8 @@ impl Search {
             duals: &generated.duals,
             node_limit: ENUMERATION_NODES,
             budget: clock.phase(0.85),
+            // The enumeration fills one capped list in class order.
+            parallel: false,
         };
         let Some(more) = pricer.enumerate_columns(&reps, delta, ENUMERATION_CAP) else {
             return Ok(());
@@ -245,9 +358,7 @@ impl Search {
         if all.bound.is_finite() {
             self.bound = self.bound.min(all.bound.max(incumbent));
         }
-        if all.objective > self.master.objective || self.master.objective.is_nan() {
-            self.master = all;
-        }
+        self.offer(all);
         Ok(())
     }
 
@@ -270,9 +381,7 @@ impl Search {
             let (grown, first) = dive(dive_gen, generated, pool, &skip)?;
             self.pool = grown;
             let again = solve_master(g.pricing, &self.pool, &clock.left(), start_cols, g.held)?;
-            if again.objective > self.master.objective || self.master.objective.is_nan() {
-                self.master = again;
-            }
+            self.offer(again);
             match first {
                 Some(i) => skip.push(i),
                 None => break,
@@ -291,7 +400,12 @@ fn outcome(
     search: Search,
     stats: ColumnStats,
 ) -> Result<Solved> {
-    let Search { master, bound, .. } = search;
+    let Search {
+        master,
+        bound,
+        trail,
+        ..
+    } = search;
     // A master that found nothing (NaN) or nothing better returns the start.
     let beats = master.objective.is_finite() && master.objective > start.objective + PROVEN_GAP;
     let returned_start = !beats;
@@ -327,6 +441,7 @@ fn outcome(
         warm_started: true,
         start_objective: start.objective,
         returned_start,
+        incumbents: trail.into_points(),
         columns: Some(stats),
     };
     Ok(Solved {
