@@ -177,6 +177,55 @@ pub fn plot_log_log(
     )
 }
 
+/// Step functions on a log time axis: each series' `(time, value)` points, the value held until
+/// the next point and to `horizon` (an incumbent's gap over a solve: a step at each better
+/// schedule). Times below a millisecond are drawn at one.
+pub fn plot_steps(
+    series: &[(&str, Vec<(f64, f64)>)],
+    horizon: f64,
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+) -> Result<()> {
+    const FIRST: f64 = 1e-3;
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|(label, pts)| {
+            let mut steps: Vec<(f64, f64)> = Vec::new();
+            for &(t, v) in pts {
+                let t = t.clamp(FIRST, horizon);
+                if let Some(&(_, prev)) = steps.last() {
+                    steps.push((t, prev));
+                }
+                steps.push((t, v));
+            }
+            if let Some(&(_, last)) = steps.last() {
+                steps.push((horizon, last));
+            }
+            (*label, steps)
+        })
+        .collect();
+    let top = curves
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0_f64, f64::max);
+    let axes = Axes {
+        title,
+        x_desc: "seconds since the solve began (log)",
+        y_desc,
+        legend: SeriesLabelPosition::UpperRight,
+        stroke: 2,
+    };
+    line_chart(
+        path,
+        &axes,
+        (FIRST..horizon.max(FIRST * 10.0)).log_scale(),
+        0.0..(top * 1.05).max(1e-9),
+        &curves,
+    )
+}
+
 /// Titles and styling of a [`line_chart`].
 struct Axes<'a> {
     title: &'a str,

@@ -137,4 +137,25 @@ fn pricing_on_two_threads_finds_what_one_does() {
     );
     assert!((one.report.objective - two.report.objective).abs() < 1e-6);
     assert!(two.schedule.validate(&s).is_empty());
+    // HiGHS sizes its scheduler once per OS thread: one, two, then one thread again on this
+    // test's thread must all run (and prove the same optimum).
+    let proven: Vec<f64> = [1, 2, 1]
+        .into_iter()
+        .map(|t| {
+            let got = solve(&s, SolveProgram::Compact, free(t));
+            assert_eq!(
+                got.report.status,
+                ilp::SolveStatus::Optimal,
+                "{t}: {:?}",
+                got.report
+            );
+            got.report.objective
+        })
+        .collect();
+    assert!(
+        proven
+            .iter()
+            .all(|o| (o - one.report.objective).abs() < 1e-6),
+        "{proven:?}"
+    );
 }

@@ -32,7 +32,8 @@ pub struct Args {
     /// repeatable limit; the compact program ignores it).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub work_limit: Option<u64>,
-    /// Solver threads (capped at the cores available).
+    /// Solver threads: HiGHS's, and the configuration program prices its server classes on
+    /// that many (in order under a work limit); capped at the cores available.
     #[arg(long, default_value_t = 1, value_parser = range::at_least_one_u32)]
     pub threads: u32,
     /// Solver seed.

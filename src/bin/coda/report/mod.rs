@@ -14,9 +14,11 @@ use std::process::ExitCode;
 mod cpumem;
 mod gap;
 mod headline;
+mod ilp_light;
 mod load;
 mod lookahead;
 mod models;
+mod primal;
 mod python;
 mod results;
 mod rl;
@@ -90,6 +92,10 @@ pub fn run(args: Args) -> coda::Result<ExitCode> {
     }
     for (path, text) in &targets {
         coda::io::write_atomic(path, text.as_bytes())?;
+        out!("wrote {}", path.display());
+    }
+    // Plots drawn from the CSVs too (not compared by `--check`: the tables carry the numbers).
+    for path in primal::draw(&args.root.join("formulations/results/primal"))? {
         out!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

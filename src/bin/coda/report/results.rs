@@ -573,6 +573,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str(&super::slurm::slurm_section(&slurm, &results)?);
         s.push('\n');
     }
+    let light = results.join("ilp-light");
+    if light.join("runs.csv").is_file() {
+        s.push_str("## The `ilp` policy on light load\n\n");
+        s.push_str(&super::ilp_light::ilp_light_section(&light, &results)?);
+        s.push('\n');
+    }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
     s.push('\n');
@@ -623,5 +629,9 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         &f.join("policy_start/policy_start.csv"),
         &f,
     )?);
+    s.push('\n');
+    s.push_str(&super::primal::primal_section(&f.join("primal"), &f)?);
+    s.push('\n');
+    s.push_str(&super::primal::threads_section(&f.join("threads"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
 }

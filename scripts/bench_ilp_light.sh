@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The `ilp` policy on light load, as a new user would run it: 150-job slices of the shipped
+# traces on 4 x 8 GPUs whose FIFO replay queues for at most ~30 % of its JCT, every baseline,
+# `learned` and `ilp --ilp-time-limit 2` (LIMIT) side by side (`coda compare`, one run at a
+# time). Writes benches/results/ilp-light/runs.csv (one row per slice and policy) and
+# machine.txt. The time limit makes `ilp` depend on the machine's speed: its rows are of this
+# machine. About 15 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
+coda=${CODA:-target/release/coda}
+out=${1:-benches/results/ilp-light}
+limit=${LIMIT:-2}
+slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900"}
+policies="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" > "$tmp/runs.csv"
+for s in $slices; do
+  trace=${s%%:*}; skip=${s##*:}
+  "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
+    --ilp-time-limit "$limit" --threads 1 --out "$tmp/$trace-$skip" > /dev/null
+  python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
+import glob, json, os, sys
+d, trace, skip = sys.argv[1:]
+for f in sorted(glob.glob(os.path.join(d, "*", "metrics.json"))):
+    m = json.load(open(f))
+    print(",".join(str(x) for x in [trace, m["cluster"], skip, 150, m["policy"], m["avg_jct_s"],
+                                    m["avg_queueing_s"], m["restarts"], m["wall_s"]]))
+PY
+  tail -n 12 "$tmp/runs.csv" >&2
+done
+mv "$tmp/runs.csv" "$out/runs.csv"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit)" "coda compare --threads 1"
