@@ -61,6 +61,10 @@ pub struct Args {
     /// Add the valid inequalities on co-location (group 14 of formulations/README.md).
     #[arg(long)]
     pub colocation_cuts: bool,
+    /// The configuration program solves its master only once column generation ends, not also
+    /// between its chunks (`SolveSettings::interim_masters`).
+    #[arg(long)]
+    pub no_interim_masters: bool,
     /// Round length T of the objective, seconds.
     #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
@@ -131,7 +135,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         seed: args.seed,
         symmetry_breaking: !args.no_symmetry_breaking,
         colocation_cuts: args.colocation_cuts,
-        interim_masters: true,
+        interim_masters: !args.no_interim_masters,
         verbose: args.verbose,
     }
 }
