@@ -188,7 +188,7 @@ fn generate_anytime(
         let gen_ = generate_columns(g, pool, chunk)?;
         iterations += gen_.iterations;
         bound = bound.min(gen_.bound); // NaN-ignoring: a chunk without a bound keeps the others'
-        if gen_.converged || gen_.iterations < chunk || g.budget.late() || allowance <= 0.0 {
+        if gen_.converged || gen_.iterations < chunk || g.budget.late() {
             let generated = Generated {
                 iterations,
                 bound,
@@ -196,11 +196,17 @@ fn generate_anytime(
             };
             return Ok((generated, best));
         }
+        pool = gen_.pool;
+        if allowance <= 0.0 {
+            // The masters' share is spent: generation runs on to its end in one chunk.
+            chunk = usize::MAX;
+            continue;
+        }
         let cap = (INTERIM_MASTER_SHARE * limit).min(allowance);
         let settings = clock.left();
         let settings = settings.with_time_limit(settings.time_limit_s.min(cap));
         let t = Instant::now();
-        let m = solve_master(g.pricing, &gen_.pool, &settings, start_cols, g.held)?;
+        let m = solve_master(g.pricing, &pool, &settings, start_cols, g.held)?;
         allowance -= t.elapsed().as_secs_f64();
         trail.record_master(&m);
         if best
@@ -209,7 +215,6 @@ fn generate_anytime(
         {
             best = Some(m);
         }
-        pool = gen_.pool;
         chunk *= 2;
     }
 }

@@ -6,14 +6,17 @@ use std::path::Path;
 
 use super::table::{Table, hours, md_table, provenance};
 
+/// One replay's average JCT (s), restarts and share of JCT spent queueing.
+type Run = (f64, f64, f64);
+
 /// Policies that are not baselines.
 const OURS: [&str; 2] = ["ilp", "learned"];
 
 /// The section from `runs.csv`.
 pub(super) fn ilp_light_section(dir: &Path, results: &Path) -> coda::Result<String> {
     let t = Table::read(&dir.join("runs.csv"))?;
-    // (trace, skip) → policy → (avg JCT, restarts, queueing share)
-    let mut slices: BTreeMap<(String, u64), BTreeMap<String, (f64, f64, f64)>> = BTreeMap::new();
+    // (trace, skip) → policy → its run
+    let mut slices: BTreeMap<(String, u64), BTreeMap<String, Run>> = BTreeMap::new();
     for r in 0..t.len() {
         let key = (t.str(r, "trace")?.to_string(), t.num(r, "skip")? as u64);
         let jct = t.num(r, "avg_jct_s")?;
