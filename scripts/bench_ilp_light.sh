@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The `ilp` policy on light load, as a new user would run it: 150-job slices of the shipped
-# traces on 4 x 8 GPUs whose FIFO replay queues for at most ~30 % of its JCT, every baseline,
+# traces on 4 x 8 GPUs whose FIFO replay averages under an hour of JCT or queues for under a
+# third of it (found by replaying every 300th slice under FIFO), every baseline,
 # `learned` and `ilp --ilp-time-limit 2` (LIMIT) side by side (`coda compare`, one run at a
 # time). Writes benches/results/ilp-light/runs.csv (one row per slice and policy) and
 # machine.txt. The time limit makes `ilp` depend on the machine's speed: its rows are of this

@@ -54,8 +54,9 @@ pub(super) fn ilp_light_section(dir: &Path, results: &Path) -> coda::Result<Stri
         ]);
     }
     Ok(format!(
-        "150-job slices of the shipped traces on 4 × 8 GPUs where FIFO queues little, every \
-         baseline beside `learned` and `ilp --ilp-time-limit 2`: average JCT in hours \
+        "150-job slices of the shipped traces on 4 × 8 GPUs under light load (FIFO's average \
+         JCT under an hour, or its queueing under a third of it), every baseline beside \
+         `learned` and `ilp --ilp-time-limit 2`: average JCT in hours \
          (restarts). `ilp` is behind FIFO on {behind_fifo} and behind the best baseline on \
          {behind_best} of {} slices. {}\n\n{}",
         rows.len(),
