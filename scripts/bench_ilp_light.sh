@@ -5,12 +5,17 @@
 # `learned` and `ilp --ilp-time-limit 2` (LIMIT) side by side (`coda compare`, one run at a
 # time). Writes benches/results/ilp-light/runs.csv (one row per slice and policy) and
 # machine.txt. The time limit makes `ilp` depend on the machine's speed: its rows are of this
-# machine. About 15 minutes on 2 cores.
+# machine. About 15 minutes on 2 cores. RESTART_S: the restart-loss estimate (`--restart-s`,
+# default 60 s, the shipped value) — another value writes to benches/results/ilp-light/restart-S/
+# (the sensitivity of the result to that estimate; set SLICES to the slices of interest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
 coda=${CODA:-target/release/coda}
-out=${1:-benches/results/ilp-light}
+restart=${RESTART_S:-60}
+out=benches/results/ilp-light
+[ "$restart" = 60 ] || out=$out/restart-$restart
+out=${1:-$out}
 limit=${LIMIT:-2}
 slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900"}
 policies="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"
@@ -21,7 +26,7 @@ echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" >
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --threads 1 --out "$tmp/$trace-$skip" > /dev/null
+    --ilp-time-limit "$limit" --restart-s "$restart" --threads 1 --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys
 d, trace, skip = sys.argv[1:]
@@ -33,4 +38,4 @@ PY
   tail -n 12 "$tmp/runs.csv" >&2
 done
 mv "$tmp/runs.csv" "$out/runs.csv"
-machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit)" "coda compare --threads 1"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart)" "coda compare --threads 1"

@@ -70,135 +70,112 @@ impl Backend for Highs {
         settings: &SolveSettings,
         t0: Instant,
     ) -> Result<BackendRun> {
-        if settings.threads <= 1 {
-            return run_highs(program, fixings, start, settings, t0);
+        // The thread count may change from run to run on one thread: HiGHS keeps a task
+        // scheduler per OS thread and refuses a run asking another size, but its C API resets
+        // the thread's scheduler when a model is destroyed (`Highs_destroy`, the wrapper's
+        // drop), and each run here builds and drops its own model (test
+        // `pricing_on_two_threads_finds_what_one_does`: 1, 2, then 1 thread on one thread).
+        let Program {
+            vars,
+            objective: obj,
+            rows: constraints,
+        } = program;
+        let mut problem = vars.maximise(obj).using(highs);
+        for c in constraints {
+            problem.add_constraint(c);
         }
-        // HiGHS keeps one task scheduler per OS thread, sized by the first run on that thread,
-        // and refuses a run asking another size ("global scheduler has already been
-        // initialized"): a multi-threaded run gets a thread of its own, so that every caller's
-        // thread only ever runs single-threaded solves and any thread count works after any
-        // other in one process.
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| run_highs(program, fixings, start, settings, t0))
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    }
-}
-
-/// [`Highs::run`] on the current thread.
-fn run_highs(
-    program: Program,
-    fixings: &[(usize, f64)],
-    start: Option<&[f64]>,
-    settings: &SolveSettings,
-    t0: Instant,
-) -> Result<BackendRun> {
-    let Program {
-        vars,
-        objective: obj,
-        rows: constraints,
-    } = program;
-    let mut problem = vars.maximise(obj).using(highs);
-    for c in constraints {
-        problem.add_constraint(c);
-    }
-    let build_time_s = t0.elapsed().as_secs_f64();
-    let mut model = problem.into_inner();
-    fix_columns(&mut model, fixings)?;
-    if !fixings.is_empty() {
-        // HiGHS 1.15's RENS sub-MIP on a program with fixed columns can loop in presolve's
-        // doubleton elimination without reading the clock (seen on a 2-server, 6-job round,
-        // with the columns fixed by rows or by bounds alike): no RENS there.
-        model.set_option("mip_heuristic_run_rens", false);
-    }
-    // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
-    model.set_option("output_flag", settings.verbose);
-    model.set_option("log_to_console", settings.verbose);
-    // HiGHS 1.15 restarts the search on a presolved copy once enough integer columns are
-    // fixed at the root, and that copy can lose the optimum: a 1-server round (5 jobs,
-    // seed 7364, one GPU added to its last switch) was reported "Optimal" at 0.9606 where a
-    // feasible 0.9686 exists (random seed 0; seeds 1-5, presolve off or no restart: 0.9686).
-    // The same solver has restart-related wrong optima on record (HiGHS issues 2171, 2439).
-    // A proven optimum must be one, so no restarts (`ilp::the_optimum_survives_a_gpu_added`).
-    model.set_option("mip_allow_restart", false);
-    // The limit covers the whole solve, model build included: HiGHS gets what is left of it.
-    model.set_option(
-        "time_limit",
-        (settings.time_limit_s - t0.elapsed().as_secs_f64()).max(1e-3),
-    );
-    model.set_option("mip_rel_gap", settings.mip_rel_gap);
-    model.set_option("mip_abs_gap", settings.mip_abs_gap);
-    model.set_option("threads", settings.threads as i32);
-    model.set_option("random_seed", settings.seed as i32);
-    if let Some(n) = settings.node_limit {
-        model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
-    }
-    if let Some(x) = start {
-        model.set_solution(Some(x), None, None, None);
-    }
-    let seen: Mutex<Vec<(Instant, f64)>> = Mutex::new(Vec::new());
-    watch_improvements(&mut model, &seen)?;
-    let t1 = Instant::now();
-    let solved = model.try_solve().map_err(|e| Error::Solver {
-        solver: "HiGHS".into(),
-        reason: format!("{e:?}"),
-    })?;
-    // Taken, not moved out: `seen` stays where HiGHS points until `solved` (declared after
-    // it, so dropped first) is gone.
-    let improvements = seen
-        .lock()
-        .map(|mut v| std::mem::take(&mut *v))
-        .unwrap_or_default();
-    let wall_time_s = t1.elapsed().as_secs_f64();
-    use highs::HighsModelStatus as H;
-    let status = match solved.status() {
-        H::Optimal => SolveStatus::Optimal,
-        H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
-        H::ReachedTimeLimit => SolveStatus::TimeLimit,
-        H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
-        H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
-        other => {
-            return Err(Error::Solver {
-                solver: "HiGHS".into(),
-                reason: format!("status {other:?}"),
+        let build_time_s = t0.elapsed().as_secs_f64();
+        let mut model = problem.into_inner();
+        fix_columns(&mut model, fixings)?;
+        if !fixings.is_empty() {
+            // HiGHS 1.15's RENS sub-MIP on a program with fixed columns can loop in presolve's
+            // doubleton elimination without reading the clock (seen on a 2-server, 6-job round,
+            // with the columns fixed by rows or by bounds alike): no RENS there.
+            model.set_option("mip_heuristic_run_rens", false);
+        }
+        // Options set through good_lp only reach HiGHS inside good_lp's own solve(); set them here.
+        model.set_option("output_flag", settings.verbose);
+        model.set_option("log_to_console", settings.verbose);
+        // HiGHS 1.15 restarts the search on a presolved copy once enough integer columns are
+        // fixed at the root, and that copy can lose the optimum: a 1-server round (5 jobs,
+        // seed 7364, one GPU added to its last switch) was reported "Optimal" at 0.9606 where a
+        // feasible 0.9686 exists (random seed 0; seeds 1-5, presolve off or no restart: 0.9686).
+        // The same solver has restart-related wrong optima on record (HiGHS issues 2171, 2439).
+        // A proven optimum must be one, so no restarts (`ilp::the_optimum_survives_a_gpu_added`).
+        model.set_option("mip_allow_restart", false);
+        // The limit covers the whole solve, model build included: HiGHS gets what is left of it.
+        model.set_option(
+            "time_limit",
+            (settings.time_limit_s - t0.elapsed().as_secs_f64()).max(1e-3),
+        );
+        model.set_option("mip_rel_gap", settings.mip_rel_gap);
+        model.set_option("mip_abs_gap", settings.mip_abs_gap);
+        model.set_option("threads", settings.threads as i32);
+        model.set_option("random_seed", settings.seed as i32);
+        if let Some(n) = settings.node_limit {
+            model.set_option("mip_max_nodes", i32::try_from(n).unwrap_or(i32::MAX));
+        }
+        if let Some(x) = start {
+            model.set_solution(Some(x), None, None, None);
+        }
+        let seen: Mutex<Vec<(Instant, f64)>> = Mutex::new(Vec::new());
+        watch_improvements(&mut model, &seen)?;
+        let t1 = Instant::now();
+        let solved = model
+            .try_solve()
+            .map_err(|e| highs_error(format!("{e:?}")))?;
+        // Taken, not moved out: `seen` stays where HiGHS points until `solved` (declared after
+        // it, so dropped first) is gone.
+        let improvements = seen
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default();
+        let wall_time_s = t1.elapsed().as_secs_f64();
+        use highs::HighsModelStatus as H;
+        let status = match solved.status() {
+            H::Optimal => SolveStatus::Optimal,
+            H::Infeasible | H::UnboundedOrInfeasible => SolveStatus::Infeasible,
+            H::ReachedTimeLimit => SolveStatus::TimeLimit,
+            H::ReachedIterationLimit | H::ReachedSolutionLimit => SolveStatus::NodeLimit,
+            H::ObjectiveBound | H::ObjectiveTarget => SolveStatus::GapLimit,
+            other => {
+                return Err(highs_error(format!("status {other:?}")));
+            }
+        };
+        let nodes = node_count(&solved);
+        let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+        if status == SolveStatus::Infeasible || !feasible {
+            return Ok(BackendRun {
+                status: if status == SolveStatus::Infeasible {
+                    SolveStatus::Infeasible
+                } else {
+                    SolveStatus::NoSolution
+                },
+                values: Vec::new(),
+                row_duals: Vec::new(),
+                column_duals: Vec::new(),
+                objective: f64::NAN,
+                bound: None,
+                nodes,
+                build_time_s,
+                wall_time_s,
+                improvements,
             });
         }
-    };
-    let nodes = node_count(&solved);
-    let feasible = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
-    if status == SolveStatus::Infeasible || !feasible {
-        return Ok(BackendRun {
-            status: if status == SolveStatus::Infeasible {
-                SolveStatus::Infeasible
-            } else {
-                SolveStatus::NoSolution
-            },
-            values: Vec::new(),
-            row_duals: Vec::new(),
-            column_duals: Vec::new(),
-            objective: f64::NAN,
-            bound: None,
+        let solution = solved.get_solution();
+        Ok(BackendRun {
+            status,
+            values: solution.columns().to_vec(),
+            row_duals: solution.dual_rows().to_vec(),
+            column_duals: solution.dual_columns().to_vec(),
+            objective: solved.objective_value(),
+            bound: solved.double_info_value(c"mip_dual_bound").ok(),
             nodes,
             build_time_s,
             wall_time_s,
             improvements,
-        });
+        })
     }
-    let solution = solved.get_solution();
-    Ok(BackendRun {
-        status,
-        values: solution.columns().to_vec(),
-        row_duals: solution.dual_rows().to_vec(),
-        column_duals: solution.dual_columns().to_vec(),
-        objective: solved.objective_value(),
-        bound: solved.double_info_value(c"mip_dual_bound").ok(),
-        nodes,
-        build_time_s,
-        wall_time_s,
-        improvements,
-    })
 }
 
 /// Asks HiGHS to report every improving integer solution of the run into `seen` (the time it
@@ -223,10 +200,9 @@ fn watch_improvements(model: &mut highs::Model, seen: &Mutex<Vec<(Instant, f64)>
         }
     };
     if status != 0 {
-        return Err(Error::Solver {
-            solver: "HiGHS".into(),
-            reason: format!("improving-solution callback: status {status}"),
-        });
+        return Err(highs_error(format!(
+            "improving-solution callback: status {status}"
+        )));
     }
     Ok(())
 }
@@ -261,6 +237,14 @@ unsafe extern "C" fn on_improving(
     }
 }
 
+/// A HiGHS failure, with why.
+fn highs_error(reason: String) -> Error {
+    Error::Solver {
+        solver: "HiGHS".into(),
+        reason,
+    }
+}
+
 /// Holds column `i` at `v` for every `(i, v)` (good_lp numbers HiGHS columns in variable order,
 /// the order the decoder's indices follow); the safe wrapper cannot name a column it did not
 /// create, so the bounds go through the C API.
@@ -269,20 +253,16 @@ fn fix_columns(model: &mut highs::Model, fixings: &[(usize, f64)]) -> Result<()>
     let cols = model.num_cols();
     for &(i, v) in fixings {
         if i >= cols {
-            return Err(Error::Solver {
-                solver: "HiGHS".into(),
-                reason: format!("fixed column {i} of {cols}"),
-            });
+            return Err(highs_error(format!("fixed column {i} of {cols}")));
         }
         // SAFETY: `model` owns a live HiGHS instance for the call; `i` is a column index below
         // its column count (checked above); bounds are finite.
         let status =
             unsafe { highs_sys::Highs_changeColBounds(model.as_mut_ptr(), i as i32, v, v) };
         if status != 0 {
-            return Err(Error::Solver {
-                solver: "HiGHS".into(),
-                reason: format!("fixing column {i} at {v}: status {status}"),
-            });
+            return Err(highs_error(format!(
+                "fixing column {i} at {v}: status {status}"
+            )));
         }
     }
     Ok(())

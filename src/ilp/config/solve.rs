@@ -83,17 +83,18 @@ pub(crate) fn solve(
     candidates: &[Schedule],
     held: &[JobId],
 ) -> Result<Solved> {
+    let run = || solve_on(pricing, settings, warm_start, candidates, held);
     if settings.threads <= 1 {
-        return solve_on(pricing, settings, warm_start, candidates, held);
+        return run();
     }
-    let pool = rayon::ThreadPoolBuilder::new()
+    rayon::ThreadPoolBuilder::new()
         .num_threads(settings.threads as usize)
         .build()
         .map_err(|e| Error::Solver {
             solver: "configuration program".into(),
             reason: format!("cannot start {} pricing threads: {e}", settings.threads),
-        })?;
-    pool.install(|| solve_on(pricing, settings, warm_start, candidates, held))
+        })?
+        .install(run)
 }
 
 /// [`solve`] on the current thread pool.

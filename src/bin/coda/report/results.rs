@@ -578,6 +578,15 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         s.push_str("## The `ilp` policy on light load\n\n");
         s.push_str(&super::ilp_light::ilp_light_section(&light, &results)?);
         s.push('\n');
+        // The same slices with the restart-loss estimate (`restart_s`) off and high.
+        for r in ["0", "180"] {
+            let dir = light.join(format!("restart-{r}"));
+            if dir.join("runs.csv").is_file() {
+                s.push_str(&format!("\n### With `--restart-s {r}` (shipped: 60)\n\n"));
+                s.push_str(&super::ilp_light::ilp_light_section(&dir, &results)?);
+                s.push('\n');
+            }
+        }
     }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
