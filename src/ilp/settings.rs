@@ -58,8 +58,18 @@ pub struct SolveSettings {
     /// of `coda bench-warm-start --no-interim-masters`). Never under a work limit.
     #[serde(default = "interim_default")]
     pub interim_masters: bool,
+    /// The configuration program's exact pricing searches by shapes, then layouts (default
+    /// on; off: over fragments, the ablation of `coda solve --no-shape-pricing`). The same
+    /// columns and bounds either way; only how fast they come.
+    #[serde(default = "shape_pricing_default")]
+    pub shape_pricing: bool,
     /// Print the solver log.
     pub verbose: bool,
+}
+
+/// [`SolveSettings::shape_pricing`]' default, for settings read without it.
+fn shape_pricing_default() -> bool {
+    true
 }
 
 /// [`SolveSettings::interim_masters`]' default, for settings read without it.
@@ -80,6 +90,7 @@ impl Default for SolveSettings {
             symmetry_breaking: true,
             colocation_cuts: false,
             interim_masters: true,
+            shape_pricing: true,
             verbose: false,
         }
     }

@@ -65,6 +65,10 @@ pub struct Args {
     /// between its chunks (`SolveSettings::interim_masters`).
     #[arg(long)]
     pub no_interim_masters: bool,
+    /// The configuration program's exact pricing searches over fragments, not by shapes and
+    /// then layouts (`SolveSettings::shape_pricing`; the same columns, the ablation).
+    #[arg(long)]
+    pub no_shape_pricing: bool,
     /// Round length T of the objective, seconds.
     #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
@@ -136,6 +140,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         symmetry_breaking: !args.no_symmetry_breaking,
         colocation_cuts: args.colocation_cuts,
         interim_masters: !args.no_interim_masters,
+        shape_pricing: !args.no_shape_pricing,
         verbose: args.verbose,
     }
 }

@@ -194,6 +194,7 @@ fn generate_fixed(
             node_limit: limit,
             budget,
             parallel,
+            shapes: settings.shape_pricing,
         };
         for (p, &(_, n)) in pricer
             .price_servers_on(&reps, &problems, enough)
@@ -294,6 +295,7 @@ mod tests {
                             node_limit: 5_000_000,
                             budget: Budget::unlimited(&spent),
                             parallel: false,
+                            shapes: true,
                         },
                         srv,
                     ),

@@ -112,23 +112,51 @@ impl PairTerms {
     /// [`pair_loss`] of two fragments on one server, given (when both have workers) each
     /// one's co-location excess from the other, `(a from b, b from a)`.
     pub(crate) fn loss(&self, b: &PairTerms, excess: impl FnOnce() -> (f64, f64)) -> f64 {
+        // Summed in this order (not as its two parts below) so that the fragment search's
+        // values stay bit-for-bit what they were.
         let mut v = 0.0;
         if self.workers && b.workers {
             let (ab, ba) = excess();
             v -= self.coloc * ab;
             v -= b.coloc * ba;
         }
+        v += self.pcie_loss(b);
+        if self.multi && b.multi {
+            v -= self.nic + b.nic;
+        }
+        v
+    }
+
+    /// The part of [`PairTerms::loss`] that does not depend on the fragments' layouts over
+    /// the switches: co-location and NIC sharing. Fragments of one job's shape (option,
+    /// workers, PS) have the same, whatever their layouts (what shape pricing rests on).
+    pub(crate) fn layout_free_loss(
+        &self,
+        b: &PairTerms,
+        excess: impl FnOnce() -> (f64, f64),
+    ) -> f64 {
+        let mut v = 0.0;
+        if self.workers && b.workers {
+            let (ab, ba) = excess();
+            v -= self.coloc * ab;
+            v -= b.coloc * ba;
+        }
+        if self.multi && b.multi {
+            v -= self.nic + b.nic;
+        }
+        v
+    }
+
+    /// The part of [`PairTerms::loss`] that the layouts decide: PCIe sharing, per switch both
+    /// fragments use.
+    pub(crate) fn pcie_loss(&self, b: &PairTerms) -> f64 {
         let mut shared = (self.switches & b.switches).count_ones();
         if self.gpus.len() > 64 {
             shared += (64..self.gpus.len())
                 .filter(|&i| self.gpus[i] > 0 && b.gpus.get(i).is_some_and(|&n| n > 0))
                 .count() as u32;
         }
-        v -= (self.pcie + b.pcie) * f64::from(shared);
-        if self.multi && b.multi {
-            v -= self.nic + b.nic;
-        }
-        v
+        -(self.pcie + b.pcie) * f64::from(shared)
     }
 }
 

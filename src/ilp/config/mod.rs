@@ -7,7 +7,8 @@
 //! `budget`: where a phase stops (deadline, or search nodes: the repeatable limit);
 //! `column`: a server's configuration, its exact share of the objective, and the server classes;
 //! `master`: the master over a pool of columns, integer or relaxed (with duals); `price`: a
-//! class's best column at those duals by an exact search, or every column within a gap; `cg`:
+//! class's best column at those duals by an exact search (`search` over fragments, `shape` by
+//! shapes then layouts, the default), or every column within a gap; `cg`:
 //! column generation at the root, whose relaxation bounds the round, and dives; `solve`: the
 //! whole solve (generation, master, enumeration, dives). [`crate::ilp::SolveRequest::program`]
 //! solves a round with it.
@@ -18,6 +19,7 @@ mod column;
 mod master;
 pub(super) mod price;
 mod search;
+mod shape;
 mod solve;
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::budget::Budget;
 use super::column::{Column, Fragment, PairTerms};
 use super::master::Duals;
-use super::search::{Candidate, Problem, Search};
+use super::search::{Candidate, Problem, Search, Shape};
 use crate::model::JobPos;
 use crate::model::ServerIdx;
 use crate::objective::{Mode, RoundPricing};
@@ -75,7 +75,7 @@ fn candidates(
     s: usize,
     j: usize,
     min_own: f64,
-) -> Vec<Candidate> {
+) -> (Vec<Candidate>, Vec<Shape>) {
     let topology = pricing.topology();
     let switches = topology.switches_on(s);
     let mut caps = vec![0u32; switches.len()];
@@ -93,26 +93,46 @@ fn candidates(
         caps,
         socket_of,
     };
-    let mut out = Vec::new();
+    // One block per shape (a shape's layouts are generated together), sorted by own reduced
+    // cost, stably: the candidates come out as a stable sort of them all would leave them,
+    // and the shapes are the blocks.
+    let mut blocks: Vec<Vec<Candidate>> = Vec::new();
     if !duals.held.get(j).copied().unwrap_or(false) {
-        here.new_fragments(min_own, &mut out);
+        here.new_fragments(min_own, &mut blocks);
     }
-    here.kept_fragments(min_own, &mut out);
-    out.sort_by(|a, b| b.own.total_cmp(&a.own));
-    out
+    here.kept_fragments(min_own, &mut blocks);
+    blocks.sort_by(|a, b| b[0].own.total_cmp(&a[0].own));
+    let mut out = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
+    let mut shapes = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let c = &block[0];
+        shapes.push(Shape {
+            cands: out.len()..out.len() + block.len(),
+            own: c.own,
+            cpu: c.cpu,
+            mem: c.mem,
+            gpus: c.fragment.gpus.iter().sum::<u32>() as usize,
+        });
+        out.extend(block);
+    }
+    (out, shapes)
 }
 
 impl JobOnServer<'_, '_> {
     /// Every fragment of every option of the server's GPU type: each size (the whole option,
     /// or for a multi-server option each part of it), each split of its GPUs over the
     /// switches, in the sockets its mode allows, that the server's cores and memory hold.
-    fn new_fragments(&self, min_own: f64, out: &mut Vec<Candidate>) {
+    fn new_fragments(&self, min_own: f64, out: &mut Vec<Vec<Candidate>>) {
         let (pricing, duals, s, j) = (self.pricing, self.duals, self.s, self.j);
         let snap = pricing.snapshot();
         let server = &snap.cluster.servers[s];
         let job = &snap.jobs[j];
         let jp = JobPos(j);
         let gpw = job.demand.gpus_per_worker.max(1);
+        // Each GPU count's splits over the switches, with the sockets each spans (the same
+        // for every option and size that needs that many GPUs).
+        let mut splits: std::collections::HashMap<usize, Vec<(Vec<u32>, usize)>> =
+            Default::default();
         for (k, o) in pricing.options(jp).iter().enumerate() {
             if o.gpu_type != server.gpu_type {
                 continue;
@@ -137,37 +157,46 @@ impl JobOnServer<'_, '_> {
                 if !crate::model::fits_in((server.cpu_cores, server.memory_gib), cpu, mem) {
                     continue;
                 }
-                let mut splits = Vec::new();
-                layouts(m * gpw, &self.caps, &mut splits, &mut Vec::new());
-                for gpus in splits {
-                    let mut sockets: Vec<u32> = (0..gpus.len())
-                        .filter(|&b| gpus[b] > 0)
-                        .map(|b| self.socket_of[b])
-                        .collect();
-                    sockets.sort_unstable();
-                    sockets.dedup();
-                    let all_reduce = job.arch == crate::model::Architecture::AllReduce;
-                    let ok = match o.mode {
-                        Mode::Single => !all_reduce || sockets.len() <= 1,
-                        Mode::CrossSocket => sockets.len() > 1,
+                let n = (m * gpw) as usize;
+                let splits = splits.entry(n).or_insert_with(|| {
+                    let mut all = Vec::new();
+                    layouts(m * gpw, &self.caps, &mut all, &mut Vec::new());
+                    all.into_iter()
+                        .map(|gpus| {
+                            let mut sockets: Vec<u32> = (0..gpus.len())
+                                .filter(|&b| gpus[b] > 0)
+                                .map(|b| self.socket_of[b])
+                                .collect();
+                            sockets.sort_unstable();
+                            sockets.dedup();
+                            (gpus, sockets.len())
+                        })
+                        .collect()
+                });
+                let all_reduce = job.arch == crate::model::Architecture::AllReduce;
+                let block: Vec<Candidate> = splits
+                    .iter()
+                    .filter(|(_, sockets)| match o.mode {
+                        Mode::Single => !all_reduce || *sockets <= 1,
+                        Mode::CrossSocket => *sockets > 1,
                         Mode::Multi => true,
-                    };
-                    if ok {
-                        let fragment = Fragment {
+                    })
+                    .map(|(gpus, _)| Candidate {
+                        fragment: Fragment {
                             job: jp,
                             option: k,
                             workers: m,
-                            gpus,
+                            gpus: gpus.clone(),
                             ps: q,
                             kept: false,
-                        };
-                        out.push(Candidate {
-                            fragment,
-                            own,
-                            cpu,
-                            mem,
-                        });
-                    }
+                        },
+                        own,
+                        cpu,
+                        mem,
+                    })
+                    .collect();
+                if !block.is_empty() {
+                    out.push(block);
                 }
             }
         }
@@ -175,7 +204,7 @@ impl JobOnServer<'_, '_> {
 
     /// Its current tasks here, exactly, as part of keeping it — at any tier of its current
     /// option (a tier change is not a restart).
-    fn kept_fragments(&self, min_own: f64, out: &mut Vec<Candidate>) {
+    fn kept_fragments(&self, min_own: f64, out: &mut Vec<Vec<Candidate>>) {
         let (pricing, duals, s, j) = (self.pricing, self.duals, self.s, self.j);
         let job = &pricing.snapshot().jobs[j];
         let jp = JobPos(j);
@@ -227,12 +256,12 @@ impl JobOnServer<'_, '_> {
                     kept: true,
                 };
                 let (cpu, mem) = job.cores_mem_at(o.tier, f64::from(m), f64::from(q));
-                out.push(Candidate {
+                out.push(vec![Candidate {
                     fragment,
                     own,
                     cpu,
                     mem,
-                });
+                }]);
             }
         }
     }
@@ -317,6 +346,8 @@ pub(crate) struct Pricer<'p, 'a> {
     /// Price the server classes on the current rayon pool (ignored under a work limit, whose
     /// nodes go to the searches in order: see [`Budget::counts_nodes`]).
     pub parallel: bool,
+    /// Search by shapes, then layouts ([`super::shape`]); else over fragments.
+    pub shapes: bool,
 }
 
 /// The best column of server `s` at `duals`, searching at most `node_limit` nodes.
@@ -334,11 +365,12 @@ pub(crate) fn price_server(pricer: Pricer<'_, '_>, s: usize) -> Priced {
 fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) -> Problem {
     let snap = pricing.snapshot();
     let topology = pricing.topology();
-    let mut jobs: Vec<Vec<Candidate>> = (0..snap.jobs.len())
+    let mut per_job: Vec<(Vec<Candidate>, Vec<Shape>)> = (0..snap.jobs.len())
         .map(|j| candidates(pricing, duals, s, j, min_own))
-        .filter(|c| !c.is_empty())
+        .filter(|c| !c.0.is_empty())
         .collect();
-    jobs.sort_by(|a, b| b[0].own.total_cmp(&a[0].own));
+    per_job.sort_by(|a, b| b.0[0].own.total_cmp(&a.0[0].own));
+    let (jobs, shapes): (Vec<Vec<Candidate>>, Vec<Vec<Shape>>) = per_job.into_iter().unzip();
     let mut free = vec![0u32; topology.switches_on(s).len()];
     for &b in topology.switches_on(s) {
         let sw = topology.switch(b);
@@ -365,6 +397,7 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
         cpu: server.cpu_cores,
         mem: server.memory_gib,
         free,
+        shapes,
         jobs,
         terms,
         excess,
@@ -436,8 +469,8 @@ impl Pricer<'_, '_> {
     }
 
     /// Every column of the classes of `servers` (representatives) whose reduced cost at the
-    /// duals is at least `−delta`, up to the switch symmetry of [`symmetric`] (columns it maps
-    /// onto each other are the same to the master); `None` when there are more than `cap`, the
+    /// duals is at least `−delta`, up to the switch symmetry of `search::Symmetry` (columns it
+    /// maps onto each other are the same to the master); `None` when there are more than `cap`, the
     /// node limit or budget cuts a search, or some loss is negative (nothing bounds the search).
     /// At duals where no column has a positive reduced cost, a schedule better than one of
     /// value `z` uses only columns of reduced cost at least `z − LP` (each column's reduced
@@ -453,7 +486,14 @@ impl Pricer<'_, '_> {
         for &s in servers {
             let problem = problem(self.pricing, self.duals, s, -delta);
             let pi = self.duals.server.get(&s).copied().unwrap_or(0.0);
-            let mut search = Search::new(self.pricing, s, &problem, self.node_limit, self.budget);
+            let mut search = Search::new(
+                self.pricing,
+                s,
+                &problem,
+                self.node_limit,
+                self.budget,
+                self.shapes,
+            );
             if !search.prune {
                 return None;
             }
@@ -483,7 +523,14 @@ impl Pricer<'_, '_> {
     /// the subtrees it left.
     fn search(&self, s: usize, problem: &Problem, enough: f64) -> (f64, Vec<Fragment>, bool, f64) {
         let jobs = &problem.jobs;
-        let mut search = Search::new(self.pricing, s, problem, self.node_limit, self.budget);
+        let mut search = Search::new(
+            self.pricing,
+            s,
+            problem,
+            self.node_limit,
+            self.budget,
+            self.shapes,
+        );
         search.enough = enough;
         let exact = search.complete();
         let (value, picks) = search.best;

@@ -50,7 +50,7 @@ pub(super) struct Bounds {
 }
 
 impl Bounds {
-    fn new(jobs: &[Vec<Candidate>], gpus: usize, cores: f64) -> Self {
+    fn new(jobs: &[Vec<Shape>], gpus: usize, cores: f64) -> Self {
         let unit = (cores / CORE_UNITS).ceil().max(1.0);
         let units = Self::count(cores, unit);
         let (gn, kn) = (gpus + 1, units + 1);
@@ -60,8 +60,9 @@ impl Bounds {
         for i in (0..jobs.len()).rev() {
             // The best own reduced cost of job i at each (GPUs, core units) it takes.
             best.clear();
+            // By shape: a shape's layouts share GPUs, cores and own reduced cost.
             for c in &jobs[i] {
-                let g = c.fragment.gpus.iter().sum::<u32>() as usize;
+                let g = c.gpus;
                 let k = ((c.cpu / unit) + 1e-9).floor().max(0.0) as usize;
                 if g > gpus || k > units {
                     continue;
@@ -97,7 +98,7 @@ impl Bounds {
     }
 
     /// The bound of jobs `i..` with `gpus` GPUs and `cores` cores free.
-    fn at(&self, i: usize, gpus: usize, cores: f64) -> f64 {
+    pub(super) fn at(&self, i: usize, gpus: usize, cores: f64) -> f64 {
         let k = Self::count(cores, self.unit).min(self.units);
         self.ub[(i * (self.gpus + 1) + gpus.min(self.gpus)) * (self.units + 1) + k]
     }
@@ -107,7 +108,9 @@ pub(super) struct Search<'p> {
     pub(super) jobs: &'p [Vec<Candidate>],
     /// [`Bounds`] of `jobs`.
     pub(super) ub: Bounds,
-    /// `first[i][c]`: whether candidate `c` of job `i` may open a column (see [`symmetric`]).
+    /// Which layouts may open a column, and (searching fragments) `first[i][c]`: whether
+    /// candidate `c` of job `i` may.
+    pub(super) symmetry: Symmetry,
     pub(super) first: Vec<Vec<bool>>,
     pub(super) prune: bool,
     /// Whether nodes the static bound leaves are tried against [`Search::given_chosen`]: only
@@ -137,18 +140,30 @@ pub(super) struct Search<'p> {
     pub(super) target: f64,
     pub(super) cap: usize,
     problem: &'p Problem,
+    /// Searching by shapes ([`super::shape`]), not fragments.
+    pub(super) by_shapes: bool,
+    /// The chosen shapes, `(job, shape)`, and their layout-free value.
+    pub(super) sel: Vec<(usize, usize)>,
+    pub(super) layout_free: f64,
+    /// The chosen shapes' best layouts as `(job, candidate)`.
+    pub(super) picks: Vec<(usize, usize)>,
+    /// The layout search's best so far (least PCIe loss, its layouts) and its current layouts.
+    pub(super) layout_best: Option<(f64, Vec<(usize, usize)>)>,
+    pub(super) layout_picks: Vec<(usize, usize)>,
 }
 
 impl<'p> Search<'p> {
     /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes (fewer if the
     /// budget has fewer left), for the best column (set `enough` or `collect` for the other
-    /// uses). [`Search::complete`] charges the budget.
+    /// uses), over fragments or (`by_shapes`) over shapes and then layouts
+    /// ([`super::shape`]). [`Search::complete`] charges the budget.
     pub(super) fn new(
         pricing: &RoundPricing<'_>,
         s: usize,
         problem: &'p Problem,
         node_limit: u64,
         budget: Budget<'p>,
+        by_shapes: bool,
     ) -> Self {
         let node_limit = budget.nodes(node_limit);
         let jobs = &problem.jobs;
@@ -163,13 +178,31 @@ impl<'p> Search<'p> {
             })
         });
         let free_total = problem.free.iter().sum::<u32>() as usize;
-        let candidates: usize = jobs.iter().map(Vec::len).sum();
+        let symmetry = Symmetry::of(pricing, s, problem);
+        // By shapes the strong bound prices shapes, not layouts.
+        let candidates: usize = if by_shapes {
+            problem.shapes.iter().map(Vec::len).sum()
+        } else {
+            jobs.iter().map(Vec::len).sum()
+        };
         Search {
             problem,
             strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
             jobs,
-            ub: Bounds::new(jobs, free_total, problem.cpu),
-            first: symmetric(pricing, s, problem),
+            ub: Bounds::new(&problem.shapes, free_total, problem.cpu),
+            first: if by_shapes {
+                Vec::new() // asked per layout
+            } else {
+                jobs.iter()
+                    .map(|cands| {
+                        cands
+                            .iter()
+                            .map(|c| symmetry.opens(&c.fragment.gpus))
+                            .collect()
+                    })
+                    .collect()
+            },
+            symmetry,
             prune,
             free: problem.free.clone(),
             free_total,
@@ -186,7 +219,18 @@ impl<'p> Search<'p> {
             collect: None,
             target: f64::INFINITY,
             cap: 0,
+            by_shapes,
+            sel: Vec::new(),
+            layout_free: 0.0,
+            picks: Vec::new(),
+            layout_best: None,
+            layout_picks: Vec::new(),
         }
+    }
+
+    /// The problem searched.
+    pub(super) fn problem(&self) -> &'p Problem {
+        self.problem
     }
 
     /// The most jobs `i..` can add given the fragments chosen: the knapsack of [`Bounds`] over
@@ -236,7 +280,7 @@ impl<'p> Search<'p> {
     }
 
     /// Whether a subtree bounded by `bound` can hold nothing the search wants.
-    fn pruned(&self, bound: f64) -> bool {
+    pub(super) fn pruned(&self, bound: f64) -> bool {
         if !self.prune {
             return false;
         }
@@ -250,7 +294,11 @@ impl<'p> Search<'p> {
     /// Searches from the root, charges the budget with the nodes visited, and says whether
     /// the search finished within its limit.
     pub(super) fn complete(&mut self) -> bool {
-        self.run(0);
+        if self.by_shapes {
+            self.run_shapes();
+        } else {
+            self.run(0);
+        }
         self.budget.spend(self.nodes);
         self.nodes <= self.limit
     }
@@ -346,6 +394,20 @@ impl<'p> Search<'p> {
     }
 }
 
+/// One shape of a job on the server (its fragment apart from the layout: option, workers, PS,
+/// kept; see `shape.rs`): its candidates (layouts) and what they share.
+pub(super) struct Shape {
+    /// Its candidates in the job's list (each a layout): a shape's are consecutive.
+    pub(super) cands: std::ops::Range<usize>,
+    /// Their own reduced cost.
+    pub(super) own: f64,
+    /// Cores and memory.
+    pub(super) cpu: f64,
+    pub(super) mem: f64,
+    /// GPUs.
+    pub(super) gpus: usize,
+}
+
 /// One server's pricing problem: its capacities and its jobs' candidate fragments.
 pub(super) struct Problem {
     pub(super) cpu: f64,
@@ -359,6 +421,8 @@ pub(super) struct Problem {
     /// `excess[i * n + k]`: job `i`'s co-location excess from job `k` on this server (`n` =
     /// `jobs.len()`).
     pub(super) excess: Vec<f64>,
+    /// Each job's candidates by shape, in its order of own reduced cost.
+    pub(super) shapes: Vec<Vec<Shape>>,
 }
 
 impl Problem {
@@ -379,56 +443,66 @@ impl Problem {
     }
 }
 
-/// Which candidates may be a column's first fragment (in job order): on a server with no
+/// Which layouts may be a column's first fragment's (in job order): on a server with no
 /// kept fragment, a permutation of its PCIe switches that keeps each switch's size and the
 /// switches' grouping into sockets maps columns to columns of the same value (every term
 /// depends on the layout only through which switches two fragments share and how many sockets
 /// one spans), so some best column has a first fragment whose layout is the largest of its
 /// image under every such permutation — only those open a column. Up to 8 times fewer
 /// subtrees on a 2-socket × 2-switch server.
-fn symmetric(pricing: &RoundPricing<'_>, s: usize, problem: &Problem) -> Vec<Vec<bool>> {
-    let all = || problem.jobs.iter().map(|c| vec![true; c.len()]).collect();
-    let n = problem.free.len();
-    if n > 6 || problem.jobs.iter().flatten().any(|c| c.fragment.kept) {
-        return all();
-    }
-    let topology = pricing.topology();
-    let mut socket = vec![0u32; n];
-    for &b in topology.switches_on(s) {
-        let sw = topology.switch(b);
-        socket[sw.local as usize] = sw.socket;
-    }
-    // Every permutation of the switches keeping sizes and the socket partition.
-    let mut perms: Vec<Vec<usize>> = Vec::new();
-    let mut perm: Vec<usize> = (0..n).collect();
-    heap_permutations(n, &mut perm, &mut |p| {
-        let ok = (0..n).all(|a| {
-            problem.free[p[a]] == problem.free[a]
-                && (0..n).all(|b| (socket[a] == socket[b]) == (socket[p[a]] == socket[p[b]]))
-        });
-        if ok {
-            perms.push(p.to_vec());
+pub(super) struct Symmetry {
+    /// The inverse of each such permutation (none: every layout opens a column).
+    inverse: Vec<Vec<usize>>,
+}
+
+impl Symmetry {
+    /// The switch symmetry of server `s` in `problem`.
+    fn of(pricing: &RoundPricing<'_>, s: usize, problem: &Problem) -> Self {
+        let n = problem.free.len();
+        if n > 6 || problem.jobs.iter().flatten().any(|c| c.fragment.kept) {
+            return Symmetry {
+                inverse: Vec::new(),
+            };
         }
-    });
-    problem
-        .jobs
-        .iter()
-        .map(|cands| {
-            cands
-                .iter()
-                .map(|c| {
-                    let g = &c.fragment.gpus;
-                    perms.iter().all(|p| {
-                        let mut image = vec![0u32; n];
-                        for a in 0..n {
-                            image[p[a]] = g[a];
-                        }
-                        image <= *g
-                    })
-                })
-                .collect()
+        let topology = pricing.topology();
+        let mut socket = vec![0u32; n];
+        for &b in topology.switches_on(s) {
+            let sw = topology.switch(b);
+            socket[sw.local as usize] = sw.socket;
+        }
+        // Every permutation of the switches keeping sizes and the socket partition.
+        let mut inverse: Vec<Vec<usize>> = Vec::new();
+        let mut perm: Vec<usize> = (0..n).collect();
+        heap_permutations(n, &mut perm, &mut |p| {
+            let ok = (0..n).all(|a| {
+                problem.free[p[a]] == problem.free[a]
+                    && (0..n).all(|b| (socket[a] == socket[b]) == (socket[p[a]] == socket[p[b]]))
+            });
+            if ok {
+                let mut inv = vec![0; n];
+                for a in 0..n {
+                    inv[p[a]] = a;
+                }
+                inverse.push(inv);
+            }
+        });
+        Symmetry { inverse }
+    }
+
+    /// Whether layout `g` may open a column: no image of it is larger (lexicographically;
+    /// the image `h` of `g` under `p` has `h[p[a]] = g[a]`, so `h[b] = g[p⁻¹[b]]`).
+    pub(super) fn opens(&self, g: &[u32]) -> bool {
+        self.inverse.iter().all(|inv| {
+            for (b, &a) in inv.iter().enumerate() {
+                match g[a].cmp(&g[b]) {
+                    std::cmp::Ordering::Less => return true,
+                    std::cmp::Ordering::Greater => return false,
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+            true
         })
-        .collect()
+    }
 }
 
 /// Calls `f` on every permutation of `perm[..k]` (Heap's algorithm).
@@ -510,7 +584,24 @@ mod tests {
                 })
                 .collect();
             let (gpus, cores) = (next(9) as usize, if case % 5 == 0 { 300.0 } else { 24.0 });
-            let b = Bounds::new(&jobs, gpus, cores);
+            // Each candidate a shape of its own.
+            let shapes: Vec<Vec<Shape>> = jobs
+                .iter()
+                .map(|cands| {
+                    cands
+                        .iter()
+                        .enumerate()
+                        .map(|(c, cand)| Shape {
+                            cands: c..c + 1,
+                            own: cand.own,
+                            cpu: cand.cpu,
+                            mem: cand.mem,
+                            gpus: cand.fragment.gpus[0] as usize,
+                        })
+                        .collect()
+                })
+                .collect();
+            let b = Bounds::new(&shapes, gpus, cores);
             for i in 0..=jobs.len() {
                 for g in 0..=gpus {
                     for c in [0.0, 3.0, 7.5, 12.0, cores] {

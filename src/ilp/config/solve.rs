@@ -349,6 +349,7 @@ impl Search {
             budget: clock.phase(0.85),
             // The enumeration fills one capped list in class order.
             parallel: false,
+            shapes: g.settings.shape_pricing,
         };
         let Some(more) = pricer.enumerate_columns(&reps, delta, ENUMERATION_CAP) else {
             return Ok(());

@@ -238,3 +238,56 @@ pub(super) fn threads_section(dir: &Path, stop: &Path) -> coda::Result<String> {
         )
     ))
 }
+
+/// `pricing/solve_pricing.csv`: the configuration program with pricing by shapes and over
+/// fragments, per round: status, gap at the limit, time, relaxations and search nodes.
+pub(super) fn pricing_section(dir: &Path, stop: &Path) -> coda::Result<String> {
+    let csv = dir.join("solve_pricing.csv");
+    if !csv.is_file() {
+        return Ok(String::new());
+    }
+    let t = Table::read(&csv)?;
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        let status = t.str(r, "status")?;
+        let shown = if status == "optimal" {
+            "proven".to_string()
+        } else {
+            format!("gap {}", super::table::pct(t.num(r, "gap")?))
+        };
+        rows.push(vec![
+            t.str(r, "instance")?.to_string(),
+            t.str(r, "pricing")?.to_string(),
+            shown,
+            format!("{:.4}", t.num(r, "objective")?),
+            format!("{:.4}", t.num(r, "best_bound")?),
+            format!("{:.1}", t.num(r, "wall_s")?),
+            t.str(r, "iterations")?.to_string(),
+            t.str(r, "columns")?.to_string(),
+            t.str(r, "search_nodes")?.to_string(),
+            t.str(r, "converged")?.to_string(),
+        ]);
+    }
+    Ok(format!(
+        "### formulations/results/pricing/solve_pricing.csv\n\nThe configuration program with \
+         its exact pricing by shapes, then layouts (the default) and over fragments \
+         (`--no-shape-pricing`): status, objective, bound, wall time, relaxations solved, \
+         columns, pricing-search nodes and whether column generation converged. {}\n\n{}",
+        provenance(dir, stop)?,
+        md_table(
+            &[
+                "round",
+                "pricing",
+                "status",
+                "objective",
+                "bound",
+                "wall (s)",
+                "relaxations",
+                "columns",
+                "search nodes",
+                "converged",
+            ],
+            &rows,
+        )
+    ))
+}

@@ -642,5 +642,7 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     s.push_str(&super::primal::primal_section(&f.join("primal"), &f)?);
     s.push('\n');
     s.push_str(&super::primal::threads_section(&f.join("threads"), &f)?);
+    s.push('\n');
+    s.push_str(&super::primal::pricing_section(&f.join("pricing"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
 }

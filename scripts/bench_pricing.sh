@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Pricing by shapes against pricing over fragments (`coda solve --program config --time-limit L
+# --threads 1 --json`, with and without `--no-shape-pricing`) on the rounds pricing decides: the
+# generated rounds of 5 to 8 servers, the two trace rounds, the 16 x 32 round and the 32-server
+# trace rounds (L = 60 s, LIMIT), the 64 x 128 round (L = 300 s, LIMIT_64; SKIP_64=1 leaves it
+# out). The two variants of a round run at once, one per core. Writes
+# formulations/results/pricing/solve_pricing.csv and machine.txt. About 18 minutes on 2 cores.
+# ONLY="a b": those rounds alone (by name), into solve_pricing.csv all the same.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
+coda=${CODA:-target/release/coda}
+out=${1:-formulations/results/pricing}
+limit=${LIMIT:-60}
+limit64=${LIMIT_64:-300}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+row() {
+  python3 -c "
+import json,sys
+d=json.load(open('$1')); c=d.get('columns') or {}
+print(','.join(str(x) for x in ['$2','$3',d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],c.get('iterations',''),c.get('columns',''),c.get('search_nodes',''),c.get('converged',''),c.get('generation_s','')]))"
+}
+echo "instance,pricing,status,objective,best_bound,gap,wall_s,iterations,columns,search_nodes,converged,generation_s" > "$tmp/all.csv"
+for f in formulations/instances/gen_s0[5-8]_*.json formulations/instances/trace_*.json \
+  formulations/instances/large/gen_s16_j32_seed1.json formulations/instances/large/trace_*.json \
+  formulations/instances/large/gen_s64_j128_seed1.json; do
+  name=$(basename "$f" .json)
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
+  l=$limit
+  case "$name" in gen_s64_*) l=$limit64; [ "${SKIP_64:-0}" = 1 ] && continue ;; esac
+  "$coda" solve --instance "$f" --program config --time-limit "$l" --threads 1 --json > "$tmp/shapes.json" &
+  "$coda" solve --instance "$f" --program config --time-limit "$l" --threads 1 --no-shape-pricing --json > "$tmp/fragments.json"
+  wait
+  for p in shapes fragments; do
+    row "$tmp/$p.json" "$name" "$p" >> "$tmp/all.csv"
+    tail -1 "$tmp/all.csv" >&2
+  done
+done
+mv "$tmp/all.csv" "$out/solve_pricing.csv"
+rm -rf "$tmp"
+machine_txt "$out" "bash scripts/bench_pricing.sh (LIMIT=$limit, LIMIT_64=$limit64, SKIP_64=${SKIP_64:-0})" \
+  "the two variants of a round at once, one per core (1 HiGHS thread each)"
