@@ -35,3 +35,13 @@ json.dump(p, open(sys.argv[2], "w"))
 PY
   echo "$params"
 }
+
+# One CSV row of a `coda solve --json` answer on stdin: instance ($1), variant ($2), status,
+# objective, best_bound, gap, wall_s, iterations, columns, search_nodes, converged, generation_s
+# (the configuration program's columns empty for the compact one).
+solve_row() {
+  python3 -c "
+import json,sys
+d=json.load(sys.stdin); c=d.get('columns') or {}
+print(','.join(str(x) for x in [sys.argv[1],sys.argv[2],d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],c.get('iterations',''),c.get('columns',''),c.get('search_nodes',''),c.get('converged',''),c.get('generation_s','')]))" "$1" "$2"
+}

@@ -15,12 +15,6 @@ limit=${LIMIT:-60}
 limit64=${LIMIT_64:-300}
 mkdir -p "$out"
 tmp=$(mktemp -d)
-row() {
-  python3 -c "
-import json,sys
-d=json.load(open('$1')); c=d.get('columns') or {}
-print(','.join(str(x) for x in ['$2','$3',d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],c.get('iterations',''),c.get('columns',''),c.get('search_nodes',''),c.get('converged',''),c.get('generation_s','')]))"
-}
 echo "instance,pricing,status,objective,best_bound,gap,wall_s,iterations,columns,search_nodes,converged,generation_s" > "$tmp/all.csv"
 for f in formulations/instances/gen_s0[5-8]_*.json formulations/instances/trace_*.json \
   formulations/instances/large/gen_s16_j32_seed1.json formulations/instances/large/trace_*.json \
@@ -33,7 +27,7 @@ for f in formulations/instances/gen_s0[5-8]_*.json formulations/instances/trace_
   "$coda" solve --instance "$f" --program config --time-limit "$l" --threads 1 --no-shape-pricing --json > "$tmp/fragments.json"
   wait
   for p in shapes fragments; do
-    row "$tmp/$p.json" "$name" "$p" >> "$tmp/all.csv"
+    solve_row "$name" "$p" < "$tmp/$p.json" >> "$tmp/all.csv"
     tail -1 "$tmp/all.csv" >&2
   done
 done

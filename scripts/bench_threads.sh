@@ -20,10 +20,8 @@ for f in formulations/instances/gen_s08_j16_seed1.json formulations/instances/tr
   formulations/instances/large/trace_*.json; do
   name=$(basename "$f" .json)
   for t in $threads; do
-    "$coda" solve --instance "$f" --program config --time-limit "$limit" --threads "$t" --json | python3 -c "
-import json,sys
-d=json.load(sys.stdin); c=d.get('columns') or {}
-print(','.join(str(x) for x in ['$name','$t',d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],c.get('iterations',''),c.get('columns',''),c.get('search_nodes',''),c.get('converged',''),c.get('generation_s','')]))" >> "$tmp"
+    "$coda" solve --instance "$f" --program config --time-limit "$limit" --threads "$t" --json \
+      | solve_row "$name" "$t" >> "$tmp"
     tail -1 "$tmp" >&2
   done
 done

@@ -112,19 +112,9 @@ impl PairTerms {
     /// [`pair_loss`] of two fragments on one server, given (when both have workers) each
     /// one's co-location excess from the other, `(a from b, b from a)`.
     pub(crate) fn loss(&self, b: &PairTerms, excess: impl FnOnce() -> (f64, f64)) -> f64 {
-        // Summed in this order (not as its two parts below) so that the fragment search's
-        // values stay bit-for-bit what they were.
-        let mut v = 0.0;
-        if self.workers && b.workers {
-            let (ab, ba) = excess();
-            v -= self.coloc * ab;
-            v -= b.coloc * ba;
-        }
-        v += self.pcie_loss(b);
-        if self.multi && b.multi {
-            v -= self.nic + b.nic;
-        }
-        v
+        // Co-location, PCIe, NIC: in this order, so that the values are bit for bit those
+        // of one sum (the fragment search's columns stay what they were).
+        self.colocation_loss(b, excess) + self.pcie_loss(b) - self.nic_share(b)
     }
 
     /// The part of [`PairTerms::loss`] that does not depend on the fragments' layouts over
@@ -135,16 +125,28 @@ impl PairTerms {
         b: &PairTerms,
         excess: impl FnOnce() -> (f64, f64),
     ) -> f64 {
-        let mut v = 0.0;
+        self.colocation_loss(b, excess) - self.nic_share(b)
+    }
+
+    /// Co-location, when both have workers: each at the sufferer's coefficient.
+    fn colocation_loss(&self, b: &PairTerms, excess: impl FnOnce() -> (f64, f64)) -> f64 {
         if self.workers && b.workers {
             let (ab, ba) = excess();
-            v -= self.coloc * ab;
-            v -= b.coloc * ba;
+            // From 0.0, as the one sum was (the same zero's sign too).
+            0.0 - self.coloc * ab - b.coloc * ba
+        } else {
+            0.0
         }
+    }
+
+    /// NIC sharing (what is lost, ≥ 0 when the coefficients are), when both options are
+    /// multi-server.
+    fn nic_share(&self, b: &PairTerms) -> f64 {
         if self.multi && b.multi {
-            v -= self.nic + b.nic;
+            self.nic + b.nic
+        } else {
+            0.0
         }
-        v
     }
 
     /// The part of [`PairTerms::loss`] that the layouts decide: PCIe sharing, per switch both

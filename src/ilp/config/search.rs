@@ -254,15 +254,7 @@ impl<'p> Search<'p> {
                 }
                 best[g] = best[g].max(self.gain(j, c));
             }
-            for c in (0..=cap).rev() {
-                let mut v = row[c];
-                for (g, &b) in best.iter().enumerate().take(c + 1) {
-                    if b > 0.0 {
-                        v = v.max(b + row[c - g]);
-                    }
-                }
-                row[c] = v;
-            }
+            add_job(&mut row, &best);
         }
         row[cap]
     }
@@ -303,9 +295,10 @@ impl<'p> Search<'p> {
         self.nodes <= self.limit
     }
 
-    fn run(&mut self, i: usize) {
+    /// Counts a node; whether the search is past its limit (past the deadline it counts as
+    /// over its limit: not exact).
+    pub(super) fn tick(&mut self) -> bool {
         self.nodes += 1;
-        // Past the deadline the search counts as over its limit (not exact).
         if self.nodes.is_multiple_of(4096)
             && self
                 .budget
@@ -314,7 +307,11 @@ impl<'p> Search<'p> {
         {
             self.limit = 0;
         }
-        if self.nodes > self.limit {
+        self.nodes > self.limit
+    }
+
+    fn run(&mut self, i: usize) {
+        if self.tick() {
             // The subtree left here is bounded by its knapsack bound (by nothing without one).
             let b = if self.prune {
                 self.value + self.ub.at(i, self.free_total, self.cpu)
@@ -391,6 +388,21 @@ impl<'p> Search<'p> {
         }
         // Or job i has nothing here.
         self.run(i + 1);
+    }
+}
+
+/// One step of the knapsack over a server's GPUs: `row[c]` (the most the jobs after this one
+/// add within `c` GPUs) becomes the most with this job too, whose best gain at `g` GPUs is
+/// `best[g]` (not positive: it has nothing worth taking there).
+pub(super) fn add_job(row: &mut [f64], best: &[f64]) {
+    for c in (0..row.len()).rev() {
+        let mut v = row[c];
+        for (g, &b) in best.iter().enumerate().take(c + 1) {
+            if b > 0.0 {
+                v = v.max(b + row[c - g]);
+            }
+        }
+        row[c] = v;
     }
 }
 

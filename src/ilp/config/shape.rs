@@ -19,7 +19,7 @@
 //! The proof is in `formulations/README.md`, "Pricing by shapes, then layouts".
 
 use super::column::PairTerms;
-use super::search::Search;
+use super::search::{Search, add_job};
 
 impl Search<'_> {
     /// The pairs terms of shape `k` of job `i` but PCIe (those of its first layout).
@@ -42,20 +42,6 @@ impl Search<'_> {
                     })
                 })
                 .sum::<f64>()
-    }
-
-    /// Counts a node; whether the search is past its limit (or its deadline).
-    fn tick(&mut self) -> bool {
-        self.nodes += 1;
-        if self.nodes.is_multiple_of(4096)
-            && self
-                .budget
-                .deadline()
-                .is_some_and(|d| std::time::Instant::now() >= d)
-        {
-            self.limit = 0;
-        }
-        self.nodes > self.limit
     }
 
     /// The search from the root (the empty column, worth 0).
@@ -280,15 +266,7 @@ impl Search<'_> {
                 }
                 best[g] = best[g].max(self.shape_gain(j, k));
             }
-            for c in (0..=cap).rev() {
-                let mut v = row[c];
-                for (g, &b) in best.iter().enumerate().take(c + 1) {
-                    if b > 0.0 {
-                        v = v.max(b + row[c - g]);
-                    }
-                }
-                row[c] = v;
-            }
+            add_job(&mut row, &best);
         }
         row[cap]
     }

@@ -187,6 +187,27 @@ pub(super) fn draw(dir: &Path) -> coda::Result<Vec<std::path::PathBuf>> {
     Ok(written)
 }
 
+/// The cells every table of configuration-program solves (`solve_threads.csv`,
+/// `solve_pricing.csv`: one row per round and `variant`) starts with: round, variant, proven or
+/// the gap at the limit, objective, bound, wall time, relaxations and columns.
+fn solve_cells(t: &Table, r: usize, variant: &str) -> coda::Result<Vec<String>> {
+    let shown = if t.str(r, "status")? == "optimal" {
+        "proven".to_string()
+    } else {
+        format!("gap {}", super::table::pct(t.num(r, "gap")?))
+    };
+    Ok(vec![
+        t.str(r, "instance")?.to_string(),
+        t.str(r, variant)?.to_string(),
+        shown,
+        format!("{:.4}", t.num(r, "objective")?),
+        format!("{:.4}", t.num(r, "best_bound")?),
+        format!("{:.1}", t.num(r, "wall_s")?),
+        t.str(r, "iterations")?.to_string(),
+        t.str(r, "columns")?.to_string(),
+    ])
+}
+
 /// `threads/solve_threads.csv`: the configuration program at each solver-thread count, per
 /// round: status, gap at the limit, time, relaxations solved and pricing nodes per second.
 pub(super) fn threads_section(dir: &Path, stop: &Path) -> coda::Result<String> {
@@ -197,24 +218,13 @@ pub(super) fn threads_section(dir: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(&csv)?;
     let mut rows = Vec::new();
     for r in 0..t.len() {
-        let (wall, gen_s) = (t.num(r, "wall_s")?, t.num(r, "generation_s")?);
-        let status = t.str(r, "status")?;
-        let shown = if status == "optimal" {
-            "proven".to_string()
-        } else {
-            format!("gap {}", super::table::pct(t.num(r, "gap")?))
-        };
-        rows.push(vec![
-            t.str(r, "instance")?.to_string(),
-            t.str(r, "threads")?.to_string(),
-            shown,
-            format!("{:.4}", t.num(r, "objective")?),
-            format!("{:.4}", t.num(r, "best_bound")?),
-            format!("{wall:.1}"),
-            t.str(r, "iterations")?.to_string(),
-            t.str(r, "columns")?.to_string(),
-            format!("{:.0}", t.num(r, "search_nodes")? / gen_s.max(1e-9)),
-        ]);
+        let gen_s = t.num(r, "generation_s")?;
+        let mut row = solve_cells(&t, r, "threads")?;
+        row.push(format!(
+            "{:.0}",
+            t.num(r, "search_nodes")? / gen_s.max(1e-9)
+        ));
+        rows.push(row);
     }
     Ok(format!(
         "### formulations/results/threads/solve_threads.csv\n\nThe configuration program at \
@@ -249,24 +259,10 @@ pub(super) fn pricing_section(dir: &Path, stop: &Path) -> coda::Result<String> {
     let t = Table::read(&csv)?;
     let mut rows = Vec::new();
     for r in 0..t.len() {
-        let status = t.str(r, "status")?;
-        let shown = if status == "optimal" {
-            "proven".to_string()
-        } else {
-            format!("gap {}", super::table::pct(t.num(r, "gap")?))
-        };
-        rows.push(vec![
-            t.str(r, "instance")?.to_string(),
-            t.str(r, "pricing")?.to_string(),
-            shown,
-            format!("{:.4}", t.num(r, "objective")?),
-            format!("{:.4}", t.num(r, "best_bound")?),
-            format!("{:.1}", t.num(r, "wall_s")?),
-            t.str(r, "iterations")?.to_string(),
-            t.str(r, "columns")?.to_string(),
-            t.str(r, "search_nodes")?.to_string(),
-            t.str(r, "converged")?.to_string(),
-        ]);
+        let mut row = solve_cells(&t, r, "pricing")?;
+        row.push(t.str(r, "search_nodes")?.to_string());
+        row.push(t.str(r, "converged")?.to_string());
+        rows.push(row);
     }
     Ok(format!(
         "### formulations/results/pricing/solve_pricing.csv\n\nThe configuration program with \
