@@ -63,11 +63,17 @@ pub struct SolveSettings {
     /// columns and bounds either way; only how fast they come.
     #[serde(default = "shape_pricing_default")]
     pub shape_pricing: bool,
+    /// Pricing by shapes charges each pair of jobs with workers its co-location floor in its
+    /// knapsack bound (default on; off: the bound without it, the ablation of `coda solve
+    /// --no-colocation-floors`). The same columns and bounds either way; only how fast.
+    #[serde(default = "shape_pricing_default")]
+    pub colocation_floors: bool,
     /// Print the solver log.
     pub verbose: bool,
 }
 
-/// [`SolveSettings::shape_pricing`]' default, for settings read without it.
+/// [`SolveSettings::shape_pricing`]' and [`SolveSettings::colocation_floors`]' default, for
+/// settings read without them.
 fn shape_pricing_default() -> bool {
     true
 }
@@ -91,6 +97,7 @@ impl Default for SolveSettings {
             colocation_cuts: false,
             interim_masters: true,
             shape_pricing: true,
+            colocation_floors: true,
             verbose: false,
         }
     }

@@ -69,6 +69,10 @@ pub struct Args {
     /// then layouts (`SolveSettings::shape_pricing`; the same columns, the ablation).
     #[arg(long)]
     pub no_shape_pricing: bool,
+    /// Pricing by shapes bounds its search without the co-location floors between jobs
+    /// (`SolveSettings::colocation_floors`; the same columns, the ablation).
+    #[arg(long)]
+    pub no_colocation_floors: bool,
     /// Round length T of the objective, seconds.
     #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
@@ -141,6 +145,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         colocation_cuts: args.colocation_cuts,
         interim_masters: !args.no_interim_masters,
         shape_pricing: !args.no_shape_pricing,
+        colocation_floors: !args.no_colocation_floors,
         verbose: args.verbose,
     }
 }

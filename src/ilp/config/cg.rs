@@ -195,6 +195,7 @@ fn generate_fixed(
             budget,
             parallel,
             shapes: settings.shape_pricing,
+            floors: settings.colocation_floors,
         };
         for (p, &(_, n)) in pricer
             .price_servers_on(&reps, &problems, enough)
@@ -206,9 +207,11 @@ fn generate_fixed(
             slack += n as f64 * p.bound.max(0.0);
             if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
                 gain += p.reduced_cost;
-                if !pool.contains(&p.column) {
-                    pool.push(p.column);
-                    new += 1;
+                for c in std::iter::once(p.column).chain(p.passed) {
+                    if !pool.contains(&c) {
+                        pool.push(c);
+                        new += 1;
+                    }
                 }
             }
         }
@@ -296,6 +299,7 @@ mod tests {
                             budget: Budget::unlimited(&spent),
                             parallel: false,
                             shapes: true,
+                            floors: true,
                         },
                         srv,
                     ),

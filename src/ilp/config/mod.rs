@@ -4,7 +4,7 @@
 //! one column per server (per class of identical servers, as many as it has) and one option per
 //! job, and links them.
 //!
-//! `budget`: where a phase stops (deadline, or search nodes: the repeatable limit);
+//! `bound`: the knapsack bound the pricing searches prune with; `budget`: where a phase stops (deadline, or search nodes: the repeatable limit);
 //! `column`: a server's configuration, its exact share of the objective, and the server classes;
 //! `master`: the master over a pool of columns, integer or relaxed (with duals); `price`: a
 //! class's best column at those duals by an exact search (`search` over fragments, `shape` by
@@ -13,6 +13,7 @@
 //! whole solve (generation, master, enumeration, dives). [`crate::ilp::SolveRequest::program`]
 //! solves a round with it.
 
+mod bound;
 mod budget;
 mod cg;
 mod column;

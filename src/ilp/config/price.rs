@@ -27,6 +27,24 @@ pub(crate) struct Priced {
     /// search was exact, else the best bound of the subtrees it left (infinite where losses
     /// can be negative and nothing bounds the search).
     pub bound: f64,
+    /// Columns the search held as its best before `column`, of positive reduced cost, the
+    /// best first (at most [`PASSED`]): added beside it, they cut the relaxations column
+    /// generation needs (the search found them anyway).
+    pub passed: Vec<Column>,
+}
+
+/// The most columns one search hands back beside its best ([`Priced::passed`]).
+const PASSED: usize = 4;
+
+/// What one exact search found: the best column's value (before the server's dual), the
+/// column, whether the search finished, the best bound of the subtrees it left, and the
+/// columns that were the best before it (values before the dual; the latest first).
+struct Searched {
+    value: f64,
+    column: Column,
+    exact: bool,
+    open: f64,
+    passed: Vec<(f64, Column)>,
 }
 
 /// Every split of `n` GPUs over switches with `free` room each.
@@ -112,6 +130,7 @@ fn candidates(
             cpu: c.cpu,
             mem: c.mem,
             gpus: c.fragment.gpus.iter().sum::<u32>() as usize,
+            workers: c.fragment.workers > 0,
         });
         out.extend(block);
     }
@@ -328,6 +347,7 @@ pub(super) fn price_greedy_on(duals: &Duals, s: usize, problem: &Problem) -> Pri
         reduced_cost: value - pi,
         exact: false,
         bound: f64::INFINITY,
+        passed: Vec::new(),
     }
 }
 
@@ -348,6 +368,8 @@ pub(crate) struct Pricer<'p, 'a> {
     pub parallel: bool,
     /// Search by shapes, then layouts ([`super::shape`]); else over fragments.
     pub shapes: bool,
+    /// By shapes: charge the co-location floors ([`super::bound`]).
+    pub floors: bool,
 }
 
 /// The best column of server `s` at `duals`, searching at most `node_limit` nodes.
@@ -455,15 +477,18 @@ impl Pricer<'_, '_> {
         let parallel = self.parallel && !self.budget.counts_nodes();
         per_server(&work, parallel, |&(s, problem)| {
             let pi = self.duals.server.get(&s).copied().unwrap_or(0.0);
-            let (value, fragments, exact, open) = self.search(s, problem, enough + pi);
+            let found = self.search(s, problem, enough + pi);
             Priced {
-                column: Column {
-                    server: s,
-                    fragments,
-                },
-                reduced_cost: value - pi,
-                exact,
-                bound: value.max(open) - pi,
+                column: found.column,
+                reduced_cost: found.value - pi,
+                exact: found.exact,
+                bound: found.value.max(found.open) - pi,
+                passed: found
+                    .passed
+                    .into_iter()
+                    .filter(|(v, _)| *v - pi > 1e-9)
+                    .map(|(_, c)| c)
+                    .collect(),
             }
         })
     }
@@ -493,6 +518,7 @@ impl Pricer<'_, '_> {
                 self.node_limit,
                 self.budget,
                 self.shapes,
+                self.floors,
             );
             if !search.prune {
                 return None;
@@ -521,8 +547,7 @@ impl Pricer<'_, '_> {
     /// The exact search of one problem (server `s`'s): the best column's value (before the
     /// server's dual), its fragments by job, whether the search finished, and the best bound of
     /// the subtrees it left.
-    fn search(&self, s: usize, problem: &Problem, enough: f64) -> (f64, Vec<Fragment>, bool, f64) {
-        let jobs = &problem.jobs;
+    fn search(&self, s: usize, problem: &Problem, enough: f64) -> Searched {
         let mut search = Search::new(
             self.pricing,
             s,
@@ -530,15 +555,33 @@ impl Pricer<'_, '_> {
             self.node_limit,
             self.budget,
             self.shapes,
+            self.floors,
         );
         search.enough = enough;
         let exact = search.complete();
-        let (value, picks) = search.best;
-        let mut fragments: Vec<Fragment> = picks
-            .iter()
-            .map(|&(i, c)| jobs[i][c].fragment.clone())
-            .collect();
-        fragments.sort_by_key(|f| f.job);
-        (value, fragments, exact, search.open)
+        let column = |picks: &[(usize, usize)]| {
+            let mut fragments: Vec<Fragment> = picks
+                .iter()
+                .map(|&(i, c)| problem.jobs[i][c].fragment.clone())
+                .collect();
+            fragments.sort_by_key(|f| f.job);
+            Column {
+                server: s,
+                fragments,
+            }
+        };
+        Searched {
+            value: search.best.0,
+            column: column(&search.best.1),
+            exact,
+            open: search.open,
+            passed: search
+                .passed
+                .iter()
+                .rev()
+                .take(PASSED)
+                .map(|(v, picks)| (*v, column(picks)))
+                .collect(),
+        }
     }
 }

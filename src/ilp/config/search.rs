@@ -11,9 +11,10 @@
 //! combination (up to the node limit). A search cut off by its node limit still bounds the
 //! server's best column: the best it found, or the bound of a subtree it left.
 
+use super::bound::Bounds;
 use super::budget::Budget;
 use super::column::{Fragment, PairTerms};
-use crate::objective::RoundPricing;
+use crate::objective::{Mode, RoundPricing};
 
 /// The most candidates a problem may have for the bound given the chosen fragments to be
 /// tried (the generated rounds have ~2,000 per server, the trace rounds ~12,000).
@@ -30,80 +31,6 @@ pub(super) struct Candidate {
     pub(super) mem: f64,
 }
 
-/// Most units the cores dimension of [`Bounds`] has (a server's cores are counted in units
-/// of `cores / CORE_UNITS` past that).
-const CORE_UNITS: f64 = 64.0;
-
-/// `ub(i, g, c)`: the most the fragments of jobs `i..` can add within `g` free GPUs and `c`
-/// free cores, taking each fragment at its own reduced cost (a bound where losses are
-/// non-negative): a multiple-choice knapsack over the server's GPUs and cores, by dynamic
-/// programming. Far tighter than the sum of every job's best fragment once jobs compete for
-/// the GPUs — or, when jobs offer CPU/memory tiers, for the cores. Cores are counted in whole
-/// units, each fragment's rounded down and the capacity too: every set of fragments that fits
-/// fits in units, so the bound stays one.
-pub(super) struct Bounds {
-    ub: Vec<f64>,
-    gpus: usize,
-    units: usize,
-    /// Cores per unit.
-    unit: f64,
-}
-
-impl Bounds {
-    fn new(jobs: &[Vec<Shape>], gpus: usize, cores: f64) -> Self {
-        let unit = (cores / CORE_UNITS).ceil().max(1.0);
-        let units = Self::count(cores, unit);
-        let (gn, kn) = (gpus + 1, units + 1);
-        let at = |i: usize, g: usize, k: usize| (i * gn + g) * kn + k;
-        let mut ub = vec![0.0_f64; (jobs.len() + 1) * gn * kn];
-        let mut best: Vec<(usize, usize, f64)> = Vec::new();
-        for i in (0..jobs.len()).rev() {
-            // The best own reduced cost of job i at each (GPUs, core units) it takes.
-            best.clear();
-            // By shape: a shape's layouts share GPUs, cores and own reduced cost.
-            for c in &jobs[i] {
-                let g = c.gpus;
-                let k = ((c.cpu / unit) + 1e-9).floor().max(0.0) as usize;
-                if g > gpus || k > units {
-                    continue;
-                }
-                match best.iter_mut().find(|b| b.0 == g && b.1 == k) {
-                    Some(b) => b.2 = b.2.max(c.own),
-                    None => best.push((g, k, c.own)),
-                }
-            }
-            for g in 0..gn {
-                for k in 0..kn {
-                    let mut v = ub[at(i + 1, g, k)];
-                    for &(bg, bk, b) in &best {
-                        if bg <= g && bk <= k {
-                            v = v.max(b + ub[at(i + 1, g - bg, k - bk)]);
-                        }
-                    }
-                    ub[at(i, g, k)] = v;
-                }
-            }
-        }
-        Bounds {
-            ub,
-            gpus,
-            units,
-            unit,
-        }
-    }
-
-    /// Whole units in `cores` (a hair of tolerance, as the fits checks allow).
-    fn count(cores: f64, unit: f64) -> usize {
-        ((cores / unit) + 1e-6).floor().max(0.0) as usize
-    }
-
-    /// The bound of jobs `i..` with `gpus` GPUs and `cores` cores free.
-    pub(super) fn at(&self, i: usize, gpus: usize, cores: f64) -> f64 {
-        let k = Self::count(cores, self.unit).min(self.units);
-        self.ub[(i * (self.gpus + 1) + gpus.min(self.gpus)) * (self.units + 1) + k]
-    }
-}
-
 pub(super) struct Search<'p> {
     pub(super) jobs: &'p [Vec<Candidate>],
     /// [`Bounds`] of `jobs`.
@@ -112,6 +39,15 @@ pub(super) struct Search<'p> {
     /// candidate `c` of job `i` may.
     pub(super) symmetry: Symmetry,
     pub(super) first: Vec<Vec<bool>>,
+    /// By shapes: `floor[i · n + b]`, the least jobs `i` and `b` lose to each other when both
+    /// have workers ([`colocation_floors`]; empty when not charged).
+    pub(super) floor: Vec<f64>,
+    /// One frame per chosen shape with workers, `2n + 1` values: for each job, the sum of
+    /// its floors to those chosen, then (`n + 1` values) the least of that over jobs `i..`
+    /// ([`super::shape`] keeps them).
+    pub(super) lower: Vec<f64>,
+    /// Chosen shapes with workers: the frame in use.
+    pub(super) with_workers: usize,
     pub(super) prune: bool,
     /// Whether nodes the static bound leaves are tried against [`Search::given_chosen`]: only
     /// on a full search of a problem of at most [`STRONG_CANDIDATES`] candidates (each try
@@ -128,6 +64,8 @@ pub(super) struct Search<'p> {
     pub(super) chosen: Vec<(usize, usize)>,
     pub(super) value: f64,
     pub(super) best: (f64, Vec<(usize, usize)>),
+    /// By shapes: every column the best was before it (in order found, each better).
+    pub(super) passed: Vec<(f64, Vec<(usize, usize)>)>,
     pub(super) nodes: u64,
     pub(super) limit: u64,
     /// A value at which the search stops early (what it leaves is then bounded, not searched).
@@ -156,7 +94,8 @@ impl<'p> Search<'p> {
     /// A search of `problem` (server `s`'s), visiting at most `node_limit` nodes (fewer if the
     /// budget has fewer left), for the best column (set `enough` or `collect` for the other
     /// uses), over fragments or (`by_shapes`) over shapes and then layouts
-    /// ([`super::shape`]). [`Search::complete`] charges the budget.
+    /// ([`super::shape`]), then charging co-location floors in its bound when `floors`.
+    /// [`Search::complete`] charges the budget.
     pub(super) fn new(
         pricing: &RoundPricing<'_>,
         s: usize,
@@ -164,6 +103,7 @@ impl<'p> Search<'p> {
         node_limit: u64,
         budget: Budget<'p>,
         by_shapes: bool,
+        floors: bool,
     ) -> Self {
         let node_limit = budget.nodes(node_limit);
         let jobs = &problem.jobs;
@@ -185,11 +125,30 @@ impl<'p> Search<'p> {
         } else {
             jobs.iter().map(Vec::len).sum()
         };
+        // The shape search charges co-location floors (the fragment search prunes as it did).
+        let floor = if by_shapes && floors && prune {
+            colocation_floors(pricing, problem)
+        } else {
+            Vec::new()
+        };
+        let n = jobs.len();
         Search {
             problem,
             strong: node_limit >= STRONG_NODES && candidates <= STRONG_CANDIDATES,
             jobs,
-            ub: Bounds::new(&problem.shapes, free_total, problem.cpu),
+            ub: Bounds::new(
+                &problem.shapes,
+                free_total,
+                problem.cpu,
+                (!floor.is_empty()).then_some(&floor[..]),
+            ),
+            lower: if floor.is_empty() {
+                Vec::new()
+            } else {
+                vec![0.0; (n + 1) * (2 * n + 1)]
+            },
+            floor,
+            with_workers: 0,
             first: if by_shapes {
                 Vec::new() // asked per layout
             } else {
@@ -212,6 +171,7 @@ impl<'p> Search<'p> {
             chosen: Vec::new(),
             value: 0.0,
             best: (0.0, Vec::new()),
+            passed: Vec::new(),
             nodes: 0,
             limit: node_limit,
             enough: f64::INFINITY,
@@ -391,6 +351,48 @@ impl<'p> Search<'p> {
     }
 }
 
+/// `floor[i · n + b]` of [`Bounds::new`] for `problem`: the least jobs `i` and `b` lose to each
+/// other on the server whenever both have workers there — each its co-location excess from
+/// the other at the least coefficient of its options with workers, plus, where every such
+/// option of both is multi-server, their least NIC coefficients. Valid for any two of their
+/// shapes with workers ([`super::column::PairTerms::layout_free_loss`]; PCIe only adds).
+fn colocation_floors(pricing: &RoundPricing<'_>, problem: &Problem) -> Vec<f64> {
+    let n = problem.jobs.len();
+    // Per job: (least, most) co-location coefficient, least NIC coefficient and whether every
+    // option with workers is multi-server, over its shapes with workers.
+    let per_job: Vec<Option<(f64, f64, f64, bool)>> = (0..n)
+        .map(|i| {
+            problem.shapes[i]
+                .iter()
+                .filter(|sh| sh.workers)
+                .map(|sh| {
+                    let f = &problem.jobs[i][sh.cands.start].fragment;
+                    let o = &pricing.options(f.job)[f.option];
+                    let t = &o.terms;
+                    (t.coloc_coef, t.coloc_coef, t.nic_coef, o.mode == Mode::Multi)
+                })
+                .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1), a.2.min(b.2), a.3 && b.3))
+        })
+        .collect();
+    let mut floor = vec![0.0; n * n];
+    for a in 0..n {
+        for b in 0..n {
+            let (Some(x), Some(y)) = (per_job[a], per_job[b]) else {
+                continue;
+            };
+            if a == b {
+                continue;
+            }
+            // The least of coefficient × excess over the coefficients' range.
+            let least = |(lo, hi, ..): (f64, f64, f64, bool), e: f64| (lo * e).min(hi * e);
+            let nic = if x.3 && y.3 { x.2 + y.2 } else { 0.0 };
+            floor[a * n + b] =
+                least(x, problem.excess[a * n + b]) + least(y, problem.excess[b * n + a]) + nic;
+        }
+    }
+    floor
+}
+
 /// One step of the knapsack over a server's GPUs: `row[c]` (the most the jobs after this one
 /// add within `c` GPUs) becomes the most with this job too, whose best gain at `g` GPUs is
 /// `best[g]` (not positive: it has nothing worth taking there).
@@ -418,6 +420,8 @@ pub(super) struct Shape {
     pub(super) mem: f64,
     /// GPUs.
     pub(super) gpus: usize,
+    /// Whether it has workers (co-location applies between two that do).
+    pub(super) workers: bool,
 }
 
 /// One server's pricing problem: its capacities and its jobs' candidate fragments.
@@ -529,103 +533,4 @@ fn heap_permutations(k: usize, perm: &mut Vec<usize>, f: &mut impl FnMut(&[usize
         perm.swap(j, k - 1);
     }
     heap_permutations(k - 1, perm, f);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::JobPos;
-
-    fn cand(job: usize, gpus: u32, cpu: f64, own: f64) -> Candidate {
-        Candidate {
-            fragment: Fragment {
-                job: JobPos(job),
-                option: 0,
-                workers: gpus,
-                gpus: vec![gpus],
-                ps: 0,
-                kept: false,
-            },
-            own,
-            cpu,
-            mem: 0.0,
-        }
-    }
-
-    /// The best of every choice of at most one candidate per job within `gpus` and `cpu`.
-    fn exhaustive(jobs: &[Vec<Candidate>], i: usize, gpus: u32, cpu: f64) -> f64 {
-        if i == jobs.len() {
-            return 0.0;
-        }
-        let mut best = exhaustive(jobs, i + 1, gpus, cpu);
-        for c in &jobs[i] {
-            let g = c.fragment.gpus[0];
-            if g <= gpus && c.cpu <= cpu + 1e-9 {
-                best = best.max(c.own + exhaustive(jobs, i + 1, gpus - g, cpu - c.cpu));
-            }
-        }
-        best
-    }
-
-    /// With whole cores the knapsack is exact (the best choice within the GPUs and cores, from
-    /// any job on and at any capacity); with fractional cores, or cores counted in units of
-    /// several, it still bounds that choice.
-    #[test]
-    fn the_knapsack_is_exact_on_whole_cores_and_a_bound_otherwise() {
-        let mut rng = 7u64;
-        let mut next = |m: u64| {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (rng >> 33) % m
-        };
-        for case in 0..200 {
-            let whole = case % 2 == 0;
-            let jobs: Vec<Vec<Candidate>> = (0..1 + next(5) as usize)
-                .map(|j| {
-                    (0..1 + next(4))
-                        .map(|_| {
-                            let cpu = if whole {
-                                next(10) as f64
-                            } else {
-                                next(100) as f64 / 7.0
-                            };
-                            cand(j, 1 + next(4) as u32, cpu, next(100) as f64 / 10.0 - 2.0)
-                        })
-                        .collect()
-                })
-                .collect();
-            let (gpus, cores) = (next(9) as usize, if case % 5 == 0 { 300.0 } else { 24.0 });
-            // Each candidate a shape of its own.
-            let shapes: Vec<Vec<Shape>> = jobs
-                .iter()
-                .map(|cands| {
-                    cands
-                        .iter()
-                        .enumerate()
-                        .map(|(c, cand)| Shape {
-                            cands: c..c + 1,
-                            own: cand.own,
-                            cpu: cand.cpu,
-                            mem: cand.mem,
-                            gpus: cand.fragment.gpus[0] as usize,
-                        })
-                        .collect()
-                })
-                .collect();
-            let b = Bounds::new(&shapes, gpus, cores);
-            for i in 0..=jobs.len() {
-                for g in 0..=gpus {
-                    for c in [0.0, 3.0, 7.5, 12.0, cores] {
-                        let want = exhaustive(&jobs, i, g as u32, c);
-                        let got = b.at(i, g, c);
-                        assert!(got >= want - 1e-9, "case {case}: bound {got} < best {want}");
-                        if whole && b.unit == 1.0 && c.fract() == 0.0 {
-                            assert!((got - want).abs() < 1e-9, "case {case}: {got} vs {want}");
-                        }
-                    }
-                }
-            }
-        }
-    }
 }

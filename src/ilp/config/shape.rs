@@ -44,6 +44,36 @@ impl Search<'_> {
                 .sum::<f64>()
     }
 
+    /// The most jobs `i..` can add within `gpus` and `cores`, given what each with workers
+    /// loses at least to the chosen shapes with workers (where floors are charged).
+    fn rest(&self, i: usize, gpus: usize, cores: f64) -> f64 {
+        if self.floor.is_empty() {
+            return self.ub.at(i, gpus, cores);
+        }
+        let n = self.jobs.len();
+        let mu = self.lower[self.with_workers * (2 * n + 1) + n + i];
+        self.ub.at_given(i, gpus, cores, mu)
+    }
+
+    /// Opens the frame of [`Search::lower`] for a chosen shape with workers of job `j`: each
+    /// job's floors to the chosen ones, and their least from each job on.
+    fn enter(&mut self, j: usize) {
+        let n = self.jobs.len();
+        let w = 2 * n + 1;
+        let (done, next) = self.lower.split_at_mut((self.with_workers + 1) * w);
+        let cur = &done[self.with_workers * w..];
+        for b in 0..n {
+            next[b] = cur[b] + self.floor[j * n + b];
+        }
+        next[2 * n] = 0.0; // no job left: nothing to lose
+        let mut least = f64::INFINITY;
+        for b in (0..n).rev() {
+            least = least.min(next[b]);
+            next[n + b] = least;
+        }
+        self.with_workers += 1;
+    }
+
     /// The search from the root (the empty column, worth 0).
     pub(super) fn run_shapes(&mut self) {
         self.descend(0, 0.0);
@@ -52,7 +82,7 @@ impl Search<'_> {
     /// Tries each shape of each job from `i` on added to the chosen shapes, whose best layouts
     /// are worth `exact`.
     fn descend(&mut self, i: usize, exact: f64) {
-        if self.pruned(exact + self.ub.at(i, self.free_total, self.cpu)) {
+        if self.pruned(exact + self.rest(i, self.free_total, self.cpu)) {
             return;
         }
         if self.strong
@@ -65,7 +95,7 @@ impl Search<'_> {
         for j in i..self.jobs.len() {
             let shapes = &self.problem().shapes[j];
             // The most jobs after j can add, at any capacity this node's leaves them.
-            let rest = self.ub.at(j + 1, self.free_total, self.cpu);
+            let rest = self.rest(j + 1, self.free_total, self.cpu);
             for (k, sh) in shapes.iter().enumerate() {
                 if self.pruned(exact + sh.own + rest) {
                     break; // shapes come by own reduced cost: none after this one does better
@@ -76,8 +106,12 @@ impl Search<'_> {
                 }
                 let gain = self.shape_gain(j, k);
                 let upper = exact + gain;
-                if self.pruned(upper + self.ub.at(j + 1, self.free_total - g, self.cpu - cpu)) {
+                if self.pruned(upper + self.rest(j + 1, self.free_total - g, self.cpu - cpu)) {
                     continue;
+                }
+                let charged = sh.workers && !self.floor.is_empty();
+                if charged {
+                    self.enter(j);
                 }
                 self.sel.push((j, k));
                 self.free_total -= g;
@@ -90,6 +124,9 @@ impl Search<'_> {
                 self.cpu += cpu;
                 self.free_total += g;
                 self.sel.pop();
+                if charged {
+                    self.with_workers -= 1;
+                }
             }
         }
     }
@@ -109,7 +146,10 @@ impl Search<'_> {
             return; // no layout fits: nor does one of any larger set
         };
         if exact > self.best.0 {
-            self.best = (exact, self.picks.clone());
+            let old = std::mem::replace(&mut self.best, (exact, self.picks.clone()));
+            if !old.1.is_empty() {
+                self.passed.push(old);
+            }
             if exact >= self.enough {
                 self.limit = 0;
             }
@@ -127,7 +167,7 @@ impl Search<'_> {
     /// A subtree left at the node limit: bounded by `upper` and what jobs `i..` can add.
     fn leave(&mut self, i: usize, upper: f64) {
         let b = if self.prune {
-            upper + self.ub.at(i, self.free_total, self.cpu)
+            upper + self.rest(i, self.free_total, self.cpu)
         } else {
             f64::INFINITY
         };
@@ -283,16 +323,18 @@ mod tests {
     use crate::objective::{Objective, RoundPricing};
     use crate::perf::CalibratedPerf;
 
-    /// The shape search finds the fragment search's best reduced cost on every server class
-    /// (both finishing) at the duals of the keep-everything start (many columns pay) and of
-    /// the converged root (none does), and enumerates the same columns within a gap at the
-    /// latter — on shipped rounds with running jobs (kept fragments) and multi-server options.
+    /// The shape search, with and without co-location floors, finds the fragment search's
+    /// best reduced cost on every server class (both finishing) at the duals of the
+    /// keep-everything start (many columns pay) and of the converged root (none does), and
+    /// enumerates the same columns within a gap at the latter; the columns it hands back
+    /// beside its best pay, less than the best — on shipped rounds with running jobs (kept
+    /// fragments) and multi-server options.
     #[test]
     fn shapes_price_and_enumerate_as_fragments_do() {
         let perf = CalibratedPerf::shipped();
         let settings = SolveSettings::default().checked().unwrap();
         let spent = std::sync::atomic::AtomicU64::new(0);
-        let (mut compared, mut enumerated) = (0, 0);
+        let (mut compared, mut enumerated, mut passed) = (0, 0, 0);
         for name in [
             "gen_s02_j04_seed1",
             "gen_s02_j06_seed2",
@@ -315,19 +357,22 @@ mod tests {
             let reps: Vec<usize> = Classes::of(&pricing).reps().collect();
             for pool in [&seed, &converged] {
                 let r = solve_lp(&pricing, pool, &[], &settings, &held).unwrap();
-                let pricer = |shapes| Pricer {
+                let pricer = |shapes, floors| Pricer {
                     pricing: &pricing,
                     duals: &r.duals,
                     node_limit: 50_000_000,
                     budget: Budget::unlimited(&spent),
                     parallel: false,
                     shapes,
+                    floors,
                 };
-                let (by_shapes, by_fragments) = (
-                    pricer(true).price_servers(&reps, f64::INFINITY),
-                    pricer(false).price_servers(&reps, f64::INFINITY),
+                let by_fragments = pricer(false, false).price_servers(&reps, f64::INFINITY);
+                let (by_shapes, unfloored) = (
+                    pricer(true, true).price_servers(&reps, f64::INFINITY),
+                    pricer(true, false).price_servers(&reps, f64::INFINITY),
                 );
-                for (a, b) in by_shapes.iter().zip(&by_fragments) {
+                let both = by_shapes.iter().chain(&unfloored);
+                for (a, b) in both.zip(by_fragments.iter().cycle()) {
                     assert!(a.exact && b.exact, "{name}: a search did not finish");
                     assert!(
                         (a.reduced_cost - b.reduced_cost).abs() < 1e-9,
@@ -338,14 +383,20 @@ mod tests {
                     );
                     let direct = r.duals.reduced_cost(&pricing, &a.column);
                     assert!((a.reduced_cost - direct).abs() < 1e-9, "{name}");
+                    // The columns handed back beside the best pay, and no more than it.
+                    for c in &a.passed {
+                        let rc = r.duals.reduced_cost(&pricing, c);
+                        assert!(rc > 1e-9 && rc <= a.reduced_cost + 1e-9, "{name}: {rc}");
+                        passed += 1;
+                    }
                     compared += 1;
                 }
                 // Enumeration runs at converged duals (within the gap to a schedule).
                 if std::ptr::eq(pool, &converged) {
                     let delta = 0.02 * r.value.abs().max(1.0);
                     let (a, b) = (
-                        pricer(true).enumerate_columns(&reps, delta, 100_000),
-                        pricer(false).enumerate_columns(&reps, delta, 100_000),
+                        pricer(true, true).enumerate_columns(&reps, delta, 100_000),
+                        pricer(false, false).enumerate_columns(&reps, delta, 100_000),
                     );
                     // Both stop past the cap (or neither).
                     assert_eq!(a.is_some(), b.is_some(), "{name}: one enumeration finished");
@@ -362,8 +413,8 @@ mod tests {
             }
         }
         assert!(
-            compared >= 10 && enumerated >= 10,
-            "{compared} {enumerated}"
+            compared >= 10 && enumerated >= 10 && passed >= 1,
+            "{compared} {enumerated} {passed}"
         );
     }
 }

@@ -350,6 +350,7 @@ impl Search {
             // The enumeration fills one capped list in class order.
             parallel: false,
             shapes: g.settings.shape_pricing,
+            floors: g.settings.colocation_floors,
         };
         let Some(more) = pricer.enumerate_columns(&reps, delta, ENUMERATION_CAP) else {
             return Ok(());
