@@ -68,12 +68,18 @@ pub struct SolveSettings {
     /// --no-colocation-floors`). The same columns and bounds either way; only how fast.
     #[serde(default = "shape_pricing_default")]
     pub colocation_floors: bool,
+    /// The configuration program's column generation prices first at duals smoothed toward
+    /// the best Lagrangian bound so far (default on; off: at the relaxation's duals only, the
+    /// ablation of `coda solve --no-dual-smoothing`). The same bound at convergence; only how
+    /// fast it comes.
+    #[serde(default = "shape_pricing_default")]
+    pub dual_smoothing: bool,
     /// Print the solver log.
     pub verbose: bool,
 }
 
-/// [`SolveSettings::shape_pricing`]' and [`SolveSettings::colocation_floors`]' default, for
-/// settings read without them.
+/// [`SolveSettings::shape_pricing`]', [`SolveSettings::colocation_floors`]' and
+/// [`SolveSettings::dual_smoothing`]'s default, for settings read without them.
 fn shape_pricing_default() -> bool {
     true
 }
@@ -98,6 +104,7 @@ impl Default for SolveSettings {
             interim_masters: true,
             shape_pricing: true,
             colocation_floors: true,
+            dual_smoothing: true,
             verbose: false,
         }
     }

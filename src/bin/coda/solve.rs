@@ -73,6 +73,10 @@ pub struct Args {
     /// (`SolveSettings::colocation_floors`; the same columns, the ablation).
     #[arg(long)]
     pub no_colocation_floors: bool,
+    /// Column generation prices at the relaxation's duals only, not first at duals smoothed
+    /// toward the best bound so far (`SolveSettings::dual_smoothing`; the ablation).
+    #[arg(long)]
+    pub no_dual_smoothing: bool,
     /// Round length T of the objective, seconds.
     #[arg(long, default_value_t = 300.0, value_parser = range::round_s)]
     pub round_s: f64,
@@ -146,6 +150,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         interim_masters: !args.no_interim_masters,
         shape_pricing: !args.no_shape_pricing,
         colocation_floors: !args.no_colocation_floors,
+        dual_smoothing: !args.no_dual_smoothing,
         verbose: args.verbose,
     }
 }

@@ -173,7 +173,11 @@ mod tests {
         for &(g, c, own, w) in &jobs[i] {
             if g <= gpus && c <= cpu + 1e-9 {
                 let w = w && g > 0;
-                let lost: f64 = if w { with.iter().map(|&a| loss(a, i)).sum() } else { 0.0 };
+                let lost: f64 = if w {
+                    with.iter().map(|&a| loss(a, i)).sum()
+                } else {
+                    0.0
+                };
                 if w {
                     with.push(i);
                 }
@@ -277,8 +281,16 @@ mod tests {
             for a in 0..n {
                 for b in a + 1..n {
                     // Odd cases: one floor for every pair, lost exactly.
-                    let f = if case % 2 == 0 { next(30) as f64 / 10.0 } else { 1.5 };
-                    let e = if case % 2 == 0 { next(20) as f64 / 10.0 } else { 0.0 };
+                    let f = if case % 2 == 0 {
+                        next(30) as f64 / 10.0
+                    } else {
+                        1.5
+                    };
+                    let e = if case % 2 == 0 {
+                        next(20) as f64 / 10.0
+                    } else {
+                        0.0
+                    };
                     (pair[a * n + b], pair[b * n + a]) = (f, f);
                     (over[a * n + b], over[b * n + a]) = (e, e);
                 }

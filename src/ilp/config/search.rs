@@ -369,7 +369,12 @@ fn colocation_floors(pricing: &RoundPricing<'_>, problem: &Problem) -> Vec<f64> 
                     let f = &problem.jobs[i][sh.cands.start].fragment;
                     let o = &pricing.options(f.job)[f.option];
                     let t = &o.terms;
-                    (t.coloc_coef, t.coloc_coef, t.nic_coef, o.mode == Mode::Multi)
+                    (
+                        t.coloc_coef,
+                        t.coloc_coef,
+                        t.nic_coef,
+                        o.mode == Mode::Multi,
+                    )
                 })
                 .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1), a.2.min(b.2), a.3 && b.3))
         })

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use super::budget::Budget;
-use super::cg::{Gen, Generated, dive, generate_columns};
+use super::cg::{Gen, Generated, dive, generate_columns, generate_from};
 use super::column::{Classes, Column, JobChoice, columns_of};
 use super::master::{MasterSolve, solve_master};
 use super::price::Pricer;
@@ -167,8 +167,9 @@ const INTERIM_MASTERS_SHARE: f64 = 0.15;
 /// master solved over the pool between chunks (each in at most [`INTERIM_MASTER_SHARE`] of the
 /// limit, all in at most [`INTERIM_MASTERS_SHARE`]): a deadline-bound caller has schedules
 /// from the columns within the first iterations instead of after generation's 60 % of the
-/// limit. The columns are the same either way (a chunk resumes from the pool, and each
-/// relaxation reads the pool alone); the masters only take time from generation. Under a work
+/// limit. The columns are the same either way (a chunk resumes from the pool and the smoothing
+/// center, and each relaxation reads the pool alone); the masters only take time from
+/// generation. Under a work
 /// limit, in one piece: the masters' time limits would make the run unrepeatable (and so with
 /// [`crate::SolveSettings::interim_masters`] off).
 fn generate_anytime(
@@ -183,10 +184,11 @@ fn generate_anytime(
         return Ok((generate_columns(g, seed, usize::MAX)?, None));
     }
     let (mut pool, mut chunk, mut iterations) = (seed, 1, 0);
+    let mut center = None;
     let (mut bound, mut best): (f64, Option<MasterSolve>) = (f64::NAN, None);
     let mut allowance = INTERIM_MASTERS_SHARE * limit;
     loop {
-        let gen_ = generate_columns(g, pool, chunk)?;
+        let gen_ = generate_from(g, pool, center, chunk)?;
         iterations += gen_.iterations;
         bound = bound.min(gen_.bound); // NaN-ignoring: a chunk without a bound keeps the others'
         if gen_.converged || gen_.iterations < chunk || g.budget.late() {
@@ -198,6 +200,7 @@ fn generate_anytime(
             return Ok((generated, best));
         }
         pool = gen_.pool;
+        center = gen_.center;
         if allowance <= 0.0 {
             // The masters' share is spent: generation runs on to its end in one chunk.
             chunk = usize::MAX;
