@@ -10,8 +10,6 @@
 //! workers on one server always lose at least their co-location floor to each other, so the
 //! knapsack also counts the jobs with workers it takes and charges each pair its floor.
 
-use super::search::Shape;
-
 /// Most units the cores dimension of [`Bounds`] has (a server's cores are counted in units
 /// of `cores / CORE_UNITS` past that).
 const CORE_UNITS: f64 = 64.0;
@@ -146,6 +144,22 @@ impl Bounds {
             .map(|(c, &v)| v - c as f64 * mu)
             .fold(f64::NEG_INFINITY, f64::max)
     }
+}
+
+/// One shape of a job on the server (its fragment apart from the layout: option, workers, PS,
+/// kept; see `shape.rs`): its candidates (layouts) and what they share.
+pub(super) struct Shape {
+    /// Its candidates in the job's list (each a layout): a shape's are consecutive.
+    pub(super) cands: std::ops::Range<usize>,
+    /// Their own reduced cost.
+    pub(super) own: f64,
+    /// Cores and memory.
+    pub(super) cpu: f64,
+    pub(super) mem: f64,
+    /// GPUs.
+    pub(super) gpus: usize,
+    /// Whether it has workers (co-location applies between two that do).
+    pub(super) workers: bool,
 }
 
 #[cfg(test)]

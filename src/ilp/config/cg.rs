@@ -8,7 +8,8 @@
 
 use super::budget::Budget;
 use super::column::{Classes, Column};
-use super::master::{Duals, solve_lp};
+use super::duals::Duals;
+use super::master::solve_lp;
 use super::price::{Pricer, price_greedy_on, problems};
 use crate::error::{Error, Result};
 use crate::ilp::settings::CheckedSettings;

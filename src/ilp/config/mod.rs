@@ -6,7 +6,8 @@
 //!
 //! `bound`: the knapsack bound the pricing searches prune with; `budget`: where a phase stops (deadline, or search nodes: the repeatable limit);
 //! `column`: a server's configuration, its exact share of the objective, and the server classes;
-//! `master`: the master over a pool of columns, integer or relaxed (with duals); `price`: a
+//! `master`: the master over a pool of columns, integer or relaxed (with duals); `duals`: its
+//! duals, reduced costs and the Lagrangian bound at any of them; `price`: a
 //! class's best column at those duals by an exact search (`search` over fragments, `shape` by
 //! shapes then layouts, the default), or every column within a gap; `cg`:
 //! column generation at the root, whose relaxation bounds the round, and dives; `solve`: the
@@ -17,6 +18,7 @@ mod bound;
 mod budget;
 mod cg;
 mod column;
+mod duals;
 mod master;
 pub(super) mod price;
 mod search;

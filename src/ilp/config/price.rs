@@ -5,10 +5,11 @@
 
 use rayon::prelude::*;
 
+use super::bound::Shape;
 use super::budget::Budget;
 use super::column::{Column, Fragment, PairTerms};
-use super::master::Duals;
-use super::search::{Candidate, Problem, Search, Shape};
+use super::duals::Duals;
+use super::search::{Candidate, Problem, Search};
 use crate::model::JobPos;
 use crate::model::ServerIdx;
 use crate::objective::{Mode, RoundPricing};
@@ -428,8 +429,9 @@ fn problem(pricing: &RoundPricing<'_>, duals: &Duals, s: usize, min_own: f64) ->
 
 /// The pricing problem of each server in `servers` at `duals` (in that order): built once per
 /// relaxation and shared by the greedy and the exact pricing (on the trace rounds, building a
-/// server's ~12,000 candidates cost more than a short search of them). Built on the current
-/// rayon pool when `parallel` (the same problems: each server's is its own).
+/// server's ~12,000 (Philly) to ~250,000 (ITP) candidates cost more than a short search of
+/// them). Built on the current rayon pool when `parallel` (the same problems: each server's is
+/// its own).
 pub(super) fn problems(
     pricing: &RoundPricing<'_>,
     duals: &Duals,

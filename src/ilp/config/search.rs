@@ -11,13 +11,14 @@
 //! combination (up to the node limit). A search cut off by its node limit still bounds the
 //! server's best column: the best it found, or the bound of a subtree it left.
 
-use super::bound::Bounds;
+use super::bound::{Bounds, Shape};
 use super::budget::Budget;
 use super::column::{Fragment, PairTerms};
 use crate::objective::{Mode, RoundPricing};
 
 /// The most candidates a problem may have for the bound given the chosen fragments to be
-/// tried (the generated rounds have ~2,000 per server, the trace rounds ~12,000).
+/// tried (the generated rounds have ~2,000 per server, the Philly trace round ~12,000, the ITP
+/// one ~250,000).
 const STRONG_CANDIDATES: usize = 4_000;
 
 /// The fewest nodes a search must be allowed for that bound to be tried (not in a probe).
@@ -411,22 +412,6 @@ pub(super) fn add_job(row: &mut [f64], best: &[f64]) {
         }
         row[c] = v;
     }
-}
-
-/// One shape of a job on the server (its fragment apart from the layout: option, workers, PS,
-/// kept; see `shape.rs`): its candidates (layouts) and what they share.
-pub(super) struct Shape {
-    /// Its candidates in the job's list (each a layout): a shape's are consecutive.
-    pub(super) cands: std::ops::Range<usize>,
-    /// Their own reduced cost.
-    pub(super) own: f64,
-    /// Cores and memory.
-    pub(super) cpu: f64,
-    pub(super) mem: f64,
-    /// GPUs.
-    pub(super) gpus: usize,
-    /// Whether it has workers (co-location applies between two that do).
-    pub(super) workers: bool,
 }
 
 /// One server's pricing problem: its capacities and its jobs' candidate fragments.

@@ -7,7 +7,7 @@
 //! shapes on a server. Every pair term but PCIe sharing is the same for all layouts of two
 //! shapes ([`super::column::PairTerms::layout_free_loss`]), and PCIe sharing is a loss, so a set
 //! of shapes is worth at most its *layout-free value* `F` (own reduced costs and layout-free
-//! losses). The search runs over shapes with the knapsack bound of [`super::search::Bounds`];
+//! losses). The search runs over shapes with the knapsack bound of [`super::bound::Bounds`];
 //! at each set it reaches it solves the layout sub-problem exactly — the layouts that fit the
 //! switches with the least PCIe loss `L`, by a small search that stops at the first layout
 //! with none — giving the set's exact value `V = F − L`. A set no layout fits prunes its

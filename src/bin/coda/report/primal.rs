@@ -249,8 +249,8 @@ pub(super) fn threads_section(dir: &Path, stop: &Path) -> coda::Result<String> {
     ))
 }
 
-/// `pricing/solve_pricing.csv`: the configuration program with pricing by shapes and over
-/// fragments, per round: status, gap at the limit, time, relaxations and search nodes.
+/// `pricing/solve_pricing.csv`: the configuration program as shipped and its pricing
+/// ablations, per round: status, gap at the limit, time, relaxations and search nodes.
 pub(super) fn pricing_section(dir: &Path, stop: &Path) -> coda::Result<String> {
     let csv = dir.join("solve_pricing.csv");
     if !csv.is_file() {
@@ -265,10 +265,13 @@ pub(super) fn pricing_section(dir: &Path, stop: &Path) -> coda::Result<String> {
         rows.push(row);
     }
     Ok(format!(
-        "### formulations/results/pricing/solve_pricing.csv\n\nThe configuration program with \
-         its exact pricing by shapes, then layouts (the default) and over fragments \
-         (`--no-shape-pricing`): status, objective, bound, wall time, relaxations solved, \
-         columns, pricing-search nodes and whether column generation converged. {}\n\n{}",
+        "### formulations/results/pricing/solve_pricing.csv\n\nThe configuration program as \
+         shipped (`shapes`: exact pricing by shapes, then layouts, with co-location floors in \
+         its bound, and dual smoothing), without dual smoothing (`--no-dual-smoothing`), \
+         without the floors (`--no-colocation-floors`) and over fragments as before all three \
+         (`--no-shape-pricing --no-dual-smoothing`): status, objective, bound, wall time, \
+         relaxations solved, columns, pricing-search nodes and whether column generation \
+         converged. {}\n\n{}",
         provenance(dir, stop)?,
         md_table(
             &[
