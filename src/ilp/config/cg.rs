@@ -186,15 +186,15 @@ fn price_round(
     g: Gen<'_, '_>,
     duals: &Duals,
     lp_duals: Option<&Duals>,
+    classes: &Classes,
     room: &[(usize, usize)],
     pool: &mut Vec<Column>,
     enough: f64,
 ) -> Result<Round> {
     let pricing = g.pricing;
-    let pays = |c: &Column, rc: f64| match lp_duals {
-        Some(d) => d.reduced_cost(pricing, c) > 1e-9,
-        None => rc > 1e-9,
-    };
+    // Whether a column of reduced cost `rc` at `duals` raises the relaxation.
+    let pays =
+        |c: &Column, rc: f64| lp_duals.map_or(rc > 1e-9, |d| d.reduced_cost(pricing, c) > 1e-9);
     let reps: Vec<usize> = room.iter().map(|&(r, _)| r).collect();
     // Classes priced side by side when the solve has threads to spare.
     let parallel = g.settings.threads > 1;
@@ -235,12 +235,8 @@ fn price_round(
         if p.reduced_cost > 1e-9 && !p.column.fragments.is_empty() {
             gain += p.reduced_cost;
             for c in std::iter::once(p.column).chain(p.passed) {
-                let rc = if lp_duals.is_some() {
-                    f64::NAN
-                } else {
-                    p.reduced_cost
-                };
-                if (lp_duals.is_none() || pays(&c, rc)) && !pool.contains(&c) {
+                // The passed columns' own reduced costs are positive, at most the best's.
+                if pays(&c, p.reduced_cost) && !pool.contains(&c) {
                     pool.push(c);
                     new += 1;
                 }
@@ -248,8 +244,7 @@ fn price_round(
         }
     }
     let lagrangian = if slack.is_finite() && enough.is_infinite() {
-        let classes = Classes::of(pricing);
-        Some(duals.lagrangian(pricing, &classes, &best)?)
+        Some(duals.lagrangian(pricing, classes, &best)?)
     } else {
         None
     };
@@ -324,7 +319,7 @@ fn generate_fixed(
         // relaxation, at the relaxation's own.
         let mut new = 0;
         if let Some(sep) = stab.as_ref().and_then(|s| s.point(duals)) {
-            let at = price_round(g, &sep, Some(duals), &room, &mut pool, enough)?;
+            let at = price_round(g, &sep, Some(duals), &classes, &room, &mut pool, enough)?;
             new = at.new;
             if let (Some(st), Some(l)) = (stab.as_mut(), at.lagrangian) {
                 bound = bound.min(l);
@@ -333,7 +328,7 @@ fn generate_fixed(
         }
         let (mut gain, mut exact) = (0.0, false);
         if new == 0 {
-            let at = price_round(g, duals, None, &room, &mut pool, enough)?;
+            let at = price_round(g, duals, None, &classes, &room, &mut pool, enough)?;
             (new, gain, exact) = (at.new, at.gain, at.exact);
             if at.slack.is_finite() && fixed.is_empty() {
                 bound = bound.min(lp + at.slack);
@@ -365,6 +360,35 @@ mod tests {
     use crate::ilp::config::{columns_of, solve_lp, solve_master};
     use crate::objective::Objective;
     use crate::perf::CalibratedPerf;
+
+    /// Each class's bound on its best column's value before its own dual, at `duals`, every
+    /// search finishing (what [`Duals::lagrangian`] takes).
+    fn class_bests(
+        pricing: &RoundPricing<'_>,
+        classes: &Classes,
+        duals: &Duals,
+        spent: &std::sync::atomic::AtomicU64,
+        name: &str,
+    ) -> Vec<(usize, f64)> {
+        let reps: Vec<usize> = classes.reps().collect();
+        Pricer {
+            pricing,
+            duals,
+            node_limit: 20_000_000,
+            budget: Budget::unlimited(spent),
+            parallel: false,
+            shapes: true,
+            floors: true,
+        }
+        .price_servers(&reps, f64::INFINITY)
+        .iter()
+        .zip(&reps)
+        .map(|(p, &s)| {
+            assert!(p.exact, "{name}");
+            (s, p.bound + duals.server.get(&s).copied().unwrap_or(0.0))
+        })
+        .collect()
+    }
 
     /// On rounds the compact program proves, column generation from the keep-everything
     /// columns converges to a bound no lower than the proven optimum; the reduced costs it
@@ -444,24 +468,7 @@ mod tests {
             // bound on the round at points between them and the start's duals.
             let classes = Classes::of(&pricing);
             let lagrangian = |duals: &Duals| {
-                let reps: Vec<usize> = classes.reps().collect();
-                let best: Vec<(usize, f64)> = Pricer {
-                    pricing: &pricing,
-                    duals,
-                    node_limit: 5_000_000,
-                    budget: Budget::unlimited(&spent),
-                    parallel: false,
-                    shapes: true,
-                    floors: true,
-                }
-                .price_servers(&reps, f64::INFINITY)
-                .iter()
-                .zip(&reps)
-                .map(|(p, &s)| {
-                    assert!(p.exact, "{name}");
-                    (s, p.bound + duals.server.get(&s).copied().unwrap_or(0.0))
-                })
-                .collect();
+                let best = class_bests(&pricing, &classes, duals, &spent, name);
                 duals.lagrangian(&pricing, &classes, &best).unwrap()
             };
             let at_lp = lagrangian(&r.duals);
@@ -526,25 +533,7 @@ mod tests {
             };
             let classes = Classes::of(&pricing);
             let reps: Vec<usize> = classes.reps().collect();
-            let best = |duals: &Duals| -> Vec<(usize, f64)> {
-                Pricer {
-                    pricing: &pricing,
-                    duals,
-                    node_limit: 20_000_000,
-                    budget: Budget::unlimited(&spent),
-                    parallel: false,
-                    shapes: true,
-                    floors: true,
-                }
-                .price_servers(&reps, f64::INFINITY)
-                .iter()
-                .zip(&reps)
-                .map(|(p, &s)| {
-                    assert!(p.exact, "{name}");
-                    (s, p.bound + duals.server.get(&s).copied().unwrap_or(0.0))
-                })
-                .collect()
-            };
+            let best = |duals: &Duals| class_bests(&pricing, &classes, duals, &spent, name);
             for iterations in [1, 3, 500] {
                 let g = generate_columns(gen_, seed.clone(), iterations).unwrap();
                 let b = best(&g.duals);

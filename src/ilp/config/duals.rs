@@ -121,11 +121,11 @@ impl Duals {
             let mut y_best = 0.0_f64;
             for (k, o) in pricing.options(jp).iter().enumerate() {
                 let [w, p, n] = self.option.get(&(j, k)).copied().unwrap_or([0.0; 3]);
-                let presence = if o.mode == Mode::Multi { 2.0 } else { 1.0 };
+                let presence = -presence_coefficient(o.mode);
                 let tasks = (o.workers + o.ps) as usize;
                 let spread: f64 = spread.get(&(j, k)).map_or(0.0, |rows| {
                     rows.iter()
-                        .map(|&(s, d)| d * classes.count(s).min(tasks) as f64)
+                        .map(|&(s, d)| d * spread_cap(classes, s, tasks) as f64)
                         .sum()
                 });
                 let rc = o.terms.base
@@ -152,4 +152,18 @@ impl Duals {
         }
         Ok(v)
     }
+}
+
+/// An option's coefficient `y` has in its presence row: a multi-server option needs fragments
+/// on two servers or more (`Σ λ − 2y ≥ 0`), a single-server one exactly its one (`Σ λ − y ≤ 0`).
+/// The master's rows and the Lagrangian bound read it from here.
+pub(super) fn presence_coefficient(mode: Mode) -> f64 {
+    if mode == Mode::Multi { -2.0 } else { -1.0 }
+}
+
+/// How many fragments a multi-server option of `tasks` workers and PS may have on the servers
+/// of class `s` (one per server, at most one per task): its one-fragment-per-server row's
+/// coefficient of `y`, negated. The master's rows and the Lagrangian bound read it from here.
+pub(super) fn spread_cap(classes: &Classes, s: usize, tasks: usize) -> usize {
+    classes.count(s).min(tasks)
 }

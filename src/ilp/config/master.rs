@@ -10,7 +10,7 @@ use std::time::Instant;
 use good_lp::{Constraint, Expression, ProblemVariables, Variable, variable};
 
 use super::column::{Classes, Column, JobChoice};
-use super::duals::Duals;
+use super::duals::{Duals, presence_coefficient, spread_cap};
 use crate::error::Result;
 use crate::ilp::backend::{Backend, Highs, Program};
 use crate::ilp::settings::CheckedSettings;
@@ -252,12 +252,12 @@ impl Rows<'_, '_> {
             self.rows.push(lin(&p).eq(0.0));
             if o.mode == Mode::Multi {
                 // On two servers or more.
-                n.push((-2.0, ys[k]));
+                n.push((presence_coefficient(o.mode), ys[k]));
                 self.rows.push(lin(&n).geq(0.0));
                 self.spread_rows(jp, k, (o.workers + o.ps) as usize, ys[k], lambda);
             } else {
                 // On one server: one (whole) fragment.
-                n.push((-1.0, ys[k]));
+                n.push((presence_coefficient(o.mode), ys[k]));
                 self.rows.push(lin(&n).leq(0.0));
             }
         }
@@ -286,7 +286,7 @@ impl Rows<'_, '_> {
             }
         }
         for (s, mut terms) in per {
-            let n = self.classes.count(s).min(tasks);
+            let n = spread_cap(&self.classes, s, tasks);
             terms.push((-(n as f64), y));
             self.spread_row.insert((jp.0, k, s), self.rows.len());
             self.rows.push(lin(&terms).leq(0.0));
