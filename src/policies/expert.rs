@@ -12,7 +12,7 @@ use super::packer::Packer;
 use super::sizing::Base;
 use crate::error::Result;
 use crate::model::JobPos;
-use crate::model::{ClusterSnapshot, Schedule};
+use crate::model::{Assignment, ClusterSnapshot, Schedule};
 use crate::objective::{Objective, PricingCache, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundEvent, Scheduler};
@@ -101,6 +101,10 @@ impl<'a> Backfill<'a> {
 /// Below this a back-fill is not worth a change (the program's own optimality tolerance).
 const GAIN_EPS: f64 = 1e-9;
 
+/// Placements scored after one server's shedding beyond its free GPUs (a job that fits may not
+/// pay; a bound on the cost of a pass on a busy round, not a tuned value).
+const SHED_TRIES: usize = 4;
+
 impl Scheduler for Backfill<'_> {
     fn name(&self) -> &str {
         self.inner.name()
@@ -141,19 +145,19 @@ pub fn back_fill(
 }
 
 /// [`back_fill`] on a priced round.
+///
+/// A first pass places the waiting jobs on what the schedule left free. A schedule may leave
+/// waiting jobs no room while it gives others more than they asked, or leave a server's GPUs
+/// idle while its cores or memory are held by the tiers and parameter servers it put there (a
+/// window program hands them out without seeing the jobs outside its window). While jobs are
+/// left out, each server in turn has what its jobs hold lowered ([`shed`]) and the jobs left
+/// out placed again; that is kept only where the round then scores higher than before.
 fn fill(pricing: &RoundPricing<'_>, schedule: Schedule) -> Result<(Schedule, u64)> {
     let snap = pricing.snapshot();
-    let mut best = pricing.score(&schedule)?.total;
-    // The round's slot table, shared with the pricing's occupancy index.
-    let mut packer = Packer::priced(pricing, pricing.perf());
-    for a in &schedule.assignments {
-        let Some(j) = snap.job_index(a.job) else {
-            return Ok((schedule, 0));
-        };
-        if !packer.keep(&snap.jobs[j], a) {
-            return Ok((schedule, 0));
-        }
-    }
+    let score = pricing.score(&schedule)?.total;
+    let Some(packer) = packed(pricing, &schedule.assignments) else {
+        return Ok((schedule, 0));
+    };
     let mut left: Vec<usize> = (0..snap.jobs.len())
         .filter(|&j| {
             !schedule
@@ -166,28 +170,104 @@ fn fill(pricing: &RoundPricing<'_>, schedule: Schedule) -> Result<(Schedule, u64
         .map(|j| pricing.alone_value(JobPos(j)))
         .collect();
     left.sort_by(|&a, &b| value[b].total_cmp(&value[a]).then(a.cmp(&b)));
+    let mut best = place_waiting(pricing, packer, score, &left, usize::MAX)?;
+    for server in 0..snap.cluster.servers.len() {
+        if best.unfit.is_empty() {
+            break;
+        }
+        let Some(shed) = shed(snap, best.packer.assignments(), server) else {
+            continue;
+        };
+        let Some(packer) = packed(pricing, &shed.assignments) else {
+            continue;
+        };
+        if packer.free_gpus_on(server).iter().all(|&f| !f) {
+            continue;
+        }
+        let start = pricing.score(&shed)?.total;
+        // What one server's shedding frees is a few GPUs: a few more tries than it has free.
+        let free = packer.free_gpus_on(server).iter().filter(|&&f| f).count();
+        let tried = place_waiting(pricing, packer, start, &best.unfit, free + SHED_TRIES)?;
+        if tried.score > best.score + GAIN_EPS {
+            best = Filled {
+                added: best.added + tried.added,
+                ..tried
+            };
+        }
+    }
+    Ok((
+        Schedule {
+            assignments: best.packer.into_assignments(),
+        },
+        best.added,
+    ))
+}
+
+/// A packer holding `assignments`, or `None` if one of them does not fit (it is then left as
+/// it is).
+fn packed<'a>(pricing: &RoundPricing<'a>, assignments: &[Assignment]) -> Option<Packer<'a>> {
+    let snap = pricing.snapshot();
+    // The round's slot table, shared with the pricing's occupancy index.
+    let mut packer = Packer::priced(pricing, pricing.perf());
+    for a in assignments {
+        let j = snap.job_index(a.job)?;
+        if !packer.keep(&snap.jobs[j], a) {
+            return None;
+        }
+    }
+    Some(packer)
+}
+
+/// What a back-fill pass ends with.
+struct Filled<'a> {
+    packer: Packer<'a>,
+    /// The round's objective with the packer's assignments.
+    score: f64,
+    /// Waiting jobs placed.
+    added: u64,
+    /// Waiting jobs that fitted nowhere at any size, or were not tried (no GPU or try left), in
+    /// their order.
+    unfit: Vec<usize>,
+}
+
+/// Places the jobs `left` (snapshot positions, in that order) on what `packer` has free,
+/// consolidated, each at the largest size that fits, kept where the round's objective rises
+/// above `score`; at most `tries` placements are scored (each scores the whole round).
+fn place_waiting<'a>(
+    pricing: &RoundPricing<'a>,
+    mut packer: Packer<'a>,
+    mut score: f64,
+    left: &[usize],
+    mut tries: usize,
+) -> Result<Filled<'a>> {
+    let snap = pricing.snapshot();
     // Consolidated placement draws nothing; the stream is only the packer's signature.
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut added = 0;
-    for j in left {
-        if packer.free_gpus() == 0 {
+    let mut unfit = Vec::new();
+    for (n, &j) in left.iter().enumerate() {
+        if packer.free_gpus() == 0 || tries == 0 {
+            unfit.extend_from_slice(&left[n..]);
             break;
         }
         let job = &snap.jobs[j];
         let (asked, ps) = job.requested_or_min();
+        let mut fitted = false;
         for w in (job.workers.min..=asked.max(job.workers.min)).rev() {
             let mut trial = packer.clone();
             if !trial.place(job, w, ps, Placement::Consolidated, &mut rng) {
                 continue;
             }
+            fitted = true;
+            tries -= 1;
             let candidate = Schedule {
                 assignments: trial.assignments().to_vec(),
             };
-            let Ok(score) = pricing.score(&candidate) else {
+            let Ok(total) = pricing.score(&candidate).map(|s| s.total) else {
                 continue;
             };
-            if score.total > best + GAIN_EPS {
-                best = score.total;
+            if total > score + GAIN_EPS {
+                score = total;
                 packer = trial;
                 added += 1;
             }
@@ -195,13 +275,66 @@ fn fill(pricing: &RoundPricing<'_>, schedule: Schedule) -> Result<(Schedule, u64
             // round, and a smaller size of a job that does not pay seldom does.
             break;
         }
+        if !fitted {
+            unfit.push(j);
+        }
     }
-    Ok((
-        Schedule {
-            assignments: packer.into_assignments(),
-        },
+    Ok(Filled {
+        packer,
+        score,
         added,
-    ))
+        unfit,
+    })
+}
+
+/// `assignments` with what the jobs on `server` hold there lowered, or `None` if nothing can
+/// be: every job with workers there at its least tier (fewest cores, then least memory; a tier
+/// changes in place), and every job that is not running yet without the workers and parameter
+/// servers it has there beyond the allocation it asked for (it starts this round anyway, so
+/// this costs no restart).
+fn shed(snap: &ClusterSnapshot, assignments: &[Assignment], server: usize) -> Option<Schedule> {
+    let mut changed = false;
+    let assignments = assignments
+        .iter()
+        .map(|a| {
+            let mut a = a.clone();
+            let Some(job) = snap.job_index(a.job).map(|j| &snap.jobs[j]) else {
+                return a;
+            };
+            if a.workers.iter().any(|w| w.server.0 == server) {
+                let least = (0..=job.tiers.len() as u8)
+                    .min_by(|&x, &y| {
+                        let (cx, mx) = job.worker_hold(x);
+                        let (cy, my) = job.worker_hold(y);
+                        cx.total_cmp(&cy).then(mx.total_cmp(&my))
+                    })
+                    .unwrap_or(0);
+                if job.worker_hold(least) < job.worker_hold(a.tier) {
+                    a.tier = least;
+                    changed = true;
+                }
+            }
+            if job.run.current.is_none() {
+                let (workers, ps) = job.requested_or_min();
+                while a.workers.len() > workers.max(job.workers.min) as usize {
+                    let Some(w) = a.workers.iter().rposition(|w| w.server.0 == server) else {
+                        break;
+                    };
+                    a.workers.remove(w);
+                    changed = true;
+                }
+                while a.ps.len() > ps.max(job.ps.min) as usize {
+                    let Some(p) = a.ps.iter().rposition(|p| p.server.0 == server) else {
+                        break;
+                    };
+                    a.ps.remove(p);
+                    changed = true;
+                }
+            }
+            a
+        })
+        .collect();
+    changed.then_some(Schedule { assignments })
 }
 
 /// Re-solving a round that has not changed: when the jobs are the ones of the last decision and
