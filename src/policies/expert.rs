@@ -70,7 +70,16 @@ impl Scheduler for BestHeuristic<'_> {
 /// Work conservation after any scheduler: the waiting jobs it left out, highest
 /// [`RoundPricing::alone_value`] first, are placed on what is free (consolidated, at the
 /// requested size and then smaller down to the minimum) wherever that raises the round's
-/// objective. The inner schedule's assignments are never moved.
+/// objective. No task of the inner schedule is moved.
+///
+/// A first pass places the waiting jobs on what the schedule left free. A schedule may leave
+/// waiting jobs no room while it gives others more than they asked, or leave a server's GPUs
+/// idle while its cores or memory are held by the tiers and parameter servers it put there (a
+/// window program hands them out without seeing the jobs outside its window). So while jobs are
+/// left out, each server in turn has what its jobs hold there lowered — every tier to the job's
+/// least (a tier changes in place), and the workers and parameter servers of jobs starting this
+/// round cut to what they asked for (no restart: they start anyway) — and the jobs left out are
+/// placed again; that is kept only where the round then scores higher than before.
 pub struct Backfill<'a> {
     inner: Box<dyn Scheduler + 'a>,
     perf: &'a dyn PerfModel,
@@ -135,6 +144,8 @@ impl Scheduler for Backfill<'_> {
 
 /// [`Backfill`]'s pass on a schedule decided elsewhere: `schedule` with the waiting jobs it left
 /// out placed where that raises the round's objective, and how many were placed.
+///
+/// The passes are [`Backfill`]'s.
 pub fn back_fill(
     perf: &dyn PerfModel,
     objective: Objective,
@@ -145,13 +156,6 @@ pub fn back_fill(
 }
 
 /// [`back_fill`] on a priced round.
-///
-/// A first pass places the waiting jobs on what the schedule left free. A schedule may leave
-/// waiting jobs no room while it gives others more than they asked, or leave a server's GPUs
-/// idle while its cores or memory are held by the tiers and parameter servers it put there (a
-/// window program hands them out without seeing the jobs outside its window). While jobs are
-/// left out, each server in turn has what its jobs hold lowered ([`shed`]) and the jobs left
-/// out placed again; that is kept only where the round then scores higher than before.
 fn fill(pricing: &RoundPricing<'_>, schedule: Schedule) -> Result<(Schedule, u64)> {
     let snap = pricing.snapshot();
     let score = pricing.score(&schedule)?.total;
@@ -259,7 +263,7 @@ fn place_waiting<'a>(
                 continue;
             }
             fitted = true;
-            tries -= 1;
+            tries = tries.saturating_sub(1);
             let candidate = Schedule {
                 assignments: trial.assignments().to_vec(),
             };

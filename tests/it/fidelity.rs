@@ -463,3 +463,79 @@ fn nvlink_servers_have_no_cross_socket_placements() {
         .unwrap();
     assert_eq!(s_dgx.step_time_s, measured.step_time_s);
 }
+
+/// Back-fill sheds what a schedule gave beyond the ask before it leaves a job waiting: a job
+/// starting this round with every GPU of the server (it asked for one) gives up the rest to a
+/// waiting job, parameter servers holding the memory a waiting job needs give it up, and a
+/// running job keeps what it has (cutting it would restart it).
+#[test]
+fn back_fill_sheds_what_a_schedule_gave_beyond_the_ask() {
+    use coda::model::JobId;
+    use coda::policies::Backfill;
+    use coda::{Objective, Schedule, Scheduler};
+    struct Given(Schedule);
+    impl Scheduler for Given {
+        fn name(&self) -> &str {
+            "given"
+        }
+        fn schedule(&mut self, _: &ClusterSnapshot) -> coda::Result<Schedule> {
+            Ok(self.0.clone())
+        }
+    }
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    let fill = |snap: &ClusterSnapshot, given: &Schedule| {
+        let mut bf = Backfill::new(Box::new(Given(given.clone())), perf, objective);
+        let filled = bf.schedule(snap).unwrap();
+        assert!(filled.validate(snap).is_empty(), "{filled:?}");
+        let score = |s| objective.score(perf, snap, s).unwrap().total;
+        assert!(
+            score(&filled) >= score(given),
+            "back-fill never lowers the round's objective"
+        );
+        filled
+    };
+    // Workers: job 0 asked for one GPU and is given the server's eight; job 1, short, waits.
+    let mut wide = job(0, "cifar10", Architecture::AllReduce, 8, 1.0);
+    wide.requested = Some(Request { workers: 1, ps: 0 });
+    let mut short = job(1, "cifar10", Architecture::AllReduce, 1, 1.0);
+    short.total_iterations = 100.0;
+    let given = coda::Schedule {
+        assignments: vec![one_gpu_workers(0, 0, 8)],
+    };
+    let snap = ClusterSnapshot::new(0.0, cluster(1), vec![wide.clone(), short.clone()]).unwrap();
+    let filled = fill(&snap, &given);
+    assert!(filled.assignment(JobId(1)).is_some(), "{filled:?}");
+    assert_eq!(filled.assignment(JobId(0)).unwrap().workers.len(), 1);
+    // The same job already running on the eight: it keeps them, and job 1 waits.
+    wide.run.current = Some(one_gpu_workers(0, 0, 8));
+    let snap = ClusterSnapshot::new(0.0, cluster(1), vec![wide, short.clone()]).unwrap();
+    assert_eq!(fill(&snap, &given), given);
+    // Memory: job 0 (one worker, one parameter server asked) is given nine parameter servers of
+    // 8 GiB on a 80-GiB server, and job 1's worker needs 20 GiB.
+    let server = Server::uniform(
+        "n",
+        "v100",
+        [2, 2, 2],
+        coda::model::HostResources::new(32.0, 80.0, 100.0),
+    );
+    let mut ps = job(0, "resnet-50", Architecture::ParameterServer, 1, 1.0);
+    ps.ps = TaskRange::new(1, 9);
+    ps.demand.mem_per_ps_gib = 8.0;
+    short.demand.mem_per_worker_gib = 20.0;
+    let snap =
+        ClusterSnapshot::new(0.0, Cluster::homogeneous(1, &server), vec![ps, short]).unwrap();
+    let mut many = one_gpu_workers(0, 0, 1);
+    many.ps = vec![
+        coda::model::PsTask {
+            server: ServerIdx(0)
+        };
+        9
+    ];
+    let given = coda::Schedule {
+        assignments: vec![many],
+    };
+    let filled = fill(&snap, &given);
+    assert!(filled.assignment(JobId(1)).is_some(), "{filled:?}");
+    assert_eq!(filled.assignment(JobId(0)).unwrap().ps.len(), 1);
+}
