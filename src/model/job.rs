@@ -161,6 +161,18 @@ impl Job {
             .unwrap_or((self.demand.cpu_per_worker, self.demand.mem_per_worker_gib))
     }
 
+    /// The tier whose worker holds least ([`Job::worker_hold`]: fewest cores, then least
+    /// memory), 0 (the demand) for a job without tiers: what a worker can be cut to in place.
+    pub fn least_tier(&self) -> u8 {
+        (0..=self.tiers.len().min(usize::from(u8::MAX)) as u8)
+            .min_by(|&x, &y| {
+                let (cx, mx) = self.worker_hold(x);
+                let (cy, my) = self.worker_hold(y);
+                cx.total_cmp(&cy).then(mx.total_cmp(&my))
+            })
+            .unwrap_or(0)
+    }
+
     /// Cores and GiB that `workers` workers at `tier` ([`Job::worker_hold`]) and `ps`
     /// parameter servers hold.
     pub fn cores_mem_at(&self, tier: u8, workers: f64, ps: f64) -> (f64, f64) {

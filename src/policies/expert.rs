@@ -142,10 +142,8 @@ impl Scheduler for Backfill<'_> {
     }
 }
 
-/// [`Backfill`]'s pass on a schedule decided elsewhere: `schedule` with the waiting jobs it left
-/// out placed where that raises the round's objective, and how many were placed.
-///
-/// The passes are [`Backfill`]'s.
+/// [`Backfill`]'s passes on a schedule decided elsewhere: `schedule` with the waiting jobs it
+/// left out placed where that raises the round's objective, and how many were placed.
 pub fn back_fill(
     perf: &dyn PerfModel,
     objective: Objective,
@@ -292,7 +290,7 @@ fn place_waiting<'a>(
 }
 
 /// `assignments` with what the jobs on `server` hold there lowered, or `None` if nothing can
-/// be: every job with workers there at its least tier (fewest cores, then least memory; a tier
+/// be: every job with workers there at its least tier ([`crate::model::Job::least_tier`]; a tier
 /// changes in place), and every job that is not running yet without the workers and parameter
 /// servers it has there beyond the allocation it asked for (it starts this round anyway, so
 /// this costs no restart).
@@ -306,13 +304,7 @@ fn shed(snap: &ClusterSnapshot, assignments: &[Assignment], server: usize) -> Op
                 return a;
             };
             if a.workers.iter().any(|w| w.server.0 == server) {
-                let least = (0..=job.tiers.len() as u8)
-                    .min_by(|&x, &y| {
-                        let (cx, mx) = job.worker_hold(x);
-                        let (cy, my) = job.worker_hold(y);
-                        cx.total_cmp(&cy).then(mx.total_cmp(&my))
-                    })
-                    .unwrap_or(0);
+                let least = job.least_tier();
                 if job.worker_hold(least) < job.worker_hold(a.tier) {
                     a.tier = least;
                     changed = true;

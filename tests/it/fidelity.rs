@@ -1,5 +1,6 @@
 //! Simulator fidelity: the contention allowance, the run metrics that say what happened, the
-//! measured task demands, NIC sharing by communication share, and the baselines' paper rules.
+//! measured task demands, NIC sharing by communication share, the baselines' paper rules, and
+//! what back-fill may take back to start a waiting job.
 
 use coda::model::{Architecture, Request, TaskDemand, TaskRange, WorkerTask};
 use coda::model::{Assignment, Cluster, Job, Server};
