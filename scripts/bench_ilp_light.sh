@@ -8,17 +8,21 @@
 # machine. About 15 minutes on 2 cores. RESTART_S: the restart-loss estimate (`--restart-s`,
 # default 60 s, the shipped value) — another value writes to benches/results/ilp-light/restart-S/
 # (the sensitivity of the result to that estimate; set SLICES to the slices of interest).
+# KAPPA: the in-service credit of ilp's objective (`--in-service-credit`, default 0) — another
+# value writes to benches/results/ilp-light/kappa-K/; POLICIES: the policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
 coda=${CODA:-target/release/coda}
 restart=${RESTART_S:-60}
 out=benches/results/ilp-light
+kappa=${KAPPA:-0}
 [ "$restart" = 60 ] || out=$out/restart-$restart
+[ "$kappa" = 0 ] || out=$out/kappa-$kappa
 out=${1:-$out}
 limit=${LIMIT:-2}
 slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900"}
-policies="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"
+policies=${POLICIES:-"fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,7 +30,8 @@ echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" >
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --restart-s "$restart" --threads 1 --out "$tmp/$trace-$skip" > /dev/null
+    --ilp-time-limit "$limit" --restart-s "$restart" --in-service-credit "$kappa" --threads 1 \
+    --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys
 d, trace, skip = sys.argv[1:]
@@ -38,4 +43,4 @@ PY
   tail -n 12 "$tmp/runs.csv" >&2
 done
 mv "$tmp/runs.csv" "$out/runs.csv"
-machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart)" "coda compare --threads 1"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa)" "coda compare --threads 1"

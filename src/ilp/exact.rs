@@ -58,6 +58,12 @@ impl<'a> ExactScheduler<'a> {
         self
     }
 
+    /// Prices the rounds to come with `objective` (the `ilp` policy's window solves a part of
+    /// a round under the whole round's [`Objective::for_round`]).
+    pub(crate) fn set_objective(&mut self, objective: Objective) {
+        self.objective = objective;
+    }
+
     /// The report of the last solve.
     pub fn last_report(&self) -> Option<&SolveReport> {
         self.last.as_ref()

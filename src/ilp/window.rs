@@ -91,6 +91,9 @@ impl Scheduler for WindowedIlp<'_> {
     }
 
     fn schedule(&mut self, snap: &ClusterSnapshot) -> Result<Schedule> {
+        // Whether the in-service credit applies is the whole queue's question, not the
+        // window's: the window may hold fewer waiting jobs than the free GPUs take.
+        self.exact.set_objective(self.objective.for_round(snap));
         let (keep, held) = self.window(snap);
         if keep.len() == snap.jobs.len() && held.is_empty() {
             return self.exact.schedule(snap);

@@ -12,11 +12,15 @@
 //! * `base_j = min(s·T, R) / R`: the fraction of its remaining work `R` the job would finish in a
 //!   round of `T` seconds at its isolated speed `s` (from the [`PerfModel`]). Dividing by what is
 //!   left favours jobs close to completion; the cap stops a nearly done job from being paid for
-//!   resources it cannot use. Plus the **in-service credit** `κ · min(s·T, R) / (s·T)`
-//!   ([`Objective::in_service_credit`]): a round in service is worth `κ` to any job, long or
-//!   short, as a waiting round costs any job a round of completion time. Every term below is a
-//!   difference of this value against the same uncontended speed, so contention and restarts
-//!   cost credit in proportion (`formulations/README.md` derives it).
+//!   resources it cannot use. Plus the **in-service credit** `κ · min(s·T, R) / (ŝ·T)`
+//!   ([`Objective::in_service_credit`]), `ŝ` the job's full pace (its fastest option alone,
+//!   [`RoundPricing::pace`]): a round at full pace is worth `κ` to any job, long or short, as a
+//!   waiting round costs any job a round of completion time, and a slower round the share of it
+//!   the job's completion gains. Both parts are linear in the work done, so the job's utility is
+//!   its `κ = 0` utility times the constant `1 + κ·R/(ŝ·T)`, and every term below, a
+//!   difference of this value, costs credit in proportion (`formulations/README.md` derives it).
+//!   The credit applies only in a round whose free GPUs hold every waiting job's ask
+//!   ([`Objective::for_round`]); where jobs compete for GPUs the fraction alone orders them.
 //! * PS locality: `L_j` = worker–PS pairs on the same server; `slope_j` interpolates linearly
 //!   between the PerfModel's speed with no PS local (f = 0) and all local (f = 1).
 //! * Co-location: `Pcol_j = Σ_servers Σ_co-runners (slowdown − 1)` from the PerfModel's pair
@@ -118,6 +122,9 @@ pub struct JobOption {
     /// Cores and memory of every worker ([`crate::model::Job::tiers`]; 0: the demand). The
     /// option's terms are priced at this tier's speed ([`crate::PerfModel::cpu_mem_speed`]).
     pub tier: u8,
+    /// Its isolated speed at its tier, iterations per second (the fastest of a job's options
+    /// is the job's full pace, the unit of the in-service credit).
+    pub iterations_per_s: f64,
     /// Coefficients.
     pub terms: OptionTerms,
 }
@@ -202,11 +209,12 @@ pub struct Objective {
     /// ESTIMATE. Seconds a job loses when it is moved, resized or stopped: checkpoint, restore and
     /// warm-up. No measurement in `datasets/`; one minute.
     pub restart_s: f64,
-    /// Weight `κ` of the in-service credit: what a round in service is worth to any job, in the
-    /// units of `base` (a whole round's work of a job that would finish in it). A waiting job of
-    /// any length loses the round; a running one loses the share of it that contention costs
-    /// (see the module docs). A design weight, not a measurement; 0 gives the pure
-    /// fraction-of-remaining-work objective.
+    /// Weight `κ` of the in-service credit: what a round at a job's full pace (its fastest
+    /// option alone) is worth to any job, in the units of `base` (a whole round's work of a job
+    /// that would finish in it). A waiting job of any length loses the round; a running one the
+    /// share of it that a slower option or contention costs (see the module docs). Off in a
+    /// round whose waiting jobs ask for more GPUs than are free ([`Objective::for_round`]). A
+    /// design weight, not a measurement; 0 gives the pure fraction-of-remaining-work objective.
     #[serde(default)]
     pub in_service_credit: f64,
 }
@@ -266,15 +274,44 @@ impl Objective {
         })
     }
 
-    /// What a round at speed `s` is worth to `job` whose speed without contention in the same
-    /// placement is `alone`: its progress fraction plus `κ` × the share of the round it is in
-    /// service at full pace (`min(s·T, R) / (alone·T)`: 1 for a job running alone the whole
-    /// round, less for one slowed or finishing early).
-    pub(crate) fn value(&self, job: &Job, s: &Speed, alone: &Speed) -> f64 {
+    /// The objective as it prices `snapshot`'s round: itself, except that the in-service credit
+    /// is off where the waiting jobs ask for more GPUs than are free. The credit prices
+    /// capacity that would otherwise idle or a long job's pause next to free GPUs; where jobs
+    /// compete for GPUs, the progress fraction alone orders them, as
+    /// shortest-remaining-time-first does (a credit there kept long jobs growing while short
+    /// ones queued: `formulations/README.md`).
+    pub fn for_round(&self, snapshot: &ClusterSnapshot) -> Objective {
+        if self.in_service_credit == 0.0 {
+            return *self;
+        }
+        let used = snapshot.current_schedule().gpus_used() as u64;
+        let free = snapshot.cluster.num_gpus().saturating_sub(used);
+        let asked: u64 = snapshot
+            .jobs
+            .iter()
+            .filter(|j| j.run.current.is_none())
+            .map(|j| u64::from(j.requested_or_min().0) * u64::from(j.demand.gpus_per_worker))
+            .sum();
+        if asked <= free {
+            *self
+        } else {
+            Objective {
+                in_service_credit: 0.0,
+                ..*self
+            }
+        }
+    }
+
+    /// What a round at speed `s` is worth to `job` whose full pace (its fastest option alone,
+    /// iterations per second) is `pace`: its progress fraction plus `κ` × the rounds at full
+    /// pace the work done is worth (`min(s·T, R) / (pace·T)`: 1 for a job at its fastest the
+    /// whole round, less for one slower, slowed or finishing early). Both parts are linear in
+    /// the work done, so every contention term stays a difference of this value.
+    pub(crate) fn value(&self, job: &Job, s: &Speed, pace: f64) -> f64 {
         let left = job.remaining_iterations();
         let done = (s.iterations_per_s * self.round_s).min(left);
-        let service = if self.in_service_credit > 0.0 && alone.iterations_per_s > 0.0 {
-            self.in_service_credit * done / (alone.iterations_per_s * self.round_s)
+        let service = if self.in_service_credit > 0.0 && pace > 0.0 {
+            self.in_service_credit * done / (pace * self.round_s)
         } else {
             0.0
         };
@@ -323,7 +360,10 @@ impl Objective {
     /// Coefficients of option `o` of `job` on servers of `server`'s size (the largest of its
     /// GPU type; `None`: one large enough for all its GPUs), its workers at the option's
     /// CPU/memory tier, or `None` if the option is impossible or outside what the performance
-    /// model prices (a tier the job lacks included).
+    /// model prices (a tier the job lacks included). The in-service credit is measured against
+    /// the option's own speed, as if it were the job's fastest; a [`RoundPricing`] measures
+    /// every option of a job against the job's full pace ([`RoundPricing::pace`]) — the same
+    /// terms at `κ = 0`.
     pub fn option_terms(
         &self,
         perf: &dyn PerfModel,
@@ -332,7 +372,22 @@ impl Objective {
         server: Option<ServerSize>,
     ) -> Option<OptionTerms> {
         let speeds = Self::option_speeds(perf, job, &o, server)?;
-        Some(self.terms_at(job, &o, &speeds))
+        let pace = speeds.alone.iterations_per_s;
+        Some(self.terms_at(job, &o, &speeds, pace))
+    }
+
+    /// [`Objective::option_terms`] with the in-service credit measured against `pace`, the
+    /// job's full pace (what a [`RoundPricing`] does for an option outside the job's list).
+    pub(crate) fn option_terms_at_pace(
+        &self,
+        perf: &dyn PerfModel,
+        job: &Job,
+        o: OptionShape,
+        server: Option<ServerSize>,
+        pace: f64,
+    ) -> Option<OptionTerms> {
+        let speeds = Self::option_speeds(perf, job, &o, server)?;
+        Some(self.terms_at(job, &o, &speeds, pace))
     }
 
     /// The speeds option `o`'s terms are made of (see [`OptionSpeeds`]), or `None` if the
@@ -386,12 +441,12 @@ impl Objective {
     /// Option `o`'s terms for `job` as it stands now (its remaining work) from the option's
     /// speeds: arithmetic only, so that a policy pricing the same job round after round asks
     /// the performance model once ([`PricingCache`]).
-    fn terms_at(&self, job: &Job, o: &OptionShape, sp: &OptionSpeeds) -> OptionTerms {
+    fn terms_at(&self, job: &Job, o: &OptionShape, sp: &OptionSpeeds, pace: f64) -> OptionTerms {
         let s = &sp.alone;
-        // Every term of the option is a difference of values measured against the same
-        // uncontended pace (the shape priced), so contention costs credit too.
-        let at = |x: &Speed| self.value(job, x, s);
-        let here = self.value(job, s, s);
+        // Every term of the option is a difference of values measured against the same full
+        // pace, so contention costs credit too.
+        let at = |x: &Speed| self.value(job, x, pace);
+        let here = self.value(job, s, pace);
         let (base, slope) = match &sp.other_end {
             // One end of the interpolation is the shape priced alone.
             Some(other) => {
@@ -429,7 +484,8 @@ impl Objective {
         snapshot: &ClusterSnapshot,
         job: &Job,
     ) -> Vec<JobOption> {
-        self.job_options_in(perf, &ClusterShape::of(&snapshot.cluster), job)
+        self.for_round(snapshot)
+            .job_options_in(perf, &ClusterShape::of(&snapshot.cluster), job)
     }
 
     /// [`Objective::job_options`] on a cluster summarised once (what a round priced for many
@@ -450,6 +506,11 @@ impl Objective {
         job: &Job,
         speeds: &[(OptionShape, OptionSpeeds)],
     ) -> Vec<JobOption> {
+        // The job's full pace: its fastest option alone, the unit of the in-service credit.
+        let pace = speeds
+            .iter()
+            .map(|(_, sp)| sp.alone.iterations_per_s)
+            .fold(0.0, f64::max);
         speeds
             .iter()
             .map(|(o, sp)| JobOption {
@@ -458,7 +519,8 @@ impl Objective {
                 mode: o.mode,
                 gpu_type: o.gpu_type,
                 tier: o.tier,
-                terms: self.terms_at(job, o, sp),
+                iterations_per_s: sp.alone.iterations_per_s,
+                terms: self.terms_at(job, o, sp, pace),
             })
             .collect()
     }

@@ -107,7 +107,7 @@ impl<'a> RoundPricing<'a> {
         RoundPricing {
             perf,
             snapshot,
-            objective,
+            objective: objective.for_round(snapshot),
             topology,
             options: (0..n).map(|_| OnceLock::new()).collect(),
             kept: None,
@@ -174,6 +174,15 @@ impl<'a> RoundPricing<'a> {
                 None => self.objective.job_options_in(self.perf, &self.shape, job),
             }
         })
+    }
+
+    /// Job `j`'s full pace: the speed of its fastest option alone, iterations per second (0
+    /// if it has none), against which the in-service credit is measured.
+    pub fn pace(&self, j: JobPos) -> f64 {
+        self.options(j)
+            .iter()
+            .map(|o| o.iterations_per_s)
+            .fold(0.0, f64::max)
     }
 
     /// The objective's own priority of job `j`: the most any of its options is worth alone (its
@@ -345,7 +354,13 @@ impl<'a> RoundPricing<'a> {
             Some(k) => Ok(self.options(JobPos(j))[k].terms),
             None => self
                 .objective
-                .option_terms(self.perf, job, *f, self.shape.largest(&f.gpu_type))
+                .option_terms_at_pace(
+                    self.perf,
+                    job,
+                    *f,
+                    self.shape.largest(&f.gpu_type),
+                    self.pace(JobPos(j)),
+                )
                 .ok_or_else(|| unpriceable(job, f)),
         }
     }
@@ -457,19 +472,10 @@ impl<'a> RoundPricing<'a> {
     pub fn perf_model_utility(&self, schedule: &Schedule, score: &Score) -> Result<f64> {
         let restart: f64 = score.jobs.iter().map(|j| j.restart_penalty).sum();
         let mut progress = 0.0;
-        for ((id, s), a) in crate::perf::speeds(self.perf, self.snapshot, schedule)?
-            .iter()
-            .zip(&schedule.assignments)
-        {
-            let job = self.snapshot.job(*id).expect("speeds of known jobs");
-            let alone = crate::perf::speed_alone(
-                self.perf,
-                &self.snapshot.cluster,
-                self.topology.slots(),
-                job,
-                a,
-            )?;
-            progress += self.objective.value(job, s, &alone);
+        for (id, s) in crate::perf::speeds(self.perf, self.snapshot, schedule)? {
+            let j = self.snapshot.job_index(id).expect("speeds of known jobs");
+            let job = &self.snapshot.jobs[j];
+            progress += self.objective.value(job, &s, self.pace(JobPos(j)));
         }
         Ok(progress - restart)
     }

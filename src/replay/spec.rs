@@ -131,8 +131,8 @@ pub struct SimSpec {
     #[cfg_attr(feature = "cli", arg(long, default_value_t = SimSpec::default().restart_s,
         value_parser = number(Expected::NonNegative)))]
     pub restart_s: f64,
-    /// In-service credit κ of the objective the `ilp` policy maximises (what a round in
-    /// service is worth to any job; 0: the pure fraction-of-remaining-work objective).
+    /// In-service credit κ of the objective the `ilp` policy maximises (what a round at its
+    /// full pace is worth to any job; 0: the pure fraction-of-remaining-work objective).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = SimSpec::default().in_service_credit,
         value_parser = number(Expected::NonNegative)))]
     pub in_service_credit: f64,

@@ -452,6 +452,100 @@ fn in_service_credit_is_worth_one_round_to_a_job_alone() {
     );
 }
 
+/// A generated round of `jobs` waiting jobs on `servers` servers, none near its end.
+fn waiting_round(servers: usize, jobs: usize) -> ClusterSnapshot {
+    let mut s = generate(
+        &GenerateOptions {
+            servers,
+            jobs,
+            seed: 5,
+            running_fraction: 0.0,
+            ..Default::default()
+        },
+        perf(),
+    )
+    .unwrap();
+    for j in &mut s.jobs {
+        j.total_iterations = 1e9;
+    }
+    s
+}
+
+/// GPUs the waiting jobs of `s` ask for, and GPUs free.
+fn asked_and_free(s: &ClusterSnapshot) -> (u64, u64) {
+    let asked = s
+        .jobs
+        .iter()
+        .filter(|j| j.run.current.is_none())
+        .map(|j| u64::from(j.requested_or_min().0 * j.demand.gpus_per_worker))
+        .sum();
+    let free = s.cluster.num_gpus() - s.current_schedule().gpus_used() as u64;
+    (asked, free)
+}
+
+/// The credit is measured at the job's full pace, so it pays speed: where the free GPUs hold
+/// every waiting job's ask, every option of a job far from done is worth its `κ = 0` value
+/// times the one constant `1 + κ·R/(ŝ·T)`, and the fastest option gets exactly `κ` more (a
+/// credit of `κ` per round whatever the option would pay one GPU as much as eight). Where
+/// they do not, the credit is off: the round is priced as at `κ = 0`.
+#[test]
+fn in_service_credit_is_one_weight_per_job_at_its_full_pace() {
+    let kappa = 0.5;
+    let busy = waiting_round(1, 16);
+    let (asked, free) = asked_and_free(&busy);
+    assert!(asked > free, "{asked} GPUs asked, {free} free");
+    assert_eq!(with_credit(kappa).for_round(&busy).in_service_credit, 0.0);
+    let plain = coda::objective::RoundPricing::new(perf(), &busy, Objective::default());
+    let credited = coda::objective::RoundPricing::new(perf(), &busy, with_credit(kappa));
+    for j in 0..busy.jobs.len() {
+        assert_eq!(plain.options(JobPos(j)), credited.options(JobPos(j)));
+    }
+    let s = waiting_round(4, 3);
+    let (asked, free) = asked_and_free(&s);
+    assert!(asked <= free, "{asked} GPUs asked, {free} free");
+    let plain = coda::objective::RoundPricing::new(perf(), &s, Objective::default());
+    let credited = coda::objective::RoundPricing::new(perf(), &s, with_credit(kappa));
+    let round_s = Objective::default().round_s;
+    let mut speeds_differ = false;
+    for (j, job) in s.jobs.iter().enumerate() {
+        let pace = credited.pace(JobPos(j));
+        assert!(pace > 0.0);
+        let weight = 1.0 + kappa * job.remaining_iterations() / (pace * round_s);
+        let (a, b) = (plain.options(JobPos(j)), credited.options(JobPos(j)));
+        assert_eq!(a.len(), b.len());
+        for (o0, o1) in a.iter().zip(b) {
+            assert_eq!(o0.iterations_per_s, o1.iterations_per_s);
+            let (t0, t1) = (&o0.terms, &o1.terms);
+            for (x0, x1) in [
+                (t0.base, t1.base),
+                (t0.local_pair_slope, t1.local_pair_slope),
+                (t0.coloc_coef, t1.coloc_coef),
+                (t0.pcie_coef, t1.pcie_coef),
+                (t0.nic_coef, t1.nic_coef),
+            ] {
+                assert!(
+                    (x1 - weight * x0).abs() <= 1e-9 * x1.abs().max(1e-12),
+                    "{x0} x {weight} != {x1}"
+                );
+            }
+            speeds_differ |= o1.iterations_per_s < 0.9 * pace;
+        }
+        let fastest = b
+            .iter()
+            .zip(a)
+            .max_by(|x, y| x.0.iterations_per_s.total_cmp(&y.0.iterations_per_s))
+            .unwrap();
+        // PS jobs' base has no PS local; the credit is on the shape priced alone.
+        if job.arch == Architecture::AllReduce {
+            assert!((fastest.0.terms.base - fastest.1.terms.base - kappa).abs() < 1e-9);
+        }
+    }
+    assert!(
+        speeds_differ,
+        "the round must offer slower options than a job's fastest"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

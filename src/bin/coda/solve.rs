@@ -83,7 +83,7 @@ pub struct Args {
     /// Restart cost of the objective, seconds (at most `--round-s`).
     #[arg(long, default_value_t = 60.0, value_parser = range::non_negative)]
     pub restart_s: f64,
-    /// In-service credit κ of the objective (what a round in service is worth to any job).
+    /// In-service credit κ of the objective (what a round at its full pace is worth to any job).
     #[arg(long, default_value_t = coda::objective::DEFAULT_IN_SERVICE_CREDIT, value_parser = range::non_negative)]
     pub in_service_credit: f64,
     /// Write the model as MPS here.

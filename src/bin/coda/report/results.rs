@@ -587,6 +587,26 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
                 s.push('\n');
             }
         }
+        // `ilp` alone with the in-service credit on (`KAPPA=K scripts/bench_ilp_light.sh`).
+        let mut kappas: Vec<(String, PathBuf)> = std::fs::read_dir(&light)
+            .map_err(|e| Error::io(&light, e))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let k = name.strip_prefix("kappa-")?.to_string();
+                e.path().join("runs.csv").is_file().then(|| (k, e.path()))
+            })
+            .collect();
+        kappas.sort();
+        for (k, dir) in kappas {
+            s.push_str(&format!(
+                "\n### With `--in-service-credit {k}` (shipped: 0)\n\n"
+            ));
+            s.push_str(&super::ilp_light::ilp_kappa_section(
+                &light, &dir, &k, &results,
+            )?);
+            s.push('\n');
+        }
     }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
