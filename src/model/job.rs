@@ -137,6 +137,12 @@ impl Job {
             .map_or((self.workers.min, self.ps.min), |r| (r.workers, r.ps))
     }
 
+    /// GPUs the submitted allocation asks for ([`Job::requested_or_min`]'s workers × GPUs per
+    /// worker).
+    pub fn requested_gpus(&self) -> u32 {
+        self.requested_or_min().0 * self.demand.gpus_per_worker
+    }
+
     /// Whether the job may use GPUs of this type.
     pub fn allows_gpu(&self, gpu_type: &str) -> bool {
         self.gpu_types.is_empty() || self.gpu_types.iter().any(|t| t == gpu_type)

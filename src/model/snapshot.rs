@@ -414,6 +414,17 @@ impl ClusterSnapshot {
         }
     }
 
+    /// GPUs the running jobs hold ([`crate::Schedule::gpus_used`] of the schedule that keeps
+    /// them, without building it).
+    pub fn gpus_in_use(&self) -> u64 {
+        self.jobs
+            .iter()
+            .filter_map(|j| j.run.current.as_ref())
+            .flat_map(|a| &a.workers)
+            .map(|w| w.gpus.len() as u64)
+            .sum()
+    }
+
     /// Job indices by (arrival, id): the order first-come policies and job windows read.
     pub fn by_arrival(&self) -> Vec<usize> {
         let mut v: Vec<usize> = (0..self.jobs.len()).collect();

@@ -163,6 +163,12 @@ pub(crate) struct OptionSpeeds {
     one_nic: Option<Speed>,
 }
 
+/// A job's full pace from its options' isolated speeds (iterations per second): the fastest,
+/// the unit of the in-service credit; 0 for a job without options.
+fn full_pace(speeds: impl IntoIterator<Item = f64>) -> f64 {
+    speeds.into_iter().fold(0.0, f64::max)
+}
+
 /// Score of one job in a schedule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobScore {
@@ -284,13 +290,15 @@ impl Objective {
         if self.in_service_credit == 0.0 {
             return *self;
         }
-        let used = snapshot.current_schedule().gpus_used() as u64;
-        let free = snapshot.cluster.num_gpus().saturating_sub(used);
+        let free = snapshot
+            .cluster
+            .num_gpus()
+            .saturating_sub(snapshot.gpus_in_use());
         let asked: u64 = snapshot
             .jobs
             .iter()
             .filter(|j| j.run.current.is_none())
-            .map(|j| u64::from(j.requested_or_min().0) * u64::from(j.demand.gpus_per_worker))
+            .map(|j| u64::from(j.requested_gpus()))
             .sum();
         if asked <= free {
             *self
@@ -371,22 +379,22 @@ impl Objective {
         o: OptionShape,
         server: Option<ServerSize>,
     ) -> Option<OptionTerms> {
-        let speeds = Self::option_speeds(perf, job, &o, server)?;
-        let pace = speeds.alone.iterations_per_s;
-        Some(self.terms_at(job, &o, &speeds, pace))
+        self.option_terms_at_pace(perf, job, o, server, None)
     }
 
     /// [`Objective::option_terms`] with the in-service credit measured against `pace`, the
-    /// job's full pace (what a [`RoundPricing`] does for an option outside the job's list).
+    /// job's full pace, if given (what a [`RoundPricing`] does for an option outside the job's
+    /// list), else against the option's own speed.
     pub(crate) fn option_terms_at_pace(
         &self,
         perf: &dyn PerfModel,
         job: &Job,
         o: OptionShape,
         server: Option<ServerSize>,
-        pace: f64,
+        pace: Option<f64>,
     ) -> Option<OptionTerms> {
         let speeds = Self::option_speeds(perf, job, &o, server)?;
+        let pace = pace.unwrap_or(speeds.alone.iterations_per_s);
         Some(self.terms_at(job, &o, &speeds, pace))
     }
 
@@ -506,11 +514,7 @@ impl Objective {
         job: &Job,
         speeds: &[(OptionShape, OptionSpeeds)],
     ) -> Vec<JobOption> {
-        // The job's full pace: its fastest option alone, the unit of the in-service credit.
-        let pace = speeds
-            .iter()
-            .map(|(_, sp)| sp.alone.iterations_per_s)
-            .fold(0.0, f64::max);
+        let pace = full_pace(speeds.iter().map(|(_, sp)| sp.alone.iterations_per_s));
         speeds
             .iter()
             .map(|(o, sp)| JobOption {

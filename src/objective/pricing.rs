@@ -179,10 +179,7 @@ impl<'a> RoundPricing<'a> {
     /// Job `j`'s full pace: the speed of its fastest option alone, iterations per second (0
     /// if it has none), against which the in-service credit is measured.
     pub fn pace(&self, j: JobPos) -> f64 {
-        self.options(j)
-            .iter()
-            .map(|o| o.iterations_per_s)
-            .fold(0.0, f64::max)
+        super::full_pace(self.options(j).iter().map(|o| o.iterations_per_s))
     }
 
     /// The objective's own priority of job `j`: the most any of its options is worth alone (its
@@ -359,7 +356,7 @@ impl<'a> RoundPricing<'a> {
                     job,
                     *f,
                     self.shape.largest(&f.gpu_type),
-                    self.pace(JobPos(j)),
+                    Some(self.pace(JobPos(j))),
                 )
                 .ok_or_else(|| unpriceable(job, f)),
         }

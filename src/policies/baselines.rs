@@ -141,7 +141,7 @@ impl Scheduler for SjfBco<'_> {
             .into_iter()
             .map(|i| {
                 let j = &snap.jobs[i];
-                let gpus = f64::from(j.requested_or_min().0 * j.demand.gpus_per_worker);
+                let gpus = f64::from(j.requested_gpus());
                 (gpus * self.0.remaining_time(snap, j), i)
             })
             .collect();

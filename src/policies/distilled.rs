@@ -126,8 +126,7 @@ pub fn gate_features(
     let pricing = RoundPricing::new(perf, snap, objective);
     let n = snap.jobs.len().max(1) as f64;
     let gpus = snap.cluster.num_gpus().max(1) as f64;
-    let requested =
-        |j: &crate::model::Job| f64::from(j.requested_or_min().0 * j.demand.gpus_per_worker);
+    let requested = |j: &crate::model::Job| f64::from(j.requested_gpus());
     let (mut waiting, mut waiting_gpus, mut demand) = (0.0, 0.0, 0.0);
     for j in &snap.jobs {
         demand += requested(j);
@@ -136,7 +135,7 @@ pub fn gate_features(
             waiting_gpus += requested(j);
         }
     }
-    let in_use = snap.current_schedule().gpus_used() as f64;
+    let in_use = snap.gpus_in_use() as f64;
     let effects = proposals
         .iter()
         .map(|s| effect(&pricing, s))

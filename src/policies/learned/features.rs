@@ -135,10 +135,7 @@ pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
     let requested_gpus: Vec<f64> = snap
         .jobs
         .iter()
-        .map(|j| {
-            let (w, _) = j.requested_or_min();
-            f64::from(w * j.demand.gpus_per_worker)
-        })
+        .map(|j| f64::from(j.requested_gpus()))
         .collect();
     // Priority by the objective's own index (highest alone value first, ties by index): the
     // rank and the GPUs the jobs ahead would take at their requested size.
