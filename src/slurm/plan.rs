@@ -68,6 +68,51 @@ impl SlurmSpec {
     fn server_of(&self, node: &str) -> Option<usize> {
         self.cluster.servers.iter().position(|s| s.name == node)
     }
+
+    /// `jobs` with every running job's GPUs known. Slurm can report a running job without its
+    /// `gres_detail` (seen for a job that started as slurmctld restarted: the detail did not come
+    /// back); such a job is taken to hold, on each of its nodes in order, the lowest GPUs no
+    /// other job reports there, as many as it asks in all (`TresPerJob`, else its tag), which is
+    /// how Slurm picks them. Without this the job would be priced at speed 0 and never finish.
+    fn with_gpus_known(&self, jobs: &[JobView]) -> Vec<JobView> {
+        let mut out = jobs.to_vec();
+        let mut held: HashMap<String, Vec<u32>> = HashMap::new();
+        for j in &out {
+            for (n, g) in j.nodes.iter().zip(&j.gpus) {
+                held.entry(n.clone()).or_default().extend(g);
+            }
+        }
+        for j in &mut out {
+            let blind = j.state == JobState::Running
+                && !j.nodes.is_empty()
+                && j.gpus.iter().all(Vec::is_empty);
+            let asks = j.req_gpus.or_else(|| {
+                Tag::is_tagged(&j.comment)
+                    .then(|| Tag::parse(&j.comment, j.id).ok())
+                    .flatten()
+                    .map(|t| t.gpus)
+            });
+            let Some(mut want) = asks.filter(|_| blind) else {
+                continue;
+            };
+            let mut gpus = Vec::new();
+            for n in &j.nodes {
+                let size = self
+                    .server_of(n)
+                    .map_or(0, |s| self.cluster.servers[s].num_gpus());
+                let h = held.entry(n.clone()).or_default();
+                let free: Vec<u32> = (0..size)
+                    .filter(|g| !h.contains(g))
+                    .take(want as usize)
+                    .collect();
+                want -= free.len() as u32;
+                h.extend(&free);
+                gpus.push(free);
+            }
+            j.gpus = gpus;
+        }
+        out
+    }
 }
 
 /// Settings of a round.
@@ -185,7 +230,8 @@ impl Round {
         let mut decided: Vec<(&JobView, Job)> = Vec::new();
         let mut just_stopped = Vec::new();
         let mut tags = HashMap::new();
-        for j in &view.jobs {
+        let view_jobs = spec.with_gpus_known(&view.jobs);
+        for j in &view_jobs {
             if !Tag::is_tagged(&j.comment) {
                 continue;
             }
@@ -525,7 +571,7 @@ pub fn running_speeds(
 ) -> Result<HashMap<u64, f64>> {
     let mut snap_jobs = Vec::new();
     let mut schedule = Schedule::default();
-    for j in jobs {
+    for j in &spec.with_gpus_known(jobs) {
         if j.state != JobState::Running || !Tag::is_tagged(&j.comment) {
             continue;
         }

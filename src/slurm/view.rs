@@ -46,7 +46,8 @@ pub struct JobView {
     pub restarts: u32,
     /// Nodes it holds (running or completing), in Slurm's order.
     pub nodes: Vec<String>,
-    /// GPU indices it holds on each of `nodes`.
+    /// GPU indices it holds on each of `nodes` (empty where Slurm does not report them, as after
+    /// a slurmctld restart; `running_speeds` and `Round::build` then infer them).
     pub gpus: Vec<Vec<u32>>,
     /// Nodes it is pinned to (`ReqNodeList`), if any.
     pub req_nodes: Vec<String>,

@@ -217,3 +217,37 @@ fn garbage_from_slurm_is_a_located_error() {
     let e = SlurmView::parse(&fixture("squeue"), "not json").unwrap_err();
     assert!(e.to_string().starts_with("sinfo --json:1:"), "{e}");
 }
+
+/// A running job Slurm reports without its GPU indices (after a slurmctld restart, seen live) is
+/// still priced and decided: it holds the lowest GPUs of its nodes that no other job reports,
+/// as many as it asks. Priced at 0 instead, its `coda slurm job` would never finish.
+#[test]
+fn a_running_job_without_gpu_detail_holds_what_it_asks() {
+    let mut v = view();
+    let j = v.jobs.iter_mut().find(|j| j.id == 377).unwrap();
+    let asked = j.req_gpus.expect("coda pinned it") as usize;
+    for g in &mut j.gpus {
+        g.clear();
+    }
+    let speeds = coda::slurm::running_speeds(&spec(), &v.jobs, CalibratedPerf::shipped()).unwrap();
+    assert!(speeds.get(&377).is_some_and(|s| *s > 0.0), "{speeds:?}");
+    let r = round(&v);
+    let job = r.snapshot.jobs.iter().find(|j| j.id == JobId(377));
+    let a = job
+        .and_then(|j| j.run.current.as_ref())
+        .expect("still decided, running");
+    assert_eq!(a.workers.len(), asked, "{:?}", r.notes);
+    // No GPU is held twice.
+    let mut seen = HashSet::new();
+    for a in &r.snapshot.current_schedule().assignments {
+        for w in &a.workers {
+            for g in &w.gpus {
+                assert!(
+                    seen.insert((w.server, *g)),
+                    "GPU {g} of {:?} held twice",
+                    w.server
+                );
+            }
+        }
+    }
+}
