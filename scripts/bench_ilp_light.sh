@@ -9,7 +9,9 @@
 # default 60 s, the shipped value) — another value writes to benches/results/ilp-light/restart-S/
 # (the sensitivity of the result to that estimate; set SLICES to the slices of interest).
 # KAPPA: the in-service credit of ilp's objective (`--in-service-credit`, default 0) — another
-# value writes to benches/results/ilp-light/kappa-K/; POLICIES: the policies replayed.
+# value writes to benches/results/ilp-light/kappa-K/; MAX_JOBS: ilp's window (`--ilp-max-jobs`,
+# default 12) — another value writes to .../window-M/ (below kappa-K/ if both are set);
+# POLICIES: the policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
@@ -17,8 +19,10 @@ coda=${CODA:-target/release/coda}
 restart=${RESTART_S:-60}
 out=benches/results/ilp-light
 kappa=${KAPPA:-0}
+max_jobs=${MAX_JOBS:-12}
 [ "$restart" = 60 ] || out=$out/restart-$restart
 [ "$kappa" = 0 ] || out=$out/kappa-$kappa
+[ "$max_jobs" = 12 ] || out=$out/window-$max_jobs
 out=${1:-$out}
 limit=${LIMIT:-2}
 slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900"}
@@ -30,7 +34,7 @@ echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" >
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --restart-s "$restart" --in-service-credit "$kappa" --threads 1 \
+    --ilp-time-limit "$limit" --restart-s "$restart" --in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --threads 1 \
     --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys
@@ -43,4 +47,4 @@ PY
   tail -n 12 "$tmp/runs.csv" >&2
 done
 mv "$tmp/runs.csv" "$out/runs.csv"
-machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa)" "coda compare --threads 1"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa, MAX_JOBS=$max_jobs)" "coda compare --threads 1"

@@ -9,7 +9,11 @@ use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
 use crate::scheduler::Scheduler;
 
-/// coda's integer program over a window of at most `max_jobs` jobs, re-solved every round. When
+/// How many windows' size a round's program may reach when its waiting part grows to ask for
+/// every free GPU (a bound on the program's size, not a tuned value).
+const WINDOW_GROWTH: usize = 4;
+
+/// coda's integer program over a window of `max_jobs` jobs, re-solved every round. When
 /// more jobs than that are present, the window holds the waiting jobs the objective values most
 /// ([`RoundPricing::alone_value`]: nearest to finishing first) — at least half the window when
 /// that many wait — and fills the rest with the running jobs it values least (those the
@@ -19,7 +23,9 @@ use crate::scheduler::Scheduler;
 /// ([`ExactScheduler::schedule_holding`]); the other waiting jobs wait this round. Bounding
 /// the running jobs too keeps a busy round's program the window's size (without it, every
 /// running job was in the program, up to 29 jobs in a 10-job window on the Philly slice, and
-/// ITP slices did not finish).
+/// ITP slices did not finish). The window's waiting part grows past its share, up to
+/// [`WINDOW_GROWTH`] windows in all, until its jobs ask for every GPU no running job holds, so
+/// the program never hands out room the rest of the queue needs.
 pub struct WindowedIlp<'a> {
     exact: ExactScheduler<'a>,
     perf: &'a dyn PerfModel,
@@ -53,10 +59,30 @@ impl<'a> WindowedIlp<'a> {
         let pricing = RoundPricing::new(self.perf, snap, self.objective);
         let (mut running, waiting) = ranked(&pricing);
         let reserve = self.max_jobs.div_ceil(2);
-        let take_waiting = waiting
+        let base = waiting
             .len()
             .min(self.max_jobs.saturating_sub(running.len()).max(reserve));
-        let take_running = running.len().min(self.max_jobs - take_waiting);
+        let take_running = running.len().min(self.max_jobs - base);
+        // Enough waiting jobs to ask for every free GPU: a window whose waiting jobs ask for
+        // fewer sees room that is not there, grows its jobs into GPUs the waiting jobs outside
+        // it need, and they wait for those jobs to end (Philly 300: 37 of 54 jobs waiting after
+        // the first busy round, against 22 for `synergy-tune`). Bounded so a round's program
+        // stays within a few windows' size.
+        let free = snap
+            .cluster
+            .num_gpus()
+            .saturating_sub(snap.gpus_in_use());
+        let mut asked = 0u64;
+        let fill = waiting
+            .iter()
+            .take_while(|&&j| {
+                let more = asked < free;
+                asked += u64::from(snap.jobs[j].requested_gpus());
+                more
+            })
+            .count();
+        let cap = (WINDOW_GROWTH * self.max_jobs).saturating_sub(take_running);
+        let take_waiting = base.max(fill.min(cap)).min(waiting.len());
         let mut held: Vec<usize> = running.split_off(take_running);
         let mut keep: Vec<usize> = running;
         keep.extend(waiting.into_iter().take(take_waiting));

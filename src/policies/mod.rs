@@ -17,7 +17,7 @@
 //! | `synergy-tune` | Mohan et al., OSDI'22 (TUNE) | as `srtf`; then each job, shortest remaining time first, gets its best-case cores and memory if they fit, else its GPU-proportional demand ([`cpumem`]) | consolidated | yes |
 //! | `learned` | coda's hierarchical policy ([`learned`]) | level-1 network over the program's options | level-2 network over servers, then back-filled | yes |
 //! | `distilled` | the lookahead distilled ([`distilled`]) | the proposal of `learned`, `keep` (nothing moved) or a baseline, as a gate fitted to the lookahead's plays predicts is best | the proposal's | yes |
-//! | `ilp` | coda's program | exact, re-solved every round on a window of `--ilp-max-jobs` jobs (the waiting ones the objective values most, half the window kept for them, and the running ones it values least; other running jobs held where they are), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
+//! | `ilp` | coda's program | exact, re-solved every round on a window of `--ilp-max-jobs` jobs (the waiting ones the objective values most, half the window kept for them and more until they ask for every free GPU, and the running ones it values least; other running jobs held where they are), from the best heuristic schedule (never returning less), then back-filled | exact | yes |
 //!
 //! **Cores and memory.** Every baseline but `synergy-tune` gives each task its demand (the
 //! GPU-proportional share, as Synergy calls it); `ilp` and the `learned` policies hand the cores
@@ -208,10 +208,11 @@ impl Default for TiresiasOptions {
 pub struct IlpOptions {
     /// Solver settings of each round (set a time or node limit for simulations; default 10 s).
     pub solve: SolveSettings,
-    /// At most this many jobs a round ([`WindowedIlp`]): the waiting ones the objective values
-    /// most (half the window kept for them) and the running ones it values least; other running
-    /// jobs are held where they are, other waiting jobs wait unless the back-fill places them
-    /// (the program grows with jobs × servers).
+    /// This many jobs a round ([`WindowedIlp`]): the waiting ones the objective values most
+    /// (half the window kept for them, more until they ask for every free GPU, up to four
+    /// windows) and the running ones it values least; other running jobs are held where they
+    /// are, other waiting jobs wait unless the back-fill places them (the program grows with
+    /// jobs × servers).
     pub max_jobs: usize,
     /// A round in which nothing changed since the last decision (same jobs, every one where it
     /// was put) is re-solved only every this many rounds ([`Revisit`]); 1: every round.

@@ -198,8 +198,9 @@ pub struct PolicySpec {
         value_parser = at_least_one::<u32>))]
     pub solver_threads: u32,
     /// `ilp` policy: jobs each round's program decides (the waiting ones the objective values
-    /// most, half kept for them, and the running ones it values least; other running jobs are
-    /// held where they are, other waiting jobs wait unless back-fill starts them).
+    /// most, half kept for them and more until they ask for every free GPU, up to four times
+    /// this; and the running ones it values least; other running jobs are held where they are,
+    /// other waiting jobs wait unless back-fill starts them).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = PolicySpec::default().ilp_max_jobs,
         value_parser = at_least_one::<usize>))]
     pub ilp_max_jobs: usize,

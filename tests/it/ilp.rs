@@ -587,8 +587,9 @@ fn a_start_whose_nic_pressure_exceeds_its_pair_count_keeps_every_loss_row() {
     );
 }
 
-/// The bounded window of the `ilp` policy: on a busy round it decides at most `max_jobs` jobs,
-/// the waiting ones the objective values most and the running ones it values least, holds every
+/// The bounded window of the `ilp` policy: on a busy round it decides `max_jobs` jobs, the
+/// waiting ones the objective values most (more of them until they ask for every free GPU) and
+/// the running ones it values least, holds every
 /// other running job exactly where it runs, and returns a valid schedule that scores no less
 /// than keeping every running job.
 #[test]
@@ -599,9 +600,9 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     let snap = generate(
         &GenerateOptions {
             servers: 4,
-            jobs: 24,
+            jobs: 40,
             seed: 5,
-            running_fraction: 0.7,
+            running_fraction: 0.5,
             ..Default::default()
         },
         perf(),
@@ -625,19 +626,42 @@ fn the_windowed_program_decides_a_bounded_window_and_holds_the_other_running_job
     );
     let (keep, held) = w.window(&snap);
     let decided: Vec<usize> = keep.iter().copied().filter(|j| !held.contains(j)).collect();
-    assert_eq!(decided.len(), max_jobs);
-    // Every running job is either decided or held; half the window goes to waiting jobs.
+    // Every running job is either decided or held; half the window goes to running jobs.
     assert!(running.iter().all(|j| keep.contains(j)));
     assert!(held.iter().all(|j| running.contains(j)));
+    assert_eq!(decided.len() - (keep.len() - running.len()), max_jobs / 2);
     let waiting_in: Vec<usize> = decided
         .iter()
         .copied()
         .filter(|j| !running.contains(j))
         .collect();
-    assert_eq!(waiting_in.len(), max_jobs / 2);
-    // The window's waiting jobs are those valued most, its running ones those valued least.
+    // The other half goes to waiting jobs, more while the window's waiting jobs ask for fewer
+    // GPUs than are free, and no more than that (within four windows).
+    let free = snap.cluster.num_gpus() - snap.gpus_in_use();
+    let asks = |js: &[usize]| -> u64 {
+        js.iter()
+            .map(|&j| u64::from(snap.jobs[j].requested_gpus()))
+            .sum()
+    };
+    let mut by_value = waiting_in.clone();
     let pricing = RoundPricing::new(perf(), &snap, objective);
     let v = |j: usize| pricing.alone_value(JobPos(j));
+    by_value.sort_by(|&a, &b| v(b).total_cmp(&v(a)));
+    assert!(waiting_in.len() >= max_jobs / 2);
+    assert!(
+        waiting_in.len() > max_jobs / 2,
+        "the round has room ({free} free GPUs): the window grows"
+    );
+    assert!(asks(&by_value[..by_value.len() - 1]) < free);
+    let waiting = snap.jobs.len() - running.len();
+    // This round has more waiting jobs than room: the growth stops once the room is asked for.
+    assert!(
+        asks(&by_value) >= free && waiting_in.len() < waiting && decided.len() < 4 * max_jobs,
+        "{} waiting jobs of {waiting} in, asking {} of {free} free GPUs",
+        waiting_in.len(),
+        asks(&by_value)
+    );
+    // The window's waiting jobs are those valued most, its running ones those valued least.
     for j in (0..snap.jobs.len()).filter(|j| !running.contains(j) && !keep.contains(j)) {
         assert!(waiting_in.iter().all(|&i| v(i) >= v(j)));
     }
