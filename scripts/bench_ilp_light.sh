@@ -8,20 +8,20 @@
 # machine. About 15 minutes on 2 cores. RESTART_S: the restart-loss estimate (`--restart-s`,
 # default 60 s, the shipped value) — another value writes to benches/results/ilp-light/restart-S/
 # (the sensitivity of the result to that estimate; set SLICES to the slices of interest).
-# KAPPA: the in-service credit of ilp's objective (`--in-service-credit`, default 0) — another
-# value writes to benches/results/ilp-light/kappa-K/; MAX_JOBS: ilp's window (`--ilp-max-jobs`,
-# default 12) — another value writes to .../window-M/ (below kappa-K/ if both are set);
-# POLICIES: the policies replayed.
+# KAPPA: the in-service credit of ilp's objective (`--ilp-in-service-credit`, default 1, the
+# shipped value) — another value writes to benches/results/ilp-light/kappa-K/; MAX_JOBS: ilp's
+# window (`--ilp-max-jobs`, default 12) — another value writes to .../window-M/ (below kappa-K/
+# if both are set); POLICIES: the policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
 coda=${CODA:-target/release/coda}
 restart=${RESTART_S:-60}
 out=benches/results/ilp-light
-kappa=${KAPPA:-0}
+kappa=${KAPPA:-1}
 max_jobs=${MAX_JOBS:-12}
 [ "$restart" = 60 ] || out=$out/restart-$restart
-[ "$kappa" = 0 ] || out=$out/kappa-$kappa
+[ "$kappa" = 1 ] || out=$out/kappa-$kappa
 [ "$max_jobs" = 12 ] || out=$out/window-$max_jobs
 out=${1:-$out}
 limit=${LIMIT:-2}
@@ -34,7 +34,7 @@ echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" >
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --restart-s "$restart" --in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --threads 1 \
+    --ilp-time-limit "$limit" --restart-s "$restart" --ilp-in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --threads 1 \
     --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys

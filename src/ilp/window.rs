@@ -24,7 +24,7 @@ const WINDOW_GROWTH: usize = 4;
 /// the running jobs too keeps a busy round's program the window's size (without it, every
 /// running job was in the program, up to 29 jobs in a 10-job window on the Philly slice, and
 /// ITP slices did not finish). The window's waiting part grows past its share, up to
-/// [`WINDOW_GROWTH`] windows in all, until its jobs ask for every GPU no running job holds, so
+/// four windows in all, until its jobs ask for every GPU no running job holds, so
 /// the program never hands out room the rest of the queue needs.
 pub struct WindowedIlp<'a> {
     exact: ExactScheduler<'a>,
@@ -68,10 +68,7 @@ impl<'a> WindowedIlp<'a> {
         // it need, and they wait for those jobs to end (Philly 300: 37 of 54 jobs waiting after
         // the first busy round, against 22 for `synergy-tune`). Bounded so a round's program
         // stays within a few windows' size.
-        let free = snap
-            .cluster
-            .num_gpus()
-            .saturating_sub(snap.gpus_in_use());
+        let free = snap.cluster.num_gpus().saturating_sub(snap.gpus_in_use());
         let mut asked = 0u64;
         let fill = waiting
             .iter()

@@ -225,7 +225,9 @@ pub struct Objective {
     pub in_service_credit: f64,
 }
 
-/// The default in-service credit `κ` (see [`Objective::in_service_credit`]).
+/// The default in-service credit `κ` (see [`Objective::in_service_credit`]): that of
+/// [`crate::schedule`], `coda solve` and the replay objective every policy but `ilp` prices
+/// rounds with; the `ilp` policy's own is [`crate::policies::DEFAULT_ILP_IN_SERVICE_CREDIT`].
 pub const DEFAULT_IN_SERVICE_CREDIT: f64 = 0.0;
 
 impl Default for Objective {

@@ -131,8 +131,9 @@ pub struct SimSpec {
     #[cfg_attr(feature = "cli", arg(long, default_value_t = SimSpec::default().restart_s,
         value_parser = number(Expected::NonNegative)))]
     pub restart_s: f64,
-    /// In-service credit κ of the objective the `ilp` policy maximises (what a round at its
-    /// full pace is worth to any job; 0: the pure fraction-of-remaining-work objective).
+    /// In-service credit κ of the objective the policies that price rounds read (`learned`'s
+    /// back-fill, `lookahead`...; what a round at its full pace is worth to any job; 0: the pure
+    /// fraction-of-remaining-work objective). The `ilp` policy's is `--ilp-in-service-credit`.
     #[cfg_attr(feature = "cli", arg(long, default_value_t = SimSpec::default().in_service_credit,
         value_parser = number(Expected::NonNegative)))]
     pub in_service_credit: f64,
@@ -210,6 +211,13 @@ pub struct PolicySpec {
         default_value_t = PolicySpec::default().ilp_revisit_rounds,
         value_parser = at_least_one::<u32>))]
     pub ilp_revisit_rounds: u32,
+    /// `ilp` policy: the in-service credit κ its program, start and back-fill maximise (what a
+    /// round at a job's full pace is worth, in rounds of JCT; `--in-service-credit` sets the
+    /// other policies').
+    #[cfg_attr(feature = "cli", arg(long,
+        default_value_t = PolicySpec::default().ilp_in_service_credit,
+        value_parser = number(Expected::NonNegative)))]
+    pub ilp_in_service_credit: f64,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
     /// returns to the highest queue; 0 disables promotion).
     #[cfg_attr(feature = "cli", arg(long,
@@ -279,6 +287,7 @@ impl Default for PolicySpec {
             solver_threads: 1,
             ilp_max_jobs: 12,
             ilp_revisit_rounds: crate::policies::DEFAULT_ILP_REVISIT_ROUNDS,
+            ilp_in_service_credit: crate::policies::DEFAULT_ILP_IN_SERVICE_CREDIT,
             tiresias_promote_knob: 4.0,
             ilp_policy_start: false,
             policy_weights: None,
@@ -379,6 +388,13 @@ impl Replay {
         {
             return bad("contention_allowance", a, Expected::AtLeast(1.0));
         }
+        if !Expected::NonNegative.admits(p.ilp_in_service_credit) {
+            return bad(
+                "ilp_in_service_credit",
+                p.ilp_in_service_credit,
+                Expected::NonNegative,
+            );
+        }
         if !Expected::NonNegative.admits(p.tiresias_promote_knob) {
             return bad(
                 "tiresias_promote_knob",
@@ -475,6 +491,7 @@ impl Replay {
                 },
                 max_jobs: p.ilp_max_jobs,
                 revisit_rounds: p.ilp_revisit_rounds,
+                in_service_credit: p.ilp_in_service_credit,
                 learned_start: p.ilp_policy_start,
             },
             learned: LearnedOptions {

@@ -89,7 +89,8 @@ pub(super) fn ilp_light_section(dir: &Path, results: &Path) -> coda::Result<Stri
 }
 
 /// The `ilp` rows of `dir` (replayed with another in-service credit `kappa`) beside the shipped
-/// run's `ilp` and best baseline of the same slices (`shipped/runs.csv`).
+/// run's `ilp` (at [`coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT`]) and best baseline of the
+/// same slices (`shipped/runs.csv`).
 pub(super) fn ilp_kappa_section(
     shipped: &Path,
     dir: &Path,
@@ -118,22 +119,24 @@ pub(super) fn ilp_kappa_section(
             format!("{:.3}", ilp.0 / best.0),
         ]);
     }
-    let k0 = "`ilp`, κ = 0";
+    let shipped_k = coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT;
+    let k0 = format!("`ilp`, κ = {shipped_k}");
     let kk = format!("`ilp`, κ = {kappa}");
     Ok(format!(
-        "`ilp` with in-service credit κ = {kappa} (`--in-service-credit`, measured at each \
-         job's full pace) beside the shipped κ = 0 and the best baseline of the table above: \
-         average JCT in hours (restarts). With κ = {kappa} `ilp` is ahead of κ = 0 on {better} \
-         and behind the best baseline on {behind_best} of {} slices. {}\n\n{}",
+        "`ilp` with in-service credit κ = {kappa} (`--ilp-in-service-credit`, measured at each \
+         job's full pace) beside the shipped κ = {shipped_k} and the best baseline of the table \
+         above: average JCT in hours (restarts). With κ = {kappa} `ilp` is ahead of \
+         κ = {shipped_k} on {better} and behind the best baseline on {behind_best} of {} slices. \
+         {}\n\n{}",
         rows.len(),
         provenance(dir, results)?,
         md_table(
             &[
                 "slice",
                 "best baseline",
-                k0,
+                &k0,
                 &kk,
-                "κ = 0 ÷ best",
+                &format!("κ = {shipped_k} ÷ best"),
                 &format!("κ = {kappa} ÷ best"),
             ],
             &rows,

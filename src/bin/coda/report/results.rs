@@ -587,7 +587,7 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
                 s.push('\n');
             }
         }
-        // `ilp` alone with the in-service credit on (`KAPPA=K scripts/bench_ilp_light.sh`).
+        // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`).
         let mut kappas: Vec<(String, PathBuf)> = std::fs::read_dir(&light)
             .map_err(|e| Error::io(&light, e))?
             .filter_map(|e| e.ok())
@@ -600,7 +600,8 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
         kappas.sort();
         for (k, dir) in kappas {
             s.push_str(&format!(
-                "\n### With `--in-service-credit {k}` (shipped: 0)\n\n"
+                "\n### With `--ilp-in-service-credit {k}` (shipped: {})\n\n",
+                coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT
             ));
             s.push_str(&super::ilp_light::ilp_kappa_section(
                 &light, &dir, &k, &results,
