@@ -272,8 +272,9 @@ impl Default for LearnedOptions {
 pub(crate) const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 
 /// Default of [`IlpOptions::in_service_credit`]. A design weight, not an estimate: at 1 a round
-/// at full pace is worth one round of JCT saved, the unit of the progress fraction; the
-/// `formulations/README.md` section *The in-service credit* gives what 0, 0.25 and 1 measured.
+/// at full pace is worth one round of JCT saved, the unit of the progress fraction.
+/// `formulations/README.md` (*Measured, and why the `ilp` policy's default is `κ = 1`*) gives
+/// what 0, 0.25 and 1 measured.
 pub const DEFAULT_ILP_IN_SERVICE_CREDIT: f64 = 1.0;
 
 impl PolicyKind {
