@@ -68,16 +68,14 @@ impl<'a> WindowedIlp<'a> {
         // it need, and they wait for those jobs to end (Philly 300: 37 of 54 jobs waiting after
         // the first busy round, against 22 for `synergy-tune`). Bounded so a round's program
         // stays within a few windows' size.
-        let free = snap.cluster.num_gpus().saturating_sub(snap.gpus_in_use());
+        let free = snap.free_gpus();
+        // The fewest of the first waiting jobs whose asks reach `free`.
+        let mut fill = 0;
         let mut asked = 0u64;
-        let fill = waiting
-            .iter()
-            .take_while(|&&j| {
-                let more = asked < free;
-                asked += u64::from(snap.jobs[j].requested_gpus());
-                more
-            })
-            .count();
+        while fill < waiting.len() && asked < free {
+            asked += u64::from(snap.jobs[waiting[fill]].requested_gpus());
+            fill += 1;
+        }
         let cap = (WINDOW_GROWTH * self.max_jobs).saturating_sub(take_running);
         let take_waiting = base.max(fill.min(cap)).min(waiting.len());
         let mut held: Vec<usize> = running.split_off(take_running);

@@ -425,6 +425,11 @@ impl ClusterSnapshot {
             .sum()
     }
 
+    /// GPUs no running job holds.
+    pub fn free_gpus(&self) -> u64 {
+        self.cluster.num_gpus().saturating_sub(self.gpus_in_use())
+    }
+
     /// Job indices by (arrival, id): the order first-come policies and job windows read.
     pub fn by_arrival(&self) -> Vec<usize> {
         let mut v: Vec<usize> = (0..self.jobs.len()).collect();

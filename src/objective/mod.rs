@@ -292,10 +292,7 @@ impl Objective {
         if self.in_service_credit == 0.0 {
             return *self;
         }
-        let free = snapshot
-            .cluster
-            .num_gpus()
-            .saturating_sub(snapshot.gpus_in_use());
+        let free = snapshot.free_gpus();
         let asked: u64 = snapshot
             .jobs
             .iter()

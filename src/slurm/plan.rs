@@ -86,33 +86,50 @@ impl SlurmSpec {
             let blind = j.state == JobState::Running
                 && !j.nodes.is_empty()
                 && j.gpus.iter().all(Vec::is_empty);
+            if !blind {
+                continue;
+            }
             let asks = j.req_gpus.or_else(|| {
                 Tag::is_tagged(&j.comment)
                     .then(|| Tag::parse(&j.comment, j.id).ok())
                     .flatten()
                     .map(|t| t.gpus)
             });
-            let Some(mut want) = asks.filter(|_| blind) else {
+            let Some(asks) = asks else {
                 continue;
             };
-            let mut gpus = Vec::new();
-            for n in &j.nodes {
-                let size = self
-                    .server_of(n)
-                    .map_or(0, |s| self.cluster.servers[s].num_gpus());
-                let h = held.entry(n.clone()).or_default();
-                let free: Vec<u32> = (0..size)
-                    .filter(|g| !h.contains(g))
-                    .take(want as usize)
-                    .collect();
-                want -= free.len() as u32;
-                h.extend(&free);
-                gpus.push(free);
-            }
-            j.gpus = gpus;
+            let mut want = asks as usize;
+            j.gpus = j
+                .nodes
+                .iter()
+                .map(|n| {
+                    let size = self
+                        .server_of(n)
+                        .map_or(0, |s| self.cluster.servers[s].num_gpus());
+                    slurm_pick(0..size, held.entry(n.clone()).or_default(), &mut want)
+                })
+                .collect();
         }
         out
     }
+}
+
+/// Slurm's pick of a job's GPUs on one node: the lowest of `gpus` (in index order) not in
+/// `taken`, at most `want`; they join `taken` and leave `want`. How both a starting job's GPUs
+/// and a running job's unreported ones are foreseen.
+fn slurm_pick(
+    gpus: impl IntoIterator<Item = u32>,
+    taken: &mut Vec<u32>,
+    want: &mut usize,
+) -> Vec<u32> {
+    let picked: Vec<u32> = gpus
+        .into_iter()
+        .filter(|g| !taken.contains(g))
+        .take(*want)
+        .collect();
+    *want -= picked.len();
+    taken.extend(&picked);
+    picked
 }
 
 /// Settings of a round.
@@ -355,14 +372,7 @@ impl Round {
                     .find(|(s, _)| s == n)
                     .map(|(_, g)| g.clone())
                     .unwrap_or_default();
-                let t = taken.entry(n.clone()).or_default();
-                let free: Vec<u32> = kept
-                    .into_iter()
-                    .filter(|g| !t.contains(g))
-                    .take(want)
-                    .collect();
-                want -= free.len();
-                t.extend(&free);
+                let free = slurm_pick(kept, taken.entry(n.clone()).or_default(), &mut want);
                 on.push((n.clone(), free));
             }
             if want == 0 {
