@@ -11,7 +11,9 @@
 # KAPPA: the in-service credit of ilp's objective (`--ilp-in-service-credit`, default 1, the
 # shipped value) — another value writes to benches/results/ilp-light/kappa-K/; MAX_JOBS: ilp's
 # window (`--ilp-max-jobs`, default 12) — another value writes to .../window-M/ (below kappa-K/
-# if both are set); POLICIES: the policies replayed.
+# if both are set); COLOCATION: what a co-runner costs in ilp's objective (`--ilp-colocation`,
+# default full-server, the shipped value) — another value writes to .../colocation-C/ (above
+# the others); POLICIES: the policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
@@ -20,6 +22,8 @@ restart=${RESTART_S:-60}
 out=benches/results/ilp-light
 kappa=${KAPPA:-1}
 max_jobs=${MAX_JOBS:-12}
+colocation=${COLOCATION:-full-server}
+[ "$colocation" = full-server ] || out=$out/colocation-$colocation
 [ "$restart" = 60 ] || out=$out/restart-$restart
 [ "$kappa" = 1 ] || out=$out/kappa-$kappa
 [ "$max_jobs" = 12 ] || out=$out/window-$max_jobs
@@ -36,7 +40,7 @@ echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" >
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --restart-s "$restart" --ilp-in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --threads 1 \
+    --ilp-time-limit "$limit" --restart-s "$restart" --ilp-in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --ilp-colocation "$colocation" --threads 1 \
     --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys
@@ -49,4 +53,4 @@ PY
   tail -n 12 "$tmp/runs.csv" >&2
 done
 mv "$tmp/runs.csv" "$out/runs.csv"
-machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa, MAX_JOBS=$max_jobs)" "coda compare --threads 1"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa, MAX_JOBS=$max_jobs, COLOCATION=$colocation)" "coda compare --threads 1"

@@ -24,8 +24,9 @@
 //! * PS locality: `L_j` = worker–PS pairs on the same server; `slope_j` interpolates linearly
 //!   between the PerfModel's speed with no PS local (f = 0) and all local (f = 1).
 //! * Co-location: `Pcol_j = Σ_servers Σ_co-runners (slowdown − 1)` from the PerfModel's pair
-//!   slowdowns; `A_j = base_j · compute share` (first-order: the tangent of the PerfModel's
-//!   multiplicative slowdown).
+//!   slowdowns, or ([`Colocation::FullServer`]) each co-runner's share of the PerfModel's
+//!   compounded slowdown of a full server, which saturates; `A_j = base_j · compute share`
+//!   (first-order: the tangent of the PerfModel's multiplicative slowdown).
 //! * PCIe: `Npcie_j` = (switch, other job) pairs sharing a PCIe switch; `B_j` = progress lost to
 //!   one such sharer in the PerfModel.
 //! * NIC: for a job on several servers, `Nnic_j` = (server, other multi-server job) pairs meeting
@@ -37,11 +38,13 @@
 //! them exactly; the PerfModel itself compounds them. [`Objective::perf_model_utility`] scores a
 //! schedule with the full PerfModel instead, and `coda solve` / `coda bench-solve` report both.
 
+mod colocation;
 mod pricing;
 mod shape;
 
 use serde::{Deserialize, Serialize};
 
+pub use colocation::Colocation;
 pub(crate) use pricing::PricingCache;
 pub use pricing::{OptionFacts, RoundPricing};
 pub(crate) use shape::ClusterShape;
@@ -223,6 +226,10 @@ pub struct Objective {
     /// design weight, not a measurement; 0 gives the pure fraction-of-remaining-work objective.
     #[serde(default)]
     pub in_service_credit: f64,
+    /// What one co-runner on a job's server costs it in the co-location term (see
+    /// [`Colocation`]).
+    #[serde(default)]
+    pub colocation: Colocation,
 }
 
 /// The default in-service credit `κ` (see [`Objective::in_service_credit`]): that of
@@ -236,6 +243,7 @@ impl Default for Objective {
             round_s: 300.0,
             restart_s: 60.0,
             in_service_credit: DEFAULT_IN_SERVICE_CREDIT,
+            colocation: Colocation::Pair,
         }
     }
 }
@@ -263,6 +271,7 @@ impl Objective {
             round_s,
             restart_s,
             in_service_credit: DEFAULT_IN_SERVICE_CREDIT,
+            colocation: Colocation::Pair,
         })
     }
 
@@ -280,6 +289,11 @@ impl Objective {
             in_service_credit: credit,
             ..self
         })
+    }
+
+    /// The same objective with co-location cost `colocation`.
+    pub fn with_colocation(self, colocation: Colocation) -> Self {
+        Objective { colocation, ..self }
     }
 
     /// The objective as it prices `snapshot`'s round: itself, except that the in-service credit

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
-    ClusterShape, JobOption, JobScore, Mode, Objective, OptionShape, OptionSpeeds, OptionTerms,
-    Score, same_assignment,
+    ClusterShape, Colocation, JobOption, JobScore, Mode, Objective, OptionShape, OptionSpeeds,
+    OptionTerms, Score, same_assignment,
 };
 use crate::error::{Error, Result};
 use crate::model::{
@@ -219,10 +219,17 @@ impl<'a> RoundPricing<'a> {
         if !known.is_nan() {
             return known;
         }
-        let excess =
-            self.perf
-                .colocation_slowdown(&self.models[a], &self.models[b], &self.gpu_types[g])
-                - 1.0;
+        let (victim, other, gpu) = (&self.models[a], &self.models[b], &self.gpu_types[g]);
+        let excess = match self.objective.colocation {
+            Colocation::Pair => self.perf.colocation_slowdown(victim, other, gpu) - 1.0,
+            Colocation::FullServer => {
+                let n = self
+                    .shape
+                    .largest(gpu)
+                    .map_or(1, |s| s.gpus.saturating_sub(1).max(1));
+                (self.perf.colocation_slowdown_among(victim, other, gpu, n) - 1.0) / f64::from(n)
+            }
+        };
         cell.store(excess.to_bits(), Ordering::Relaxed);
         excess
     }

@@ -270,6 +270,12 @@ impl PerfModel for CalibratedPerf {
         1.0 / (1.0 - kappa * (1.0 - s.clamp(1e-3, 1.0)))
     }
 
+    /// [`CalibratedPerf::colocation_factor`] with `n` co-runners of `other` on one server.
+    fn colocation_slowdown_among(&self, victim: &str, other: &str, gpu_type: &str, n: u32) -> f64 {
+        let co_runners = vec![vec![other.to_string(); n as usize]];
+        self.colocation_factor(victim, gpu_type, &co_runners)
+    }
+
     fn task_demand(&self, model: &str) -> Option<TaskDemandFit> {
         self.params.task_demands.get(model).cloned()
     }

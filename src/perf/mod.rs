@@ -184,6 +184,13 @@ pub trait PerfModel: Send + Sync {
     /// on the same server with GPUs of type `gpu_type`.
     fn colocation_slowdown(&self, victim: &str, other: &str, gpu_type: &str) -> f64;
 
+    /// Factor (>= 1) on the compute time of a `victim` model from `n` co-runners of model
+    /// `other` on its server: what the model compounds when a server holds many. The default
+    /// adds the pair's excess `n` times (a model that states no saturation).
+    fn colocation_slowdown_among(&self, victim: &str, other: &str, gpu_type: &str, n: u32) -> f64 {
+        1.0 + f64::from(n) * (self.colocation_slowdown(victim, other, gpu_type) - 1.0)
+    }
+
     /// Speed of `job` running with `shape` on GPUs of type `gpu_type`.
     fn speed(&self, job: &JobQuery<'_>, gpu_type: &str, shape: &PlacementShape) -> Result<Speed>;
 

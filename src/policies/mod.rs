@@ -83,7 +83,7 @@ use sizing::Base;
 use crate::error::{Error, Result};
 use crate::ilp::{ExactScheduler, SolveSettings, WindowedIlp};
 use crate::model::{ClusterSnapshot, Schedule};
-use crate::objective::Objective;
+use crate::objective::{Colocation, Objective};
 use crate::perf::PerfModel;
 use crate::scheduler::{RoundEvent, Scheduler};
 
@@ -223,6 +223,9 @@ pub struct IlpOptions {
     /// The in-service credit κ of the objective the policy's program, start and back-fill
     /// maximise ([`Objective::with_in_service_credit`]), in place of [`PolicyOptions::objective`]'s.
     pub in_service_credit: f64,
+    /// What a co-runner costs in the objective the policy's program, start and back-fill
+    /// maximise ([`Objective::with_colocation`]), in place of [`PolicyOptions::objective`]'s.
+    pub colocation: Colocation,
 }
 
 impl Default for IlpOptions {
@@ -236,6 +239,7 @@ impl Default for IlpOptions {
             revisit_rounds: DEFAULT_ILP_REVISIT_ROUNDS,
             learned_start: false,
             in_service_credit: DEFAULT_ILP_IN_SERVICE_CREDIT,
+            colocation: DEFAULT_ILP_COLOCATION,
         }
     }
 }
@@ -276,6 +280,11 @@ pub(crate) const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 /// `formulations/README.md` (*Measured, and why the `ilp` policy's default is `κ = 1`*) gives
 /// what 0, 0.25 and 1 measured.
 pub const DEFAULT_ILP_IN_SERVICE_CREDIT: f64 = 1.0;
+
+/// Default of [`IlpOptions::colocation`]: a co-runner costs its share of a full server's
+/// saturating slowdown. Priced by its pair slowdown, the program kept GPUs idle next to a queue
+/// rather than fill a server (ITP cluster 02 1650: `formulations/README.md`, *Co-location*).
+pub const DEFAULT_ILP_COLOCATION: Colocation = Colocation::FullServer;
 
 impl PolicyKind {
     /// The policy, built with `opts` (checked: an invalid option is an error naming it), behind
@@ -379,7 +388,8 @@ fn windowed_ilp<'a>(
     }
     let objective = opts
         .objective
-        .with_in_service_credit(opts.ilp.in_service_credit)?;
+        .with_in_service_credit(opts.ilp.in_service_credit)?
+        .with_colocation(opts.ilp.colocation);
     let mut exact = ExactScheduler::new(perf, objective, opts.ilp.solve.checked()?)
         .with_start(Box::new(BestHeuristic::new(perf, objective)));
     if opts.ilp.learned_start {

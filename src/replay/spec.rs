@@ -218,6 +218,13 @@ pub struct PolicySpec {
         default_value_t = PolicySpec::default().ilp_in_service_credit,
         value_parser = number(Expected::NonNegative)))]
     pub ilp_in_service_credit: f64,
+    /// `ilp` policy: what a co-runner on a job's server costs in the objective its program,
+    /// start and back-fill maximise (`pair`: its pair slowdown, as every other policy prices
+    /// it; `full-server`: the average over a full server of the PerfModel's saturating
+    /// slowdown).
+    #[cfg_attr(feature = "cli", arg(long, value_enum,
+        default_value_t = PolicySpec::default().ilp_colocation))]
+    pub ilp_colocation: crate::objective::Colocation,
     /// `tiresias` policy: its `PromoteKnob` (a job pending for this many times its executed time
     /// returns to the highest queue; 0 disables promotion).
     #[cfg_attr(feature = "cli", arg(long,
@@ -288,6 +295,7 @@ impl Default for PolicySpec {
             ilp_max_jobs: 12,
             ilp_revisit_rounds: crate::policies::DEFAULT_ILP_REVISIT_ROUNDS,
             ilp_in_service_credit: crate::policies::DEFAULT_ILP_IN_SERVICE_CREDIT,
+            ilp_colocation: crate::policies::DEFAULT_ILP_COLOCATION,
             tiresias_promote_knob: 4.0,
             ilp_policy_start: false,
             policy_weights: None,
@@ -492,6 +500,7 @@ impl Replay {
                 max_jobs: p.ilp_max_jobs,
                 revisit_rounds: p.ilp_revisit_rounds,
                 in_service_credit: p.ilp_in_service_credit,
+                colocation: p.ilp_colocation,
                 learned_start: p.ilp_policy_start,
             },
             learned: LearnedOptions {

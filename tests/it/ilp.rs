@@ -5,6 +5,7 @@ use coda::ilp::{self, BruteForceLimits, SolveSettings, SolveStatus, brute_force}
 use coda::model::JobPos;
 use coda::model::{Architecture, TaskDemand, TaskRange, WorkerTask};
 use coda::model::{Assignment, Cluster, Job, Server};
+use coda::objective::Colocation;
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Schedule};
 use proptest::prelude::*;
@@ -121,9 +122,9 @@ proptest! {
     /// The integer program's optimum — the compact program's and the configuration program's —
     /// equals the best of every valid schedule, enumerated.
     #[test]
-    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5])) {
+    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5]), colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer])) {
         let s = tiny(servers, per_switch, switches, jobs, seed);
-        let obj = with_credit(credit);
+        let obj = with_credit(credit).with_colocation(colocation);
         let (best, _, scored) = brute_force(&s, perf(), &obj, BruteForceLimits::default()).unwrap();
         prop_assert!(scored >= 1);
         let got = exact_for(&s, &obj);

@@ -3,8 +3,8 @@
 
 use coda::model::Architecture;
 use coda::model::{Assignment, Cluster, Server};
-use coda::objective::Mode;
 use coda::objective::RoundPricing;
+use coda::objective::{Colocation, Mode};
 use coda::sim::Simulator;
 use coda::workload::{GenerateOptions, generate};
 use coda::{CalibratedPerf, ClusterSnapshot, Objective, PerfModel, Schedule, Scheduler};
@@ -92,7 +92,26 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
             for (_, o) in others.clone() {
                 if o.workers.iter().any(|w| w.server == ServerIdx(s)) {
                     let gpu = &snap.cluster.servers[s].gpu_type;
-                    pcol += p.colocation_slowdown(&j.model, &job(o.job).model, gpu) - 1.0;
+                    let other = &job(o.job).model;
+                    pcol += match obj.colocation {
+                        Colocation::Pair => p.colocation_slowdown(&j.model, other, gpu) - 1.0,
+                        Colocation::FullServer => {
+                            // The secant over the largest server of the type, full of like
+                            // co-runners.
+                            let n = snap
+                                .cluster
+                                .servers
+                                .iter()
+                                .filter(|x| x.gpu_type == *gpu)
+                                .map(|x| x.num_gpus())
+                                .max()
+                                .unwrap()
+                                .saturating_sub(1)
+                                .max(1);
+                            (p.colocation_slowdown_among(&j.model, other, gpu, n) - 1.0)
+                                / f64::from(n)
+                        }
+                    };
                 }
             }
         }
@@ -181,12 +200,12 @@ proptest! {
     }
 
     #[test]
-    fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000) {
+    fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000, colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer])) {
         let snap = generate(
             &GenerateOptions { servers, jobs, seed, max_workers: 4, running_fraction: 0.5, ..Default::default() },
             perf(),
         ).unwrap();
-        let obj = Objective::default();
+        let obj = Objective::default().with_colocation(colocation);
         let pricing = RoundPricing::new(perf(), &snap, obj);
         for k in 0..4 {
             let sched = random_valid_schedule(&snap, seed ^ (k * 7919));
@@ -303,4 +322,71 @@ fn an_invalid_action_is_an_error_and_the_round_stays_pending() {
         env.apply(&Schedule::default()),
         Err(coda::Error::InvalidSetting { .. })
     ));
+}
+
+/// One 8-GPU server full of like 1-GPU jobs (all compute, so the co-location term is the
+/// job's whole loss): priced `full-server`, each job's co-location pressure is the PerfModel's
+/// compounded slowdown of its seven co-runners, as the simulator runs them; priced `pair`, it
+/// is seven pair slowdowns, which overstates the same server (the program then kept GPUs idle
+/// next to a queue).
+#[test]
+fn full_server_colocation_is_the_perf_models_slowdown_of_a_full_server() {
+    let job = |id: usize| {
+        format!(
+            r#"{{"id": {id}, "arrival_s": 0.0, "model": "deepspeech2", "arch": "AllReduce",
+            "total_iterations": 1e9, "done_iterations": 0.0,
+            "demand": {{"gpus_per_worker": 1, "cpu_per_worker": 3.0, "mem_per_worker_gib": 40.0,
+                        "cpu_per_ps": 2.0, "mem_per_ps_gib": 8.0}},
+            "workers": {{"min": 1, "max": 2}}, "ps": {{"min": 0, "max": 0}}}}"#
+        )
+    };
+    let jobs: Vec<String> = (0..8).map(job).collect();
+    let text = format!(
+        r#"{{"time_s": 0.0, "cluster": {{"servers": [{{"name": "n0", "gpu_type": "v100",
+        "topology": [[2, 2], [2, 2]], "cpu_cores": 40.0, "memory_gib": 512.0, "nic_gbps": 100.0}}]}},
+        "jobs": [{}]}}"#,
+        jobs.join(",")
+    );
+    let snap = ClusterSnapshot::from_json_str(&text, "full-server.json").unwrap();
+    let on = |k: u32| Assignment {
+        job: coda::model::JobId(k.into()),
+        workers: vec![coda::model::WorkerTask {
+            server: ServerIdx(0),
+            gpus: vec![k],
+        }],
+        ps: vec![],
+        tier: 0,
+    };
+    let full = Schedule {
+        assignments: (0..8).map(on).collect(),
+    };
+    let alone = Schedule {
+        assignments: vec![on(0)],
+    };
+    let compute = |s: &Schedule| coda::perf::speeds(perf(), &snap, s).unwrap()[0].1.compute_s;
+    let slowdown = compute(&full) / compute(&alone);
+    assert!(slowdown > 1.0, "{slowdown}");
+    let pressure = |c: Colocation| {
+        let score = Objective::default()
+            .with_colocation(c)
+            .score(perf(), &snap, &full)
+            .unwrap();
+        let j = &score.jobs[0];
+        j.coloc_loss / j.isolated
+    };
+    let (secant, pair) = (pressure(Colocation::FullServer), pressure(Colocation::Pair));
+    assert!(
+        (secant - (slowdown - 1.0)).abs() < 1e-9,
+        "full-server {secant} vs the PerfModel's {}",
+        slowdown - 1.0
+    );
+    let one = perf().colocation_slowdown("deepspeech2", "deepspeech2", "v100") - 1.0;
+    assert!((pair - 7.0 * one).abs() < 1e-9, "{pair} vs 7 x {one}");
+    assert!(pair > 1.5 * secant, "pair {pair}, full-server {secant}");
+    // One co-runner: the compounded slowdown is the pair's.
+    assert!(
+        (perf().colocation_slowdown_among("deepspeech2", "deepspeech2", "v100", 1) - 1.0 - one)
+            .abs()
+            < 1e-12
+    );
 }

@@ -88,13 +88,25 @@ pub(super) fn ilp_light_section(dir: &Path, results: &Path) -> coda::Result<Stri
     ))
 }
 
-/// The `ilp` rows of `dir` (replayed with another in-service credit `kappa`) beside the shipped
-/// run's `ilp` (at [`coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT`]) and best baseline of the
-/// same slices (`shipped/runs.csv`).
-pub(super) fn ilp_kappa_section(
+/// One setting of the `ilp` policy that a variant directory changes: its flag, the shipped
+/// value and the variant's.
+pub(super) struct Variant<'a> {
+    /// The flag, e.g. `--ilp-in-service-credit`.
+    pub flag: &'a str,
+    /// What it means, for the section's text.
+    pub meaning: &'a str,
+    /// The shipped value.
+    pub shipped: String,
+    /// The variant's value.
+    pub value: String,
+}
+
+/// The `ilp` rows of `dir` (replayed with one setting changed, `v`) beside the shipped run's
+/// `ilp` and best baseline of the same slices (`shipped/runs.csv`).
+pub(super) fn ilp_variant_section(
     shipped: &Path,
     dir: &Path,
-    kappa: &str,
+    v: &Variant<'_>,
     results: &Path,
 ) -> coda::Result<String> {
     let base = read_slices(shipped)?;
@@ -119,25 +131,23 @@ pub(super) fn ilp_kappa_section(
             format!("{:.3}", ilp.0 / best.0),
         ]);
     }
-    let shipped_k = coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT;
-    let k0 = format!("`ilp`, κ = {shipped_k}");
-    let kk = format!("`ilp`, κ = {kappa}");
+    let (flag, shipped_v, value) = (v.flag, &v.shipped, &v.value);
     Ok(format!(
-        "`ilp` with in-service credit κ = {kappa} (`--ilp-in-service-credit`, measured at each \
-         job's full pace) beside the shipped κ = {shipped_k} and the best baseline of the table \
-         above: average JCT in hours (restarts). With κ = {kappa} `ilp` is ahead of \
-         κ = {shipped_k} on {better} and behind the best baseline on {behind_best} of {} slices. \
-         {}\n\n{}",
+        "`ilp` with `{flag} {value}` ({}) beside the shipped `{shipped_v}` and the best \
+         baseline of the table above: average JCT in hours (restarts). With `{value}` `ilp` is \
+         ahead of `{shipped_v}` on {better} and behind the best baseline on {behind_best} of {} \
+         slices. {}\n\n{}",
+        v.meaning,
         rows.len(),
         provenance(dir, results)?,
         md_table(
             &[
                 "slice",
                 "best baseline",
-                &k0,
-                &kk,
-                &format!("κ = {shipped_k} ÷ best"),
-                &format!("κ = {kappa} ÷ best"),
+                &format!("`ilp`, {shipped_v}"),
+                &format!("`ilp`, {value}"),
+                &format!("{shipped_v} ÷ best"),
+                &format!("{value} ÷ best"),
             ],
             &rows,
         )

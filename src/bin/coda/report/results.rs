@@ -587,24 +587,44 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
                 s.push('\n');
             }
         }
-        // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`).
-        let mut kappas: Vec<(String, PathBuf)> = std::fs::read_dir(&light)
+        // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`) or
+        // co-location cost (`COLOCATION=C`).
+        let mut variants: Vec<(String, PathBuf)> = std::fs::read_dir(&light)
             .map_err(|e| Error::io(&light, e))?
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                let k = name.strip_prefix("kappa-")?.to_string();
-                e.path().join("runs.csv").is_file().then(|| (k, e.path()))
+                (name.starts_with("kappa-") || name.starts_with("colocation-")).then_some(())?;
+                e.path()
+                    .join("runs.csv")
+                    .is_file()
+                    .then(|| (name, e.path()))
             })
             .collect();
-        kappas.sort();
-        for (k, dir) in kappas {
+        variants.sort();
+        for (name, dir) in variants {
+            let v = match name.strip_prefix("kappa-") {
+                Some(k) => super::ilp_light::Variant {
+                    flag: "--ilp-in-service-credit",
+                    meaning: "the in-service credit κ, measured at each job's full pace",
+                    shipped: format!("κ = {}", coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT),
+                    value: format!("κ = {k}"),
+                },
+                None => super::ilp_light::Variant {
+                    flag: "--ilp-colocation",
+                    meaning: "what a co-runner costs in the program's objective",
+                    shipped: kebab(coda::policies::DEFAULT_ILP_COLOCATION),
+                    value: name.trim_start_matches("colocation-").to_string(),
+                },
+            };
             s.push_str(&format!(
-                "\n### With `--ilp-in-service-credit {k}` (shipped: {})\n\n",
-                coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT
+                "\n### With `{} {}` (shipped: {})\n\n",
+                v.flag,
+                name.split_once('-').map_or("", |x| x.1),
+                v.shipped
             ));
-            s.push_str(&super::ilp_light::ilp_kappa_section(
-                &light, &dir, &k, &results,
+            s.push_str(&super::ilp_light::ilp_variant_section(
+                &light, &dir, &v, &results,
             )?);
             s.push('\n');
         }
@@ -666,4 +686,12 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     s.push('\n');
     s.push_str(&super::primal::pricing_section(&f.join("pricing"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
+}
+
+/// A value's name as its flag spells it (`full-server`).
+fn kebab(c: coda::objective::Colocation) -> String {
+    serde_json::to_value(c)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
