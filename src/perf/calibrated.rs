@@ -270,7 +270,8 @@ impl PerfModel for CalibratedPerf {
         1.0 / (1.0 - kappa * (1.0 - s.clamp(1e-3, 1.0)))
     }
 
-    /// [`CalibratedPerf::colocation_factor`] with `n` co-runners of `other` on one server.
+    /// The co-location factor of `n` co-runners of `other` on one server: their pair
+    /// throughputs compounded, the coupling share of that loss (saturating at `1 / (1 − κ)`).
     fn colocation_slowdown_among(&self, victim: &str, other: &str, gpu_type: &str, n: u32) -> f64 {
         let co_runners = vec![vec![other.to_string(); n as usize]];
         self.colocation_factor(victim, gpu_type, &co_runners)

@@ -86,6 +86,10 @@ pub struct Args {
     /// In-service credit κ of the objective (what a round at its full pace is worth to any job).
     #[arg(long, default_value_t = coda::objective::DEFAULT_IN_SERVICE_CREDIT, value_parser = range::non_negative)]
     pub in_service_credit: f64,
+    /// What a co-runner costs in the objective: its pair slowdown (`pair`, the default), or its
+    /// share of a full server's saturating slowdown (`full-server`, the `ilp` policy's).
+    #[arg(long, value_enum, default_value_t = coda::objective::Colocation::Pair)]
+    pub colocation: coda::objective::Colocation,
     /// Write the model as MPS here.
     #[arg(long)]
     pub export_mps: Option<PathBuf>,
@@ -223,7 +227,8 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     if args.tiers {
         coda::workload::offer_tiers(&mut snap, &perf);
     }
-    let objective = range::objective(args.round_s, args.restart_s, args.in_service_credit)?;
+    let objective = range::objective(args.round_s, args.restart_s, args.in_service_credit)?
+        .with_colocation(args.colocation);
     // A bad --out fails now, not after a long solve.
     if let Some(p) = &args.out {
         coda::io::check_writable(p)?;

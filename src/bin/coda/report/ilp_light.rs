@@ -95,9 +95,11 @@ pub(super) struct Variant<'a> {
     pub flag: &'a str,
     /// What it means, for the section's text.
     pub meaning: &'a str,
-    /// The shipped value.
+    /// The shipped value, as the text names it.
     pub shipped: String,
-    /// The variant's value.
+    /// The variant's value as the flag takes it.
+    pub arg: String,
+    /// The variant's value, as the text names it.
     pub value: String,
 }
 
@@ -133,10 +135,11 @@ pub(super) fn ilp_variant_section(
     }
     let (flag, shipped_v, value) = (v.flag, &v.shipped, &v.value);
     Ok(format!(
-        "`ilp` with `{flag} {value}` ({}) beside the shipped `{shipped_v}` and the best \
+        "`ilp` with `{flag} {}` ({}) beside the shipped `{shipped_v}` and the best \
          baseline of the table above: average JCT in hours (restarts). With `{value}` `ilp` is \
          ahead of `{shipped_v}` on {better} and behind the best baseline on {behind_best} of {} \
          slices. {}\n\n{}",
+        v.arg,
         v.meaning,
         rows.len(),
         provenance(dir, results)?,

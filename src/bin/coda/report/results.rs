@@ -608,20 +608,20 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
                     flag: "--ilp-in-service-credit",
                     meaning: "the in-service credit κ, measured at each job's full pace",
                     shipped: format!("κ = {}", coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT),
+                    arg: k.to_string(),
                     value: format!("κ = {k}"),
                 },
                 None => super::ilp_light::Variant {
                     flag: "--ilp-colocation",
                     meaning: "what a co-runner costs in the program's objective",
                     shipped: kebab(coda::policies::DEFAULT_ILP_COLOCATION),
+                    arg: name.trim_start_matches("colocation-").to_string(),
                     value: name.trim_start_matches("colocation-").to_string(),
                 },
             };
             s.push_str(&format!(
                 "\n### With `{} {}` (shipped: {})\n\n",
-                v.flag,
-                name.split_once('-').map_or("", |x| x.1),
-                v.shipped
+                v.flag, v.arg, v.shipped
             ));
             s.push_str(&super::ilp_light::ilp_variant_section(
                 &light, &dir, &v, &results,
