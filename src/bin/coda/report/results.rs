@@ -688,10 +688,9 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     Ok(s.trim_end().to_string() + "\n")
 }
 
-/// A value's name as its flag spells it (`full-server`).
+/// A value's name as its flag spells it (`full-server`): clap's own name for it.
 fn kebab(c: coda::objective::Colocation) -> String {
-    serde_json::to_value(c)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    use clap::ValueEnum as _;
+    c.to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
 }
