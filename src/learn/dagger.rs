@@ -1,65 +1,90 @@
-//! Labels from the lookahead expert on the states a policy visits (DAgger): the material of
-//! distilling the lookahead into the learned policy. The exact program labels a round alone;
-//! the lookahead needs the whole round (its plays run every job present) and the simulator's
-//! settings, so its labels come from a replay, not from generated rounds.
+//! Labels from the lookahead expert on the states a student visits (DAgger): the material of
+//! distilling the lookahead into the learned policy's two networks. The exact program labels a
+//! round alone; the lookahead needs the whole round (its plays run every job present) and the
+//! simulator's settings, so its labels come from a replay, not from generated rounds.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::labels::{Expert, RoundLabel, labels_of};
-use super::rounds::{TraceCut, visit_rounds};
+use super::rounds::StudentReplay;
 use crate::error::{Error, Result};
 use crate::lookahead::Lookahead;
 use crate::model::ClusterSnapshot;
 use crate::objective::{Objective, RoundPricing};
 use crate::perf::PerfModel;
-use crate::policies::{LookaheadOptions, PolicyKind};
-use crate::scheduler::Scheduler;
-use crate::sim::SimConfig;
-use crate::workload::Workload;
+use crate::policies::PolicyKind;
+use crate::replay::Replay;
+use crate::scheduler::{RoundEvent, Scheduler};
 
-/// `workload` replayed under `cut.policy` (the student: `learned` visits its own states) with
-/// `cut.options`; every `cut.every`-th round with at least two jobs present, up to `cut.count`,
-/// is labelled with the decision of a lookahead with the settings `lookahead` on the whole
-/// round (`cut.max_jobs` is not used: a play needs every job). The replay goes on under the
-/// student's own decision. Ids are `{name}-{policy}-lookahead-t{round time}`; the labels say
-/// [`Expert::Lookahead`], carry no solve status or bound, and are never `proven`.
+/// How a student's replay is labelled by the lookahead ([`lookahead_labels`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LookaheadLabelling {
+    /// Whose decisions drive the replay: `learned` with the replay's `policy_weights` visits
+    /// that network's own states.
+    pub student: PolicyKind,
+    /// Weights of the learned policy inside the lookahead — its first candidate, its greedy
+    /// candidate and the base its plays follow. `None`: the student's own (the replay's
+    /// `policy_weights`), so the expert improves on the student it labels (approximate policy
+    /// iteration); a file keeps one expert however the student changes (DAgger proper).
+    pub expert_weights: Option<PathBuf>,
+    /// Label every this-many-th round with at least two jobs present (>= 1).
+    pub every: usize,
+    /// At most this many rounds (those already labelled count).
+    pub count: usize,
+}
+
+/// The rounds of `replay` under `how.student`, every `how.every`-th round with at least two
+/// jobs present up to `how.count` of them, each labelled with the decision of a lookahead with
+/// the replay's settings (its `--lookahead-*` flags, candidates included) on the whole round
+/// and handed to `visit` as it is done; the replay goes on under the student's own decision.
+/// Rounds whose ids are in `done` count without being labelled (a run resumed). Ids are
+/// `{trace}-{skip}+{take}-s{seed}-{student}-t{round time}`; the labels say
+/// [`Expert::Lookahead`], name the candidate kept where the proposals differed
+/// ([`RoundLabel::choice`]), carry no solve status or bound, and are never `proven`.
 pub fn lookahead_labels(
-    name: &str,
-    workload: &Workload,
+    replay: &Replay,
     perf: &dyn PerfModel,
-    objective: &Objective,
-    cut: &TraceCut,
-    lookahead: &LookaheadOptions,
-) -> Result<Vec<RoundLabel>> {
-    if cut.policy == PolicyKind::Ilp || cut.policy == PolicyKind::Lookahead || cut.every == 0 {
+    how: &LookaheadLabelling,
+    done: &std::collections::HashSet<String>,
+    visit: &mut dyn FnMut(RoundLabel) -> Result<()>,
+) -> Result<()> {
+    if how.every == 0 {
         return Err(Error::setting(
             "lookahead labels",
-            "policy / every",
-            format!("{} / {}", cut.policy, cut.every),
-            "a policy built from its options alone, not `ilp`, and every >= 1",
+            "every",
+            how.every,
+            "must be >= 1",
         ));
     }
-    let mut options = cut.options.clone();
-    options.objective = *objective;
-    options.lookahead = lookahead.clone();
-    // The plays run with the replay's own settings (those `visit_rounds` simulates with).
-    let sim = SimConfig {
-        objective: *objective,
-        ..SimConfig::default()
-    };
-    let mut expert = Lookahead::new(perf, &options, sim)?;
-    let mut out = Vec::new();
-    visit_rounds(workload, perf, objective, cut, &mut |snap| {
-        out.push(label(name, cut.policy, snap, perf, objective, &mut expert)?);
-        Ok(())
-    })?;
-    Ok(out)
+    let mut rounds = StudentReplay::new(replay, perf, how.student, "lookahead labels")?;
+    let mut options = rounds.opts.clone();
+    if let Some(w) = &how.expert_weights {
+        options.learned.weights = Some(w.clone());
+    }
+    let objective = options.objective;
+    let mut expert = Lookahead::new(perf, &options, rounds.settings())?;
+    let (mut visited, mut seen) = (0usize, 0usize);
+    while visited < how.count {
+        let Some(snap) = rounds.next_round()? else {
+            break;
+        };
+        let id = rounds.id(&snap);
+        if done.contains(&id) {
+            visited += 1;
+        } else if seen.is_multiple_of(how.every) {
+            visit(label(id, &snap, perf, &objective, &mut expert)?)?;
+            visited += 1;
+        }
+        seen += 1;
+        rounds.follow(&snap)?;
+    }
+    Ok(())
 }
 
 /// The lookahead's decision on `snap`, decoded as a label.
 fn label(
-    name: &str,
-    policy: PolicyKind,
+    id: String,
     snap: &ClusterSnapshot,
     perf: &dyn PerfModel,
     objective: &Objective,
@@ -67,13 +92,16 @@ fn label(
 ) -> Result<RoundLabel> {
     let t = Instant::now();
     let schedule = expert.schedule(snap)?;
-    expert.take_events();
+    let choice = expert.take_events().into_iter().find_map(|e| match e {
+        RoundEvent::LookedAhead(r) => Some(r.chosen.to_string()),
+        _ => None,
+    });
     let solve_s = t.elapsed().as_secs_f64();
     let pricing = RoundPricing::new(perf, snap, *objective);
     let value = pricing.score(&schedule)?.total;
     let jobs = labels_of(&pricing, &schedule)?;
     Ok(RoundLabel {
-        id: format!("{name}-{policy}-lookahead-t{}", snap.time_s),
+        id,
         snapshot: snap.clone(),
         schedule,
         status: None,
@@ -84,5 +112,6 @@ fn label(
         solve_s,
         jobs,
         expert: Expert::Lookahead,
+        choice,
     })
 }

@@ -19,6 +19,8 @@ use crate::policies::distilled::{
 use crate::policies::{Candidate, PolicyKind};
 use crate::replay::Replay;
 
+use super::rounds::StudentReplay;
+
 /// One round a student visited, with the lookahead's plays of [`GATE_CANDIDATES`]; only
 /// rounds whose proposals differ are recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,62 +80,46 @@ pub fn play_rounds(
     done: &std::collections::HashSet<String>,
     visit: &mut dyn FnMut(PlayRound) -> Result<()>,
 ) -> Result<()> {
-    if student == PolicyKind::Lookahead || every == 0 {
+    if every == 0 {
         return Err(Error::setting(
             "distil plays",
-            "student / every",
-            format!("{student} / {every}"),
-            "a policy built from its options alone, and every >= 1",
+            "every",
+            every,
+            "must be >= 1",
         ));
     }
-    let workload = replay.workload(perf)?;
-    let allowance = replay.allowance(&workload, perf)?;
-    let mut sim = replay.simulator(&workload, allowance, perf)?;
-    let opts = replay.policy_options()?;
-    let mut policy = student.build(perf, &opts)?;
-    let mut expert = Lookahead::with_candidates(perf, &opts, *sim.settings(), GATE_CANDIDATES)?;
-    let w = &replay.workload;
-    let prefix = format!(
-        "{}-{}+{}-s{}-{student}",
-        w.trace,
-        w.skip,
-        w.take.unwrap_or(0),
-        w.seed
-    );
+    let mut rounds = StudentReplay::new(replay, perf, student, "distil plays")?;
+    let opts = rounds.opts.clone();
+    let mut expert = Lookahead::with_candidates(perf, &opts, rounds.settings(), GATE_CANDIDATES)?;
     let round_s = opts.objective.round_s;
     let (mut visited, mut seen) = (0usize, 0usize);
     while visited < count {
-        let Some(snap) = sim.next_round()? else {
+        let Some(snap) = rounds.next_round()? else {
             break;
         };
-        let snap = snap.clone();
-        if snap.jobs.len() >= 2 {
-            let id = format!("{prefix}-t{}", snap.time_s);
-            if done.contains(&id) {
+        let id = rounds.id(&snap);
+        if done.contains(&id) {
+            visited += 1;
+        } else if seen.is_multiple_of(every) {
+            let plays = expert.plays(&snap)?;
+            if plays.played() {
+                let features = gate_features(perf, opts.objective, &snap, &plays.schedules)?;
+                visit(PlayRound {
+                    id,
+                    jobs: snap.jobs.len(),
+                    features,
+                    same: plays.first_same.iter().map(|&f| f == 0).collect(),
+                    saving: plays
+                        .costs
+                        .iter()
+                        .map(|c| (plays.costs[0] - c) / round_s)
+                        .collect(),
+                })?;
                 visited += 1;
-            } else if seen.is_multiple_of(every) {
-                let plays = expert.plays(&snap)?;
-                if plays.played() {
-                    let features = gate_features(perf, opts.objective, &snap, &plays.schedules)?;
-                    visit(PlayRound {
-                        id,
-                        jobs: snap.jobs.len(),
-                        features,
-                        same: plays.first_same.iter().map(|&f| f == 0).collect(),
-                        saving: plays
-                            .costs
-                            .iter()
-                            .map(|c| (plays.costs[0] - c) / round_s)
-                            .collect(),
-                    })?;
-                    visited += 1;
-                }
             }
-            seen += 1;
         }
-        let schedule = policy.schedule(&snap)?;
-        policy.take_events();
-        sim.apply(&schedule)?;
+        seen += 1;
+        rounds.follow(&snap)?;
     }
     Ok(())
 }

@@ -79,6 +79,10 @@ pub struct RoundLabel {
     /// Who decided the round (absent in a file: the exact program).
     #[serde(default, skip_serializing_if = "is_exact")]
     pub expert: Expert,
+    /// The lookahead's candidate whose proposal it kept (`learned`, `keep`, `pollux`…), in a
+    /// round whose proposals differed; absent otherwise, and for the exact program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
 }
 
 /// Who labelled a round: the exact program, or the lookahead ([`super::lookahead_labels`]).
@@ -252,6 +256,7 @@ pub fn label_round(
         solve_s: r.wall_time_s,
         jobs,
         expert: Expert::Exact,
+        choice: None,
     })
 }
 

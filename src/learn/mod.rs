@@ -24,7 +24,7 @@ mod rounds;
 #[cfg(feature = "train")]
 pub mod train;
 
-pub use dagger::lookahead_labels;
+pub use dagger::{LookaheadLabelling, lookahead_labels};
 pub use examples::{TierExample, tier_examples};
 pub use labels::{
     Expert, JobLabel, LabelScore, LabelSpec, PlaceStep, RoundLabel, label_round, labels_of,

@@ -1,6 +1,7 @@
 //! Rounds cut from a trace replay, running jobs included: the states a policy visits
-//! ([`visit_rounds`]), cut to label windows for the exact program ([`trace_rounds`]) or handed
-//! whole to the lookahead ([`super::lookahead_labels`]).
+//! ([`visit_rounds`]) cut to label windows for the exact program ([`trace_rounds`]), and a
+//! student's replay with `coda simulate`'s settings ([`StudentReplay`]) whose whole rounds the
+//! lookahead plays and labels ([`super::lookahead_labels`], [`super::distil::play_rounds`]).
 
 use crate::error::{Error, Result};
 use crate::model::ClusterSnapshot;
@@ -71,9 +72,8 @@ pub fn trace_rounds(
 
 /// `workload` replayed under `cut.policy` with `cut.options` (jobs the cluster can never run
 /// left out): every `cut.every`-th round with at least two jobs present, up to `cut.count` of
-/// them, handed to `visit` before the policy decides it. What [`trace_rounds`] cuts and the
-/// lookahead's labels ([`super::lookahead_labels`]) are drawn from.
-pub(super) fn visit_rounds(
+/// them, handed to `visit` before the policy decides it. What [`trace_rounds`] cuts.
+fn visit_rounds(
     workload: &Workload,
     perf: &dyn PerfModel,
     objective: &Objective,
@@ -129,4 +129,87 @@ fn label_window(
     keep.extend(waiting.into_iter().take(room));
     keep.sort_unstable();
     keep
+}
+
+/// A replay driven by a student's own decisions (DAgger: the states the student visits), seen
+/// one round at a time: [`StudentReplay::next_round`] hands out each round with at least two
+/// jobs present (the student decides the others itself), [`StudentReplay::follow`] applies the
+/// student's decision to it. The replay runs with `coda simulate`'s settings for the same
+/// flags (its contention allowance, cluster, slice and seed), so the states are the ones an
+/// evaluation replay of the student visits. What the lookahead's plays
+/// ([`super::distil::play_rounds`]) and labels ([`super::lookahead_labels`]) are drawn from.
+pub(super) struct StudentReplay<'p> {
+    sim: Simulator<'p>,
+    student: Box<dyn crate::scheduler::Scheduler + 'p>,
+    /// The replay's policy settings (the student's, and what an expert is built from).
+    pub(super) opts: crate::policies::PolicyOptions,
+    /// `{trace}-{skip}+{take}-s{seed}-{student}`: what round ids start with.
+    pub(super) prefix: String,
+}
+
+impl<'p> StudentReplay<'p> {
+    /// `replay` under `student` (any policy built from its options: not the lookahead).
+    pub(super) fn new(
+        replay: &crate::replay::Replay,
+        perf: &'p dyn PerfModel,
+        student: PolicyKind,
+        who: &str,
+    ) -> Result<Self> {
+        if student == PolicyKind::Lookahead {
+            return Err(Error::setting(
+                who,
+                "student",
+                student,
+                "a policy built from its options alone",
+            ));
+        }
+        let workload = replay.workload(perf)?;
+        let allowance = replay.allowance(&workload, perf)?;
+        let sim = replay.simulator(&workload, allowance, perf)?;
+        let opts = replay.policy_options()?;
+        let w = &replay.workload;
+        Ok(StudentReplay {
+            student: student.build(perf, &opts)?,
+            sim,
+            opts,
+            prefix: format!(
+                "{}-{}+{}-s{}-{student}",
+                w.trace,
+                w.skip,
+                w.take.unwrap_or(0),
+                w.seed
+            ),
+        })
+    }
+
+    /// The simulator's settings (what a lookahead playing from its rounds must share).
+    pub(super) fn settings(&self) -> SimConfig {
+        *self.sim.settings()
+    }
+
+    /// The next round with at least two jobs present, or `None` when the replay is over.
+    pub(super) fn next_round(&mut self) -> Result<Option<ClusterSnapshot>> {
+        loop {
+            let Some(snap) = self.sim.next_round()? else {
+                return Ok(None);
+            };
+            let snap = snap.clone();
+            if snap.jobs.len() >= 2 {
+                return Ok(Some(snap));
+            }
+            self.follow(&snap)?;
+        }
+    }
+
+    /// The id of `snap`'s round: the prefix and the round's time.
+    pub(super) fn id(&self, snap: &ClusterSnapshot) -> String {
+        format!("{}-t{}", self.prefix, snap.time_s)
+    }
+
+    /// The student decides `snap`'s round and the replay goes on from its decision.
+    pub(super) fn follow(&mut self, snap: &ClusterSnapshot) -> Result<()> {
+        let schedule = self.student.schedule(snap)?;
+        self.student.take_events();
+        self.sim.apply(&schedule).map(|_| ())
+    }
 }

@@ -120,14 +120,24 @@ pub struct Job {
     pub run: RunState,
 }
 
-/// What changes while a job runs: the work it has done and where it runs now. A simulator
-/// starts every job from [`RunState::default`] (nothing done, nowhere) and writes this alone.
+/// What changes while a job runs: the work it has done, where it runs now, and its history so
+/// far. A simulator starts every job from [`RunState::default`] (nothing done, nowhere, no
+/// history) and writes this alone. A caller that does not track the history (a resource
+/// manager's view, an instance file) leaves it at 0: a job that never restarted, held nothing
+/// and never waited.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunState {
     /// Work already done.
     pub done_iterations: f64,
     /// Where the job runs now, if it is running.
     pub current: Option<Assignment>,
+    /// Restarts so far: moves, resizes and resumptions after a preemption.
+    pub restarts: u32,
+    /// GPU-seconds held so far, restarts included (its attained service).
+    pub attained_gpu_s: f64,
+    /// Seconds spent arrived and without GPUs so far (the first queueing and every wait after a
+    /// preemption).
+    pub waited_s: f64,
 }
 
 impl Job {
@@ -223,6 +233,14 @@ impl Job {
                 self.run.done_iterations.to_string(),
                 Expected::NonNegative,
             );
+        }
+        for (field, v) in [
+            ("attained_gpu_s", self.run.attained_gpu_s),
+            ("waited_s", self.run.waited_s),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(field, v.to_string(), Expected::NonNegative);
+            }
         }
         if self.run.done_iterations >= self.total_iterations {
             return bad(
@@ -338,6 +356,20 @@ struct JobFields {
     current: Option<Assignment>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     requested: Option<Request>,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    restarts: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    attained_gpu_s: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    waited_s: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 impl From<Job> for JobFields {
@@ -357,6 +389,9 @@ impl From<Job> for JobFields {
             local_batch: j.local_batch,
             current: j.run.current,
             requested: j.requested,
+            restarts: j.run.restarts,
+            attained_gpu_s: j.run.attained_gpu_s,
+            waited_s: j.run.waited_s,
         }
     }
 }
@@ -380,6 +415,9 @@ impl TryFrom<JobFields> for Job {
             run: RunState {
                 done_iterations: f.done_iterations,
                 current: f.current,
+                restarts: f.restarts,
+                attained_gpu_s: f.attained_gpu_s,
+                waited_s: f.waited_s,
             },
         };
         job.check().map_err(|e| e.to_string())?;

@@ -365,13 +365,16 @@ impl<'a> Simulator<'a> {
         let jobs = self
             .active
             .iter()
-            .map(|&i| (&self.jobs[i], &self.state[i]))
-            .map(|(j, s)| {
+            .map(|&i| (&self.jobs[i], &self.state[i], &self.records[i]))
+            .map(|(j, s, r)| {
                 let mut j = j.clone();
                 // Keep the snapshot valid when progress lands a hair short of the total.
                 j.run = RunState {
                     done_iterations: s.done.min(j.total_iterations * (1.0 - 1e-12)),
                     current: s.assignment.clone(),
+                    restarts: r.restarts,
+                    attained_gpu_s: r.gpu_seconds,
+                    waited_s: r.waiting_s,
                 };
                 j
             })

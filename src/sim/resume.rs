@@ -12,9 +12,11 @@ impl<'a> Simulator<'a> {
     /// due at once, and [`Simulator::next_round`] hands out the snapshot's jobs as they are.
     ///
     /// What a snapshot does not say is not restored: a running job that was in the middle of a
-    /// restart progresses at once, and the records (restarts, waits, GPU-time) start at the
-    /// resume. A job that had run before (it has progress or a placement) pays a restart when
-    /// it resumes after a preemption, as in the run it was cut from.
+    /// restart progresses at once, and the records start at the resume, but for the history
+    /// the snapshot carries (restarts, GPU-seconds held, seconds waited), which they go on
+    /// from — so the rounds of a resumed run show its policy the history the run it was cut
+    /// from would. A job that had run before (it has progress or a placement) pays a restart
+    /// when it resumes after a preemption, as in the run it was cut from.
     pub fn resume(
         perf: &'a dyn PerfModel,
         config: SimConfig,
@@ -59,6 +61,10 @@ impl<'a> Simulator<'a> {
             if run.current.is_some() || run.done_iterations > 0.0 {
                 sim.records[i].first_start_s = Some(t0);
             }
+            let r = &mut sim.records[i];
+            r.restarts = run.restarts;
+            r.gpu_seconds = run.attained_gpu_s;
+            r.waiting_s = run.waited_s;
             sim.active.push(i);
         }
         sim.active.sort_unstable();

@@ -201,3 +201,46 @@ fn the_tail_bound_is_below_every_policy() {
         );
     }
 }
+
+/// Every round shows each job's history as the records keep it (restarts, GPU-seconds held,
+/// seconds waited), so a policy may read it; a run resumed from a round's snapshot shows the
+/// same history at its first round, and its records go on from it.
+#[test]
+fn snapshots_carry_the_history_the_records_keep() {
+    let perf = CalibratedPerf::shipped();
+    let (cluster, jobs) = instance(5);
+    let mut sim = Simulator::builder(perf, cluster, jobs).build().unwrap();
+    let mut pollux = PolicyKind::Pollux
+        .build(perf, &PolicyOptions::default())
+        .unwrap();
+    let (mut restarted, mut waited) = (false, false);
+    let cut = loop {
+        let snap = sim.next_round().unwrap().unwrap().clone();
+        for j in &snap.jobs {
+            let r = &sim.records[sim.index_of[&j.id]];
+            assert_eq!(
+                (j.run.restarts, j.run.attained_gpu_s, j.run.waited_s),
+                (r.restarts, r.gpu_seconds, r.waiting_s),
+                "job {} at t = {}",
+                j.id,
+                snap.time_s
+            );
+            restarted |= j.run.restarts > 0;
+            waited |= j.run.waited_s > 0.0;
+        }
+        if sim.arrivals_left == 0 && restarted && waited {
+            break snap;
+        }
+        let s = pollux.schedule(&snap).unwrap();
+        sim.apply(&s).unwrap();
+    };
+    let mut resumed = Simulator::resume(perf, *sim.settings(), &cut, Vec::new()).unwrap();
+    let first = resumed.next_round().unwrap().unwrap();
+    for (a, b) in first.jobs.iter().zip(&cut.jobs) {
+        assert_eq!(a.id, b.id);
+        assert_eq!(
+            (a.run.restarts, a.run.attained_gpu_s, a.run.waited_s),
+            (b.run.restarts, b.run.attained_gpu_s, b.run.waited_s)
+        );
+    }
+}

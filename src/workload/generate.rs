@@ -206,6 +206,7 @@ pub fn generate_with(
                     0.0
                 },
                 current: None,
+                ..Default::default()
             },
             requested: None,
         });

@@ -203,6 +203,42 @@ fn negative_and_zero_work_rejected_with_field() {
     }
 }
 
+/// A job's history (restarts, GPU-seconds held, seconds waited) is optional, written only
+/// where it is not zero, read back as written, and a negative value is refused with its field.
+#[test]
+fn job_history_round_trips_and_bad_values_name_the_field() {
+    let plain = ClusterSnapshot::from_json_str(
+        &snapshot_json(SERVER, &job(1, "imagenet", 1, 1, "100")),
+        "t.json",
+    )
+    .unwrap();
+    assert_eq!(plain.jobs[0].run, coda::model::RunState::default());
+    assert!(!serde_json::to_string(&plain).unwrap().contains("restarts"));
+    let with = job(1, "imagenet", 1, 1, "100").replace(
+        r#""arrival_s": 0,"#,
+        r#""arrival_s": 0, "restarts": 2, "attained_gpu_s": 3600.5, "waited_s": 90,"#,
+    );
+    let s = ClusterSnapshot::from_json_str(&snapshot_json(SERVER, &with), "t.json").unwrap();
+    let run = &s.jobs[0].run;
+    assert_eq!(
+        (run.restarts, run.attained_gpu_s, run.waited_s),
+        (2, 3600.5, 90.0)
+    );
+    let back =
+        ClusterSnapshot::from_json_str(&serde_json::to_string(&s).unwrap(), "back.json").unwrap();
+    assert_eq!(back.jobs[0].run, *run);
+    for field in ["attained_gpu_s", "waited_s"] {
+        let bad = job(1, "imagenet", 1, 1, "100").replace(
+            r#""arrival_s": 0,"#,
+            &format!(r#""arrival_s": 0, "{field}": -1,"#),
+        );
+        match ClusterSnapshot::from_json_str(&snapshot_json(SERVER, &bad), "t.json") {
+            Err(Error::Json { message, .. }) => assert!(message.contains(field), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 #[test]
 fn empty_cluster_rejected() {
     match ClusterSnapshot::from_json_str(&snapshot_json("", ""), "e.json") {

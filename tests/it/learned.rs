@@ -322,6 +322,67 @@ fn weights_round_trip_and_bad_files_are_typed_errors() {
     }
 }
 
+/// A weights file trained before some job features existed (the shipped one names fourteen)
+/// reads the features it names: it decides as its widened self, which reads every feature with
+/// zero weight on the others, whatever those features say; both round-trip through their
+/// files; and a file naming a job feature this build lacks, or one twice, is refused.
+#[test]
+fn a_file_of_fewer_job_features_decides_as_its_widened_self() {
+    use coda::policies::learned::features::{JOB_FEATURES, level1};
+    let perf = CalibratedPerf::shipped();
+    let shipped = LearnedScheduler::shipped(perf, Objective::default())
+        .unwrap()
+        .net()
+        .clone();
+    assert!(shipped.job_inputs.len() < JOB_FEATURES.len());
+    let wide = shipped.widened();
+    assert_eq!(wide.job_inputs, (0..JOB_FEATURES.len()).collect::<Vec<_>>());
+    assert_eq!(wide.widened(), wide);
+    for seed in 0..4 {
+        let mut snap = snapshot(4, 12, seed, 0.5, false);
+        // A history the shipped network never read.
+        for (k, j) in snap.jobs.iter_mut().enumerate() {
+            j.run.restarts = k as u32 % 4;
+            j.run.attained_gpu_s = 900.0 * k as f64;
+            j.run.waited_s = 120.0 * k as f64;
+        }
+        let pricing = RoundPricing::new(perf, &snap, Objective::default());
+        let rows = level1(&pricing);
+        let a = shipped.level1_logits(&rows.jobs, &rows.candidates);
+        let b = wide.level1_logits(&rows.jobs, &rows.candidates);
+        for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+            assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
+        }
+        let (p, q) = (
+            LearnedScheduler::new(perf, Objective::default(), shipped.clone()).decide(&snap),
+            LearnedScheduler::new(perf, Objective::default(), wide.clone()).decide(&snap),
+        );
+        assert_eq!(p, q, "seed {seed}");
+    }
+    for net in [&shipped, &wide] {
+        let back = PolicyNet::from_safetensors(&net.to_safetensors(&[]).unwrap(), "x").unwrap();
+        assert_eq!(&back, net);
+    }
+    // The shipped file's tensors with its job features renamed.
+    let bytes = shipped.to_safetensors(&[]).unwrap();
+    let with_names = |to: &str| {
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        let mut md = meta.metadata().clone().unwrap();
+        md.insert("job_features".into(), to.into());
+        safetensors::tensor::serialize(st.tensors(), Some(md)).unwrap()
+    };
+    let names = shipped.job_feature_names();
+    let twice = [&names[..], &names[..1]].concat().join(",");
+    let unknown = [&names[1..], &["no_such_feature"]].concat().join(",");
+    for bad in [twice, unknown] {
+        match PolicyNet::from_safetensors(&with_names(&bad), "x") {
+            Err(Error::ModelFile { reason, .. }) => assert!(reason.contains("job_features")),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 /// The examples carry one level-1 target per job the expert decided, pointing at the row of its
 /// option (or at the wait row), and level-2 targets point at one of the offered servers.
 #[test]
@@ -451,6 +512,59 @@ fn tch_and_plain_rust_forward_passes_agree() {
         })
         .unwrap();
     assert_eq!(back, net);
+}
+
+/// Fine-tuning starts from exactly the start's decisions: trained for no epoch from the shipped
+/// file (fourteen job features) on labels whose rounds carry a history, the result reads every
+/// job feature, keeps the start's tier head, and gives the shipped logits on those rounds.
+#[cfg(feature = "train")]
+#[test]
+fn fine_tuning_from_an_older_file_starts_from_its_decisions() {
+    use coda::learn::train::{TrainConfig, train};
+    use coda::policies::learned::features::{JOB_FEATURES, level1};
+    let perf = CalibratedPerf::shipped();
+    let shipped = LearnedScheduler::shipped(perf, Objective::default())
+        .unwrap()
+        .net()
+        .clone();
+    let spec = LabelSpec {
+        sizes: vec![(2, 5)],
+        rounds: 3,
+        seed: 9,
+        running_fraction: 0.5,
+        node_limit: Some(100),
+        ..LabelSpec::default()
+    };
+    let mut rounds = Vec::new();
+    for (id, seed, servers, jobs) in spec.rounds() {
+        let mut snap = spec.snapshot(seed, servers, jobs, perf).unwrap();
+        for (k, j) in snap.jobs.iter_mut().enumerate() {
+            j.run.restarts = k as u32;
+            j.run.waited_s = 300.0 * k as f64;
+        }
+        let label = label_round(&id, &snap, perf, &Objective::default(), &spec.settings()).unwrap();
+        rounds.push((snap, examples(perf, Objective::default(), &label).unwrap()));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = TrainConfig {
+        epochs: (0, 0, 0),
+        run_dir: dir.path().to_path_buf(),
+        device: tch::Device::Cpu,
+        init: Some(shipped.clone()),
+        ..TrainConfig::default()
+    };
+    let ex: Vec<_> = rounds.iter().map(|r| r.1.clone()).collect();
+    let tuned = train(&cfg, &ex, &[], &mut |_| {}).unwrap().net;
+    assert_eq!(tuned.job_inputs.len(), JOB_FEATURES.len());
+    assert_eq!(tuned.tier, shipped.tier);
+    for (snap, _) in &rounds {
+        let rows = level1(&RoundPricing::new(perf, snap, Objective::default()));
+        let a = shipped.level1_logits(&rows.jobs, &rows.candidates);
+        let b = tuned.level1_logits(&rows.jobs, &rows.candidates);
+        for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+            assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
+        }
+    }
 }
 
 /// `coda gap` scores the shipped policy, its variants and every heuristic on labelled rounds:

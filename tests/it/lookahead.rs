@@ -136,37 +136,45 @@ fn bad_lookahead_settings_are_refused_by_name() {
     );
 }
 
-/// DAgger labels from the lookahead (`coda::learn::lookahead_labels`, `coda label --expert
-/// lookahead`): valid schedules, decoded so that the labels rebuild a schedule of the same
-/// value, marked as the lookahead's (no solve, never proven), and read back as written.
+/// DAgger labels from the lookahead (`coda::learn::lookahead_labels`, `coda distil labels`):
+/// valid schedules, decoded so that the labels rebuild a schedule of the same value, marked as
+/// the lookahead's (no solve, never proven, the kept candidate named where proposals differed),
+/// read back as written; the command line writes the same and resumes without labelling a
+/// round twice.
 #[test]
 fn lookahead_labels_decode_back_to_the_lookaheads_schedule() {
-    use coda::Objective;
-    use coda::learn::{Expert, TraceCut, lookahead_labels, read_labels, rebuild};
+    use coda::learn::{Expert, LookaheadLabelling, lookahead_labels, read_labels, rebuild};
     use coda::objective::RoundPricing;
     let perf = CalibratedPerf::shipped();
-    // Without tiers, as `coda label` replays a trace without `--tiers`: the per-job labels
-    // hold no tier (a tiered label's tiers are in its schedule).
-    let workload = replay(r#","cpu_mem":"fixed""#).workload(perf).unwrap();
-    let cut = TraceCut {
-        policy: PolicyKind::Learned,
-        options: PolicyOptions::default(),
+    // Without tiers: the per-job labels hold no tier (a tiered label's tiers are in its
+    // schedule).
+    let spec = replay(r#","cpu_mem":"fixed","lookahead_candidates":4,"lookahead_rounds":4"#);
+    let how = LookaheadLabelling {
+        student: PolicyKind::Learned,
+        expert_weights: None,
         every: 3,
         count: 4,
-        max_jobs: 10,
     };
-    let opts = LookaheadOptions {
-        rounds: 4,
-        candidates: 4,
-        ..Default::default()
-    };
-    let objective = Objective::default();
-    let labels = lookahead_labels("philly", &workload, perf, &objective, &cut, &opts).unwrap();
+    let mut labels = Vec::new();
+    lookahead_labels(&spec, perf, &how, &Default::default(), &mut |l| {
+        labels.push(l);
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(labels.len(), 4);
+    let objective = spec.objective("test").unwrap();
+    let names: Vec<&str> = coda::lookahead::CANDIDATES[..4]
+        .iter()
+        .map(|c| c.name())
+        .collect();
     for l in &labels {
         assert_eq!(l.expert, Expert::Lookahead);
         assert!(!l.proven && l.status.is_none() && l.best_bound.is_nan());
+        assert!(l.id.starts_with("philly-400+30-s0-learned-t"), "{}", l.id);
         assert!(l.schedule.validate(&l.snapshot).is_empty(), "{}", l.id);
+        if let Some(c) = &l.choice {
+            assert!(names.contains(&c.as_str()), "{c}");
+        }
         let pricing = RoundPricing::new(perf, &l.snapshot, objective);
         let rebuilt = pricing
             .score(&rebuild(&l.snapshot, &l.jobs).unwrap())
@@ -185,48 +193,50 @@ fn lookahead_labels_decode_back_to_the_lookaheads_schedule() {
     assert!(
         back.iter()
             .zip(&labels)
-            .all(|(a, b)| a.id == b.id && a.expert == b.expert)
+            .all(|(a, b)| a.id == b.id && a.expert == b.expert && a.choice == b.choice)
     );
-    // The command line writes the same, and refuses generated rounds for this expert.
+    // The command line writes the same rounds, and a second run labels none of them again.
     let coda = crate::common::coda_bin();
     let out = dir.path().join("cli.jsonl");
-    let args = [
-        "label",
-        "--expert",
-        "lookahead",
-        "--trace",
-        "philly",
-        "--take",
-        "30",
-        "--cluster",
-        "1x8",
-        "--trace-policy",
-        "learned",
-        "--trace-rounds",
-        "2",
-        "--trace-every",
-        "3",
-    ];
-    let ok = std::process::Command::new(&coda)
-        .args(args)
-        .args(["--rounds", "0", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let cli = |extra: &[&str]| {
+        std::process::Command::new(&coda)
+            .args([
+                "distil", "labels", "--trace", "philly", "--skip", "400", "--take", "30",
+            ])
+            .args([
+                "--cluster",
+                "1x8",
+                "--skip-unplaceable",
+                "--cpu-mem",
+                "fixed",
+            ])
+            .args(["--lookahead-candidates", "4", "--lookahead-rounds", "4"])
+            .args(["--every", "3", "--rounds", "2", "--out"])
+            .arg(&out)
+            .args(["--datasets"])
+            .arg(crate::common::datasets())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let ok = cli(&[]);
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    }
     let written = read_labels(&out).unwrap();
     assert_eq!(written.len(), 2);
-    assert!(written.iter().all(|l| l.expert == Expert::Lookahead));
-    let refused = std::process::Command::new(&coda)
-        .args(args)
-        .args(["--rounds", "3", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    for (w, l) in written.iter().zip(&labels) {
+        assert_eq!(
+            (&w.id, &w.schedule, &w.choice),
+            (&l.id, &l.schedule, &l.choice)
+        );
+    }
+    // The lookahead cannot be its own student.
+    let refused = cli(&["--student", "lookahead"]);
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--rounds 0"));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("student"));
 }

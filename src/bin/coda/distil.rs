@@ -1,6 +1,8 @@
-//! `coda distil`: the lookahead distilled into the `distilled` policy's gate
-//! (`coda::learn::distil`). `plays` records the lookahead's plays on the rounds a student
-//! visits; `fit` fits the gate to them and judges it on plays it was not fitted on.
+//! `coda distil`: the lookahead distilled, into the learned policy's networks or into the
+//! `distilled` policy's gate (`coda::learn::distil`). `labels` labels the rounds a student
+//! visits with the lookahead's decisions, in the format of `coda label` (what `coda train
+//! imitation` reads); `plays` records the lookahead's plays on those rounds; `fit` fits the gate
+//! to them and judges it on plays it was not fitted on.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -17,6 +19,10 @@ use crate::{perf_model, range};
 /// `coda distil …`.
 #[derive(clap::Subcommand)]
 pub enum Cmd {
+    /// The lookahead's decisions on the rounds a student visits, as labels (`coda label`'s
+    /// format, marked `expert: lookahead`), appended (resumable): what `coda train imitation`
+    /// distils the lookahead into the networks from.
+    Labels(Box<LabelsArgs>),
     /// The lookahead's plays of the gate's candidates on the rounds a student visits (only
     /// rounds whose proposals differ), one JSON line per round, appended (resumable).
     Plays(Box<PlaysArgs>),
@@ -43,6 +49,32 @@ pub struct PlaysArgs {
     #[arg(long, default_value_t = 1_000_000, value_parser = range::at_least_one)]
     pub rounds: usize,
     /// Plays file (JSON lines), appended to.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Arguments of `coda distil labels`.
+#[derive(clap::Args)]
+pub struct LabelsArgs {
+    /// The replay (`coda simulate`'s flags: the student's weights are `--policy-weights`, the
+    /// lookahead's settings its `--lookahead-*` flags).
+    #[command(flatten)]
+    pub replay: Replay,
+    /// The policy whose decisions drive the replay (DAgger on the student's own states).
+    #[arg(long, value_enum, default_value = "learned")]
+    pub student: PolicyKind,
+    /// Weights of the learned policy inside the lookahead (its candidates and the base its
+    /// plays follow); default: the student's own (`--policy-weights`), so that the expert
+    /// improves on the student it labels.
+    #[arg(long)]
+    pub expert_weights: Option<PathBuf>,
+    /// Label every this-many-th round with at least two jobs.
+    #[arg(long, default_value_t = 1, value_parser = range::at_least_one)]
+    pub every: usize,
+    /// At most this many rounds.
+    #[arg(long, default_value_t = 1_000_000, value_parser = range::at_least_one)]
+    pub rounds: usize,
+    /// Labels file (JSON lines), appended to.
     #[arg(long)]
     pub out: PathBuf,
 }
@@ -103,9 +135,47 @@ struct FitRow {
 /// Runs the command.
 pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     match cmd {
+        Cmd::Labels(args) => labels(*args, params),
         Cmd::Plays(args) => plays(*args, params),
         Cmd::Fit(args) => fit(args),
     }
+}
+
+fn labels(args: LabelsArgs, params: &crate::PerfSource) -> coda::Result<ExitCode> {
+    let perf = perf_model(params)?;
+    args.replay
+        .check_named("command line", &|f| format!("--{}", f.replace('_', "-")))?;
+    let t0 = Instant::now();
+    let done = coda::learn::resume_labels(&args.out)?;
+    let mut file = LabelFile::open(&args.out)?;
+    let (mut written, mut chosen) = (0usize, std::collections::BTreeMap::new());
+    let how = coda::learn::LookaheadLabelling {
+        student: args.student,
+        expert_weights: args.expert_weights.clone(),
+        every: args.every,
+        count: args.rounds,
+    };
+    coda::learn::lookahead_labels(&args.replay, &perf, &how, &done, &mut |label| {
+        written += 1;
+        if let Some(c) = &label.choice {
+            *chosen.entry(c.clone()).or_insert(0usize) += 1;
+        }
+        file.append(&label)
+    })?;
+    let chosen: Vec<String> = chosen.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    out!(
+        "{written} round(s) labelled by the lookahead ({} already in {}; where proposals \
+         differed it kept: {}), {:.1} s",
+        done.len(),
+        args.out.display(),
+        if chosen.is_empty() {
+            "-".to_string()
+        } else {
+            chosen.join(", ")
+        },
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn plays(args: PlaysArgs, params: &crate::PerfSource) -> coda::Result<ExitCode> {

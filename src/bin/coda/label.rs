@@ -72,11 +72,6 @@ pub struct Args {
     /// Labels file (JSON lines), appended to.
     #[arg(long, default_value = "labels.jsonl")]
     pub out: PathBuf,
-    /// Who labels: `exact` (the program, every round alone) or `lookahead` (the lookahead
-    /// policy at its defaults, on whole rounds of the `--trace` replay: DAgger towards a
-    /// non-myopic expert; needs `--trace` and `--rounds 0`).
-    #[arg(long, value_enum, default_value = "exact")]
-    pub expert: coda::learn::Expert,
 }
 
 /// Where a round comes from.
@@ -193,44 +188,9 @@ fn trace_cut(args: &Args) -> coda::learn::TraceCut {
     }
 }
 
-/// `--expert lookahead`: the replay's rounds labelled by the lookahead, appended.
-fn run_lookahead(args: &Args, perf: &dyn PerfModel) -> coda::Result<ExitCode> {
-    let Some(name) = args.trace.as_deref().filter(|_| args.spec.rounds == 0) else {
-        return Err(coda::Error::setting(
-            "command line",
-            "expert",
-            "lookahead",
-            "labels rounds of a replay only: give --trace and --rounds 0",
-        ));
-    };
-    let t0 = Instant::now();
-    let w = trace_workload(args, name, perf)?;
-    let objective = Objective::default();
-    let lookahead = coda::policies::LookaheadOptions::default();
-    let labels =
-        coda::learn::lookahead_labels(name, &w, perf, &objective, &trace_cut(args), &lookahead)?;
-    let done = coda::learn::resume_labels(&args.out)?;
-    let mut file = LabelFile::open(&args.out)?;
-    let mut written = 0;
-    for l in labels.iter().filter(|l| !done.contains(&l.id)) {
-        file.append(l)?;
-        written += 1;
-    }
-    out!(
-        "{written} round(s) labelled by the lookahead ({} already in {}), {:.1} s",
-        done.len(),
-        args.out.display(),
-        t0.elapsed().as_secs_f64()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Runs the command.
 pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     let perf = perf_model(params)?;
-    if args.expert == coda::learn::Expert::Lookahead {
-        return run_lookahead(&args, &perf);
-    }
     let spec = &args.spec;
     let settings = spec.settings();
     settings.checked()?;

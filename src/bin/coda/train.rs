@@ -62,9 +62,20 @@ pub struct Args {
     /// AdamW's weight decay.
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
-    /// Every this-many-th labelled round (by id order) is held out for validation.
+    /// Every this-many-th labelled round (by id order) is held out for validation (unless
+    /// `--validation-labels` gives the validation rounds).
     #[arg(long, default_value_t = 10, value_parser = range::at_least_one)]
     pub validate_every: usize,
+    /// Label files whose rounds are the validation set (comma-separated); every round of
+    /// `--labels` is then trained on. Rounds of one replay are alike from one round to the
+    /// next: a replay held out whole validates what a split by id order cannot.
+    #[arg(long, value_delimiter = ',')]
+    pub validation_labels: Vec<PathBuf>,
+    /// Weights to start from (fine-tuning) instead of fresh ones; a file trained before some
+    /// job features existed starts with them at zero weight, so training starts from exactly
+    /// its decisions.
+    #[arg(long)]
+    pub init: Option<PathBuf>,
     /// Features the networks may not read (an ablation), comma-separated names from
     /// models/POLICY.md.
     #[arg(long, value_delimiter = ',')]
@@ -87,11 +98,24 @@ pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
     coda::io::check_writable(&args.out)?;
     std::fs::create_dir_all(&args.run_dir).map_err(|e| coda::Error::io(&args.run_dir, e))?;
     let (labels, total) = coda::learn::read_label_sets(&args.labels, args.proven_only)?;
-    let ex: Vec<(ChoiceExample, Vec<PlaceExample>)> = labels
-        .par_iter()
-        .map(|l| examples(&perf, objective, l))
-        .collect::<coda::Result<_>>()?;
-    let (tr, va) = coda::learn::split_held_out(ex, args.validate_every);
+    let of = |labels: &[coda::learn::RoundLabel]| {
+        labels
+            .par_iter()
+            .map(|l| examples(&perf, objective, l))
+            .collect::<coda::Result<Vec<(ChoiceExample, Vec<PlaceExample>)>>>()
+    };
+    let ex = of(&labels)?;
+    let (tr, va) = if args.validation_labels.is_empty() {
+        coda::learn::split_held_out(ex, args.validate_every)
+    } else {
+        let (held, _) = coda::learn::read_label_sets(&args.validation_labels, args.proven_only)?;
+        (ex, of(&held)?)
+    };
+    let init = args
+        .init
+        .as_ref()
+        .map(coda::policies::learned::PolicyNet::load)
+        .transpose()?;
     let cfg = TrainConfig {
         seed: args.seed,
         epochs: (args.epochs_level1, args.epochs_level2, args.epochs_joint),
@@ -102,6 +126,7 @@ pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
         run_dir: args.run_dir.clone(),
         drop_features: args.drop_features.clone(),
         device: args.device.resolve()?,
+        init,
     };
     let epochs = args.epochs_level1 + args.epochs_level2 + args.epochs_joint;
     let bar = ProgressBar::new(epochs as u64);
@@ -138,9 +163,21 @@ pub fn run(cmd: Cmd, params: &crate::PerfSource) -> coda::Result<ExitCode> {
         ("device", trained.device.clone()),
         ("coda_version", env!("CARGO_PKG_VERSION").to_string()),
     ];
-    // Only an ablation names dropped features (the shipped file stays byte-for-byte the same).
+    // Only an ablation names dropped features, only a fine-tuning its start and only a
+    // held-out replay its validation files (the shipped file stays byte-for-byte the same).
     if !args.drop_features.is_empty() {
         meta.push(("dropped_features", args.drop_features.join(",")));
+    }
+    if let Some(p) = &args.init {
+        meta.push(("init", p.display().to_string()));
+    }
+    if !args.validation_labels.is_empty() {
+        let v: Vec<String> = args
+            .validation_labels
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        meta.push(("validation_labels", v.join(",")));
     }
     coda::io::write_atomic(&args.out, &trained.net.to_safetensors(&meta)?)?;
     out!(

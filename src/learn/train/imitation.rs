@@ -1,5 +1,6 @@
-//! Imitation: both levels trained on the exact program's labels, level 1 alone, then level 2,
-//! then both, each level's weights kept at its lowest validation loss.
+//! Imitation: both levels trained on expert labels (the exact program's, the lookahead's),
+//! level 1 alone, then level 2, then both, each level's weights kept at its lowest validation
+//! loss; from fresh weights or from a file (fine-tuning).
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -122,8 +123,17 @@ pub fn train(
     let choices: Vec<ChoiceExample> = train.iter().map(|t| t.0.clone()).collect();
     let steps: Vec<PlaceExample> = train.iter().flat_map(|t| t.1.clone()).collect();
     let mut norm = Norm::of(&choices, &steps);
+    let mut policy = TchPolicy::new(device);
+    if let Some(init) = &cfg.init {
+        norm = norm.kept_from(init);
+        // The features the start did not read get zero weights: the same decisions, whatever
+        // their normalisation (the training rows').
+        let mut start = init.widened();
+        start.l1_mean = nalgebra::DVector::from_vec(norm.l1_mean.clone());
+        start.l1_std = nalgebra::DVector::from_vec(norm.l1_std.clone());
+        policy.load(&start)?;
+    }
     norm.drop(&cfg.drop_features);
-    let policy = TchPolicy::new(device);
     let mut opt = nn::AdamW {
         wd: cfg.weight_decay,
         ..Default::default()
@@ -201,6 +211,11 @@ pub fn train(
         net.l2_mean = l2.l2_mean.clone();
         net.l2_std = l2.l2_std.clone();
         net.l2 = l2.l2.clone();
+    }
+    // A fine-tuned network keeps its start's CPU/memory tier head (trained on the expert's
+    // allocations alone, it does not depend on the levels it joins), as `coda train rl` does.
+    if let Some(init) = &cfg.init {
+        net.tier = init.tier.clone();
     }
     Ok(Trained {
         net,

@@ -51,6 +51,11 @@ pub struct TrainConfig {
     pub drop_features: Vec<String>,
     /// Where it trains.
     pub device: Device,
+    /// Weights to start from (fine-tuning; `None`: fresh, seeded). A file of fewer job features
+    /// starts from its [`PolicyNet::widened`] self, the job features it did not read at zero
+    /// weight and normalised by the training rows; the others keep its normalisation, so
+    /// training starts from exactly its decisions. Its CPU/memory tier head is kept.
+    pub init: Option<PolicyNet>,
 }
 
 impl Default for TrainConfig {
@@ -65,6 +70,7 @@ impl Default for TrainConfig {
             run_dir: PathBuf::from("train-run"),
             drop_features: Vec::new(),
             device: Device::cuda_if_available(),
+            init: None,
         }
     }
 }
@@ -150,9 +156,11 @@ impl TchPolicy {
         }
     }
 
-    /// Copies `net`'s weights in (its widths must be the defaults).
+    /// Copies `net`'s weights in (its hidden widths must be the defaults; a network of fewer
+    /// job features is [`PolicyNet::widened`] first).
     pub fn load(&mut self, net: &PolicyNet) -> Result<()> {
         let tensors: HashMap<String, (Vec<usize>, Vec<f32>)> = net
+            .widened()
             .tensors()
             .into_iter()
             .map(|(n, s, d)| (n, (s, d)))
@@ -297,6 +305,23 @@ impl Norm {
                 }
             }
         }
+    }
+
+    /// `net`'s normalisation ([`PolicyNet::widened`]: over every job feature), with the job
+    /// features `net` did not read taken from `self` (the training rows'): what fine-tuning
+    /// from `net` normalises with, so that it starts from `net`'s decisions.
+    pub fn kept_from(mut self, net: &PolicyNet) -> Self {
+        let wide = net.widened();
+        let nj = JOB_FEATURES.len();
+        for i in 0..L1_WIDTH {
+            if i >= nj || net.job_inputs.contains(&i) {
+                self.l1_mean[i] = wide.l1_mean[i];
+                self.l1_std[i] = wide.l1_std[i];
+            }
+        }
+        self.l2_mean = wide.l2_mean.iter().copied().collect();
+        self.l2_std = wide.l2_std.iter().copied().collect();
+        self
     }
 
     /// From the training examples.

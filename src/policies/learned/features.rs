@@ -12,8 +12,11 @@ use crate::model::{Architecture, ClusterSnapshot, Job};
 use crate::objective::{Mode, RoundPricing};
 use crate::policies::Packer;
 
-/// Job features: the deep-set input of level 1 and the first part of every level-1 row.
-pub const JOB_FEATURES: [&str; 14] = [
+/// Job features: the deep-set input of level 1 and the first part of every level-1 row. The
+/// last seven are what a decision that looks past the round depends on (the job's history, the
+/// queue, how the free GPUs lie); weights trained before them read the first fourteen only
+/// ([`PolicyNet`](super::PolicyNet) reads the features its file names).
+pub const JOB_FEATURES: [&str; 21] = [
     "alone_value",
     "log_rounds_left",
     "running",
@@ -28,6 +31,13 @@ pub const JOB_FEATURES: [&str; 14] = [
     "restart_cost",
     "cluster_demand_ratio",
     "log_jobs_per_server",
+    "log_restarts",
+    "log_attained_gpu_rounds",
+    "waited_share",
+    "queue_share",
+    "log_waiting_gpus_over_free",
+    "free_gpus_over_cluster",
+    "free_gpus_fragmented",
 ];
 
 /// Option features, after the job's in a level-1 row.
@@ -151,6 +161,7 @@ pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
     }
     let demand_ratio = acc / total_gpus;
     let jobs_per_server = (n as f64 / snap.cluster.servers.len().max(1) as f64).ln_1p();
+    let queue = Queue::of(snap);
     let mut type_gpus: Vec<(crate::model::GpuType, f64)> = Vec::new();
     for s in &snap.cluster.servers {
         match type_gpus.iter_mut().find(|(t, _)| *t == s.gpu_type) {
@@ -172,13 +183,14 @@ pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
         let cur_workers = job.run.current.as_ref().map_or(0, |a| a.workers.len()) as f64;
         let current_k = pricing.current_option(JobPos(j));
         let total = job.total_iterations.max(1e-9);
+        let age_s = (snap.time_s - job.arrival_s).max(0.0);
         let jf: [f64; JOB_FEATURES.len()] = [
             alone[j],
             (1.0 / alone[j].max(1e-6)).ln(),
             f64::from(u8::from(running)),
             cur_workers / f64::from(req_w.max(1)),
             (job.run.done_iterations / total).clamp(0.0, 1.0),
-            ((snap.time_s - job.arrival_s).max(0.0) / round_s).ln_1p(),
+            (age_s / round_s).ln_1p(),
             f64::from(u8::from(job.arch == Architecture::AllReduce)),
             f64::from(job.demand.gpus_per_worker),
             requested_gpus[j] / total_gpus,
@@ -187,6 +199,13 @@ pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
             pricing.restart_cost(JobPos(j)).unwrap_or(0.0),
             demand_ratio,
             jobs_per_server,
+            f64::from(job.run.restarts).ln_1p(),
+            (job.run.attained_gpu_s / round_s).ln_1p(),
+            (job.run.waited_s / age_s.max(round_s)).clamp(0.0, 1.0),
+            queue.waiting_share,
+            (queue.waiting_gpus / queue.free_gpus.max(1.0)).ln_1p(),
+            queue.free_gpus / total_gpus,
+            queue.fragmented,
         ];
         let options = pricing.options(JobPos(j));
         let type_gpus_of: Vec<(usize, f64)> = options
@@ -262,6 +281,57 @@ pub(crate) fn level1_flat(pricing: &RoundPricing) -> Level1Flat {
         counts.push(options.len() + 1);
     }
     Level1Flat { jobs, rows, counts }
+}
+
+/// What level 1 reads of the queue and the free GPUs, the same for every job of a round.
+struct Queue {
+    /// Jobs without GPUs over jobs present.
+    waiting_share: f64,
+    /// GPUs the waiting jobs ask for.
+    waiting_gpus: f64,
+    /// GPUs no running job holds.
+    free_gpus: f64,
+    /// The share of the free GPUs on servers where some job runs (0 when every free GPU is on
+    /// an idle server, or none is free): free room a large job cannot use whole.
+    fragmented: f64,
+}
+
+impl Queue {
+    fn of(snap: &ClusterSnapshot) -> Self {
+        let mut used = vec![0u32; snap.cluster.servers.len()];
+        let (mut waiting, mut waiting_gpus) = (0usize, 0.0);
+        for job in &snap.jobs {
+            match job.run.current.as_ref().filter(|a| !a.workers.is_empty()) {
+                Some(a) => {
+                    for w in &a.workers {
+                        used[w.server.0] += w.gpus.len() as u32;
+                    }
+                }
+                None => {
+                    waiting += 1;
+                    waiting_gpus += f64::from(job.requested_gpus());
+                }
+            }
+        }
+        let (mut free, mut scattered) = (0u32, 0u32);
+        for (s, &u) in snap.cluster.servers.iter().zip(&used) {
+            let f = s.num_gpus().saturating_sub(u);
+            free += f;
+            if u > 0 {
+                scattered += f;
+            }
+        }
+        Queue {
+            waiting_share: waiting as f64 / snap.jobs.len().max(1) as f64,
+            waiting_gpus,
+            free_gpus: f64::from(free),
+            fragmented: if free == 0 {
+                0.0
+            } else {
+                f64::from(scattered) / f64::from(free)
+            },
+        }
+    }
 }
 
 /// Features are clamped to a finite range so that one odd coefficient cannot poison a forward

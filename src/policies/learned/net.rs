@@ -11,7 +11,11 @@
 //! `l1.std` (`[L1_WIDTH]`), `l1.phi.{weight,bias}`, `l1.fc1`, `l1.fc2`, `l1.out`, `l2.mean`,
 //! `l2.std`, `l2.fc1`, `l2.fc2`, `l2.out`; optionally the tier head's `tier.mean`, `tier.std`,
 //! `tier.fc1`, `tier.fc2`, `tier.out`; metadata `format = coda-policy`, `version`, and the
-//! feature lists (three, and `tier_features` with a tier head), which must equal the code's.
+//! feature lists (three, and `tier_features` with a tier head). The option, placement and tier
+//! lists must equal the code's; the job features may be any of the code's, in any order — a
+//! file trained before a job feature existed reads the ones it names, and
+//! [`PolicyNet::widened`] gives the same function over every job feature (what training from
+//! such a file starts from).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -30,7 +34,12 @@ pub const FORMAT_VERSION: &str = "1";
 /// The two levels' weights and input normalisation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyNet {
-    /// Level-1 row normalisation: mean and standard deviation per feature.
+    /// The job features the network reads, as indices in [`JOB_FEATURES`] in its input order:
+    /// every one, in order, for a network trained by this build; fewer for a file trained
+    /// before some existed.
+    pub job_inputs: Vec<usize>,
+    /// Level-1 row normalisation: mean and standard deviation per feature (the job features
+    /// of `job_inputs`, then [`OPTION_FEATURES`]).
     pub l1_mean: DVector<f32>,
     /// See `l1_mean`.
     pub l1_std: DVector<f32>,
@@ -60,6 +69,7 @@ impl PolicyNet {
         let nj = JOB_FEATURES.len();
         let np = PLACE_FEATURES.len();
         PolicyNet {
+            job_inputs: (0..nj).collect(),
             l1_mean: DVector::zeros(L1_WIDTH),
             l1_std: DVector::from_element(L1_WIDTH, 1.0),
             phi: dense(nj, EMBED),
@@ -90,12 +100,43 @@ impl PolicyNet {
         self.level1_logits_flat(&flat)
     }
 
+    /// Whether the network reads every job feature of this build, in order (its rows are then
+    /// read as the features give them).
+    fn reads_all_jobs(&self) -> bool {
+        self.job_inputs.len() == JOB_FEATURES.len()
+            && self.job_inputs.iter().enumerate().all(|(i, &c)| i == c)
+    }
+
     /// [`PolicyNet::level1_logits`] of rows laid end to end.
     pub(crate) fn level1_logits_flat(&self, flat: &Level1Flat) -> Vec<Vec<f32>> {
+        if self.reads_all_jobs() {
+            return self.level1_forward(&flat.jobs, &flat.rows, &flat.counts);
+        }
+        // A network of fewer job features: its own columns of every job and row.
         let nj = JOB_FEATURES.len();
-        let n = flat.counts.len();
+        let pick = |job: &[f32], out: &mut Vec<f32>| {
+            out.extend(self.job_inputs.iter().map(|&c| job[c]));
+        };
+        let mut jobs = Vec::with_capacity(flat.counts.len() * self.job_inputs.len());
+        for job in flat.jobs.chunks(nj) {
+            pick(job, &mut jobs);
+        }
+        let width = self.job_inputs.len() + OPTION_FEATURES.len();
+        let mut rows = Vec::with_capacity(flat.rows.len() / L1_WIDTH * width);
+        for r in flat.rows.chunks(L1_WIDTH) {
+            pick(&r[..nj], &mut rows);
+            rows.extend_from_slice(&r[nj..]);
+        }
+        self.level1_forward(&jobs, &rows, &flat.counts)
+    }
+
+    /// Level 1 on rows of the network's own features (`job_inputs`, then the options').
+    fn level1_forward(&self, jobs: &[f32], rows: &[f32], counts: &[usize]) -> Vec<Vec<f32>> {
+        let nj = self.job_inputs.len();
+        let width = nj + OPTION_FEATURES.len();
+        let n = counts.len();
         let mut s = Scratch::default();
-        s.input.extend_from_slice(&flat.jobs);
+        s.input.extend_from_slice(jobs);
         normalise(
             &mut s.input,
             &self.l1_mean.as_slice()[..nj],
@@ -114,10 +155,10 @@ impl PolicyNet {
                 h.iter().skip(c).step_by(e).fold(0.0, |a, &b| a + b) / n as f32
             })
             .collect();
-        let rows = flat.counts.iter().sum();
+        let total = counts.iter().sum();
         s.input.clear();
-        s.input.reserve(rows * (L1_WIDTH + e));
-        for r in flat.rows.chunks(L1_WIDTH) {
+        s.input.reserve(total * (width + e));
+        for r in rows.chunks(width) {
             let at = s.input.len();
             s.input.extend_from_slice(r);
             normalise(
@@ -128,12 +169,53 @@ impl PolicyNet {
             s.input.extend_from_slice(&summary);
         }
         let mut out = Vec::new();
-        mlp(&self.l1, rows, &mut s, &mut out);
+        mlp(&self.l1, total, &mut s, &mut out);
         let mut it = out.iter().copied();
-        flat.counts
+        counts
             .iter()
             .map(|&c| it.by_ref().take(c).collect())
             .collect()
+    }
+
+    /// The same function over every job feature of this build, in order: the features the
+    /// network did not read get zero weights (and mean 0, standard deviation 1), so the logits
+    /// are the same. What training from an older file starts from.
+    pub fn widened(&self) -> PolicyNet {
+        if self.reads_all_jobs() {
+            return self.clone();
+        }
+        let (nj, no) = (JOB_FEATURES.len(), OPTION_FEATURES.len());
+        let mut mean = DVector::zeros(nj + no);
+        let mut std = DVector::from_element(nj + no, 1.0);
+        for (i, &c) in self.job_inputs.iter().enumerate() {
+            mean[c] = self.l1_mean[i];
+            std[c] = self.l1_std[i];
+        }
+        let own = self.job_inputs.len();
+        for k in 0..no {
+            mean[nj + k] = self.l1_mean[own + k];
+            std[nj + k] = self.l1_std[own + k];
+        }
+        // Column `i` of the old input goes to column `to(i)` of the new one.
+        let to = |i: usize| match i {
+            i if i < own => self.job_inputs[i],
+            i => i - own + nj,
+        };
+        let widen = |d: &Dense, inputs: usize| {
+            let w = d.weight();
+            let mut out = nalgebra::DMatrix::zeros(w.nrows(), inputs);
+            for i in 0..w.ncols() {
+                out.set_column(to(i), &w.column(i));
+            }
+            Dense::new(out, d.bias().to_vec())
+        };
+        let mut net = self.clone();
+        net.job_inputs = (0..nj).collect();
+        net.l1_mean = mean;
+        net.l1_std = std;
+        net.phi = widen(&self.phi, nj);
+        net.l1[0] = widen(&self.l1[0], nj + no + self.phi.outputs());
+        net
     }
 
     /// Level-2 scores of `rows`, [`PLACE_FEATURES`] values each, one row after another.
@@ -182,10 +264,20 @@ impl PolicyNet {
         out
     }
 
-    /// The network from named tensors (shapes checked against each other and against the
-    /// feature lists); `origin` names the source in errors.
+    /// The network from named tensors of this build's features (shapes checked against each
+    /// other and against the feature lists); `origin` names the source in errors.
     pub fn from_tensors(
         tensors: &HashMap<String, (Vec<usize>, Vec<f32>)>,
+        origin: &str,
+    ) -> Result<Self> {
+        Self::reading(tensors, (0..JOB_FEATURES.len()).collect(), origin)
+    }
+
+    /// [`PolicyNet::from_tensors`] of a network reading the job features `job_inputs`
+    /// (indices in [`JOB_FEATURES`], distinct).
+    fn reading(
+        tensors: &HashMap<String, (Vec<usize>, Vec<f32>)>,
+        job_inputs: Vec<usize>,
         origin: &str,
     ) -> Result<Self> {
         let bad = |reason: String| Error::ModelFile {
@@ -214,11 +306,12 @@ impl PolicyNet {
                 Err(bad(format!("tensor `{name}` must be finite and positive")))
             }
         };
-        let l1_mean = vector("l1.mean", L1_WIDTH)?;
-        let l1_std = vector("l1.std", L1_WIDTH)?;
+        let width = job_inputs.len() + OPTION_FEATURES.len();
+        let l1_mean = vector("l1.mean", width)?;
+        let l1_std = vector("l1.std", width)?;
         positive("l1.std", &l1_std)?;
-        let phi = dense("l1.phi", JOB_FEATURES.len())?;
-        let fc1 = dense("l1.fc1", L1_WIDTH + phi.outputs())?;
+        let phi = dense("l1.phi", job_inputs.len())?;
+        let fc1 = dense("l1.fc1", width + phi.outputs())?;
         let fc2 = dense("l1.fc2", fc1.outputs())?;
         let out1 = dense("l1.out", fc2.outputs())?;
         let l2_mean = vector("l2.mean", PLACE_FEATURES.len())?;
@@ -236,6 +329,7 @@ impl PolicyNet {
             }
         }
         let net = PolicyNet {
+            job_inputs,
             l1_mean,
             l1_std,
             phi,
@@ -252,7 +346,6 @@ impl PolicyNet {
         {
             return Err(bad("a weight is not finite".into()));
         }
-        debug_assert_eq!(net.phi.inputs(), JOB_FEATURES.len());
         Ok(net)
     }
 
@@ -278,8 +371,21 @@ impl PolicyNet {
                 field("version")
             )));
         }
+        let mut job_inputs = Vec::new();
+        for name in field("job_features").split(',') {
+            match JOB_FEATURES.iter().position(|f| *f == name) {
+                Some(c) if !job_inputs.contains(&c) => job_inputs.push(c),
+                _ => {
+                    return Err(bad(format!(
+                        "metadata `job_features` = {:?}: `{name}` is not one of this build's \
+                         job features ({}), or is named twice",
+                        field("job_features"),
+                        JOB_FEATURES.join(",")
+                    )));
+                }
+            }
+        }
         for (k, names) in [
-            ("job_features", &JOB_FEATURES[..]),
             ("option_features", &OPTION_FEATURES[..]),
             ("place_features", &PLACE_FEATURES[..]),
         ] {
@@ -315,7 +421,7 @@ impl PolicyNet {
                 .collect();
             map.insert(name, (view.shape().to_vec(), data));
         }
-        Self::from_tensors(&map, origin)
+        Self::reading(&map, job_inputs, origin)
     }
 
     /// The network from a safetensors file.
@@ -323,6 +429,11 @@ impl PolicyNet {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         Self::from_safetensors(&bytes, &path.display().to_string())
+    }
+
+    /// The names of the job features the network reads, in its input order.
+    pub fn job_feature_names(&self) -> Vec<&'static str> {
+        self.job_inputs.iter().map(|&c| JOB_FEATURES[c]).collect()
     }
 
     /// The file's bytes, with `extra` metadata (training facts) added to the layout's own.
@@ -334,7 +445,10 @@ impl PolicyNet {
         let mut meta: BTreeMap<String, String> = BTreeMap::from([
             ("format".to_string(), "coda-policy".to_string()),
             ("version".to_string(), FORMAT_VERSION.to_string()),
-            ("job_features".to_string(), JOB_FEATURES.join(",")),
+            (
+                "job_features".to_string(),
+                self.job_feature_names().join(","),
+            ),
             ("option_features".to_string(), OPTION_FEATURES.join(",")),
             ("place_features".to_string(), PLACE_FEATURES.join(",")),
         ]);

@@ -87,7 +87,8 @@ pub(super) fn lookahead_section(dir: &Path, results: &Path) -> coda::Result<Stri
         provenance(dir, results)?,
         md_table(&head, &rows),
         md_table(&vhead, &vrows)
-    ) + &distilled_section(dir, results)?)
+    ) + &distilled_section(dir, results)?
+        + &super::distil_net::distil_net_section(&dir.join("distil-net"), results)?)
 }
 
 /// `distilled.csv` (`scripts/bench_distilled.sh`) and `gate_fit.csv` (`scripts/distil_gate.sh`),

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod cpumem;
+mod distil_net;
 mod gap;
 mod headline;
 mod ilp_light;

@@ -512,6 +512,8 @@ pub fn train_rl(
     tch::manual_seed(cfg.seed as i64);
     let dev = cfg.device;
     let started = Instant::now();
+    // A start of fewer job features trains over every one (the others at zero weight).
+    let start = &start.widened();
     let norm = norm_of(start);
     let mut policy = TchPolicy::new(dev);
     policy.load(start)?;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The lookahead distilled into the networks (scripts/distil_net.sh) against today's `learned`
+# and the lookahead itself, on two sets of slices the students never trained on (set-up
+# included): the lookahead's own (ITP cluster 06 on 8 x ND40rs-v2, Philly jobs 2000+ on
+# 4 x DGX-1) and the distilled gate's other slices (ITP cluster 02 jobs 2000-3299 on 8 x
+# ND40rs-v2, Philly jobs 1500-2099 on 4 x DGX-1), seeds 0-2 (SEEDS). One replay at a time: the
+# lookahead's plays run on every core, the rest on one. Every *.safetensors of the folder is a
+# student, replayed as `learned` with those weights (its name: the file's). Writes runs.csv
+# (one row per replay) and machine.txt to benches/results/lookahead/distil-net/ (or $1); `coda
+# report` renders them. POLICIES=0 replays only the students (the learned and lookahead rows
+# of runs.csv kept).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+cargo build --release --locked
+coda=${CODA_BIN:-target/release/coda}
+out=${1:-benches/results/lookahead/distil-net}
+mkdir -p "$out"
+evaluation="itp-cluster06:8xnd40rs-v2:0:300 itp-cluster06:8xnd40rs-v2:600:300 philly:4xdgx-1-v100:2000:400 philly:4xdgx-1-v100:3000:400"
+other="itp-cluster02:8xnd40rs-v2:2000:300 itp-cluster02:8xnd40rs-v2:3000:300 philly:4xdgx-1-v100:1500:300 philly:4xdgx-1-v100:1800:300"
+seeds=${SEEDS:-"0 1 2"}
+. scripts/bench_lib.sh
+csv="$out/runs.csv"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+head="set,trace,cluster,skip,take,seed,policy,avg_jct_s,restarts,wall_s"
+if [ "${POLICIES:-1}" = 0 ] && [ -f "$csv" ]; then
+  grep -E '^[a-z]+,([^,]*,){5}(learned|lookahead),' "$csv" > "$tmp/kept.csv" || true
+else
+  : > "$tmp/kept.csv"
+fi
+machine_txt "$out" "scripts/bench_distil_net.sh (seeds: $seeds)" "one replay at a time"
+echo "$head" > "$csv"
+cat "$tmp/kept.csv" >> "$csv"
+# run SET SLICE SEED NAME FLAGS...: one replay, one row.
+run() {
+  local set=$1 trace=$2 cluster=$3 skip=$4 take=$5 seed=$6 name=$7
+  shift 7
+  $coda simulate --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
+    --seed "$seed" --skip-unplaceable --out "$tmp/run" --json --quiet "$@" > "$tmp/run.json"
+  python3 - "$tmp/run.json" "$set,$trace,$cluster,$skip,$take,$seed,$name" >> "$csv" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]},{m['avg_jct_s']},{m['restarts']},{m['wall_s']}")
+PY
+}
+for set in evaluation other; do
+  slices=$evaluation
+  [ "$set" = other ] && slices=$other
+  for s in $slices; do
+    IFS=: read -r trace cluster skip take <<< "$s"
+    for seed in $seeds; do
+      w=("$set" "$trace" "$cluster" "$skip" "$take" "$seed")
+      if [ "${POLICIES:-1}" != 0 ]; then
+        run "${w[@]}" learned --policy learned
+        run "${w[@]}" lookahead --policy lookahead
+      fi
+      for f in "$out"/*.safetensors; do
+        run "${w[@]}" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
+      done
+    done
+  done
+done

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The lookahead distilled into the learned policy's networks (set-up included; needs libtorch,
+# scripts/setup_train.sh installs it, and ~22 GB of memory for the 25,000-round trainings).
+# Writes the students to benches/results/lookahead/distil-net/ (or $1):
+#   six.safetensors    the shipped weights fine-tuned on the lookahead's decisions (its six
+#                      default candidates) on the states `learned` visits on the training slices
+#   three.safetensors  the same with the lookahead restricted to `learned`, `keep` and the greedy
+#                      decoding (`--lookahead-candidates 3`)
+#   six-dagger.safetensors  one DAgger round of `six`: its own states (every other round)
+#                      labelled by the same lookahead (over the shipped weights), trained on with
+#                      the first labels of seed 0
+#   six-dagger2.safetensors  a second round: the states of `six-dagger`, trained on with the
+#                      first two rounds' labels of seed 0 (the rounds kept under ~25,000:
+#                      memory)
+# Training slices are the gate's (scripts/distil_gate.sh): ITP cluster 02 jobs 0-299 and
+# 1000-1299 on 8 x ND40rs-v2, Philly jobs 500-899 and 1000-1399 on 4 x DGX-1, seeds 0-2;
+# validation: ITP cluster 02 jobs 1500-1799 and Philly 4000-4399 (seed 0). Never the
+# evaluation's ITP cluster 06, Philly 1500-3399 or ITP cluster 02 2000-3299
+# (scripts/bench_distil_net.sh). Labels go to $CODA_TRAIN_OUT (default train-out/distil-net).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/setup_train.sh
+. scripts/train_env.sh
+cargo build --release --locked --features train
+coda="$CARGO_TARGET_DIR/release/coda"
+out=${1:-benches/results/lookahead/distil-net}
+work=${CODA_TRAIN_OUT:-train-out/distil-net}
+mkdir -p "$out" "$work"
+train_slices="itp-cluster02:8xnd40rs-v2:0:300 itp-cluster02:8xnd40rs-v2:1000:300 philly:4xdgx-1-v100:500:400 philly:4xdgx-1-v100:1000:400"
+val_slices="itp-cluster02:8xnd40rs-v2:1500:300 philly:4xdgx-1-v100:4000:400"
+# labels DIR SEEDS FLAGS...: the lookahead's labels of every training slice under SEEDS and of
+# the validation slices (seed 0), appended to DIR/train-*.jsonl and DIR/val-*.jsonl.
+labels() {
+  local dir=$1 seeds=$2
+  shift 2
+  mkdir -p "$dir"
+  for set in train val; do
+    local slices=$train_slices s=$seeds
+    [ "$set" = val ] && slices=$val_slices s=0
+    for sl in $slices; do
+      IFS=: read -r trace cluster skip take <<< "$sl"
+      for seed in $s; do
+        $coda distil labels --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
+          --seed "$seed" --skip-unplaceable "$@" --out "$dir/$set-$trace-$skip-s$seed.jsonl"
+      done
+    done
+  done
+}
+files() { ls "$@" | paste -sd, -; }
+# fine-tune OUT.safetensors DIR... : the shipped weights trained on the train files of DIRs,
+# validated on the last DIR's val files.
+fine_tune() {
+  local name=$1 train="" last
+  shift
+  for d in "$@"; do train="${train:+$train,}$(files "$d"/train-*.jsonl)"; last=$d; done
+  $coda train imitation --labels "$train" --validation-labels "$(files "$last"/val-*.jsonl)" \
+    --init models/policy.safetensors --epochs-level1 "${EPOCHS1:-20}" --epochs-level2 "${EPOCHS2:-20}" \
+    --epochs-joint "${EPOCHS3:-10}" --device cpu --out "$out/$name.safetensors" --run-dir "$work/run-$name"
+  cp "$work/run-$name/curve.csv" "$out/curve-$name.csv"
+}
+t0=$(date +%s)
+labels "$work/six" "0 1 2"
+labels "$work/three" "0 1 2" --lookahead-candidates 3
+fine_tune six "$work/six"
+EPOCHS1=10 EPOCHS2=10 EPOCHS3=5 fine_tune three "$work/three"
+# DAgger: the states `six` visits (every other round), labelled by the lookahead over the
+# shipped weights; trained with the first round's labels of seed 0 (memory).
+labels "$work/six-dagger" "0 1 2" --policy-weights "$out/six.safetensors" \
+  --expert-weights models/policy.safetensors --every 2
+mkdir -p "$work/six-s0" "$work/six-dagger-s0"
+cp "$work"/six/train-*-s0.jsonl "$work/six-s0/"
+fine_tune six-dagger "$work/six-s0" "$work/six-dagger"
+labels "$work/six-dagger2" "0 1 2" --policy-weights "$out/six-dagger.safetensors" \
+  --expert-weights models/policy.safetensors --every 2
+cp "$work"/six-dagger/train-*-s0.jsonl "$work/six-dagger-s0/"
+fine_tune six-dagger2 "$work/six-s0" "$work/six-dagger-s0" "$work/six-dagger2"
+echo "distil_net: $(( $(date +%s) - t0 )) s"
