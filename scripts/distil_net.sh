@@ -9,9 +9,6 @@
 #   six-dagger.safetensors  one DAgger round of `six`: its own states (every other round)
 #                      labelled by the same lookahead (over the shipped weights), trained on with
 #                      the first labels of seed 0
-#   six-dagger2.safetensors  a second round: the states of `six-dagger`, trained on with the
-#                      first two rounds' labels of seed 0 (the rounds kept under ~25,000:
-#                      memory)
 # Training slices are the gate's (scripts/distil_gate.sh): ITP cluster 02 jobs 0-299 and
 # 1000-1299 on 8 x ND40rs-v2, Philly jobs 500-899 and 1000-1399 on 4 x DGX-1, seeds 0-2;
 # validation: ITP cluster 02 jobs 1500-1799 and Philly 4000-4399 (seed 0). Never the
@@ -68,11 +65,7 @@ EPOCHS1=10 EPOCHS2=10 EPOCHS3=5 fine_tune three "$work/three"
 # shipped weights; trained with the first round's labels of seed 0 (memory).
 labels "$work/six-dagger" "0 1 2" --policy-weights "$out/six.safetensors" \
   --expert-weights models/policy.safetensors --every 2
-mkdir -p "$work/six-s0" "$work/six-dagger-s0"
+mkdir -p "$work/six-s0"
 cp "$work"/six/train-*-s0.jsonl "$work/six-s0/"
 fine_tune six-dagger "$work/six-s0" "$work/six-dagger"
-labels "$work/six-dagger2" "0 1 2" --policy-weights "$out/six-dagger.safetensors" \
-  --expert-weights models/policy.safetensors --every 2
-cp "$work"/six-dagger/train-*-s0.jsonl "$work/six-dagger-s0/"
-fine_tune six-dagger2 "$work/six-s0" "$work/six-dagger-s0" "$work/six-dagger2"
 echo "distil_net: $(( $(date +%s) - t0 )) s"
