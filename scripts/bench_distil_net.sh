@@ -8,7 +8,8 @@
 # student, replayed as `learned` with those weights (its name: the file's). Writes runs.csv
 # (one row per replay) and machine.txt to benches/results/lookahead/distil-net/ (or $1); `coda
 # report` renders them. POLICIES=0 replays only the students (the learned and lookahead rows
-# of runs.csv kept).
+# of runs.csv kept). Then extra.csv: the shipped `learned-rl` and the greedy decodings
+# (`--policy-samples 1`) of `learned`, `six-dagger` and `six-dagger-rl` (EXTRA=0: not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -33,18 +34,22 @@ fi
 machine_txt "$out" "scripts/bench_distil_net.sh (seeds: $seeds)" "one replay at a time"
 echo "$head" > "$csv"
 cat "$tmp/kept.csv" >> "$csv"
-# run SET SLICE SEED NAME FLAGS...: one replay, one row.
+# run CSV SET SLICE SEED NAME FLAGS...: one replay, one row of CSV (extra.csv's rows also name
+# the flags).
 run() {
-  local set=$1 trace=$2 cluster=$3 skip=$4 take=$5 seed=$6 name=$7
-  shift 7
+  local dest=$1 set=$2 trace=$3 cluster=$4 skip=$5 take=$6 seed=$7 name=$8
+  shift 8
+  [ "$dest" = "$csv" ] || name="$name,$*"
   $coda simulate --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
     --seed "$seed" --skip-unplaceable --out "$tmp/run" --json --quiet "$@" > "$tmp/run.json"
-  python3 - "$tmp/run.json" "$set,$trace,$cluster,$skip,$take,$seed,$name" >> "$csv" <<'PY'
+  python3 - "$tmp/run.json" "$set,$trace,$cluster,$skip,$take,$seed,$name" >> "$dest" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]},{m['avg_jct_s']},{m['restarts']},{m['wall_s']}")
 PY
 }
+extra="$out/extra.csv"
+[ "${EXTRA:-1}" != 0 ] && echo "set,trace,cluster,skip,take,seed,policy,flags,avg_jct_s,restarts,wall_s" > "$extra"
 for set in evaluation other; do
   slices=$evaluation
   [ "$set" = other ] && slices=$other
@@ -53,11 +58,37 @@ for set in evaluation other; do
     for seed in $seeds; do
       w=("$set" "$trace" "$cluster" "$skip" "$take" "$seed")
       if [ "${POLICIES:-1}" != 0 ]; then
-        run "${w[@]}" learned --policy learned
-        run "${w[@]}" lookahead --policy lookahead
+        run "$csv" "${w[@]}" learned --policy learned
+        run "$csv" "${w[@]}" lookahead --policy lookahead
       fi
       for f in "$out"/*.safetensors; do
-        run "${w[@]}" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
+        run "$csv" "${w[@]}" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
+      done
+    done
+  done
+done
+[ "${EXTRA:-1}" = 0 ] && exit 0
+for set in evaluation other; do
+  slices=$evaluation
+  [ "$set" = other ] && slices=$other
+  for s in $slices; do
+    IFS=: read -r trace cluster skip take <<< "$s"
+    for seed in $seeds; do
+      run "$extra" "$set" "$trace" "$cluster" "$skip" "$take" "$seed" learned-rl --policy learned-rl
+    done
+  done
+done
+for name in six-dagger six-dagger-rl learned; do
+  weights=(--policy-weights "$out/$name.safetensors")
+  [ "$name" = learned ] && weights=()
+  for set in evaluation other; do
+    slices=$evaluation
+    [ "$set" = other ] && slices=$other
+    for s in $slices; do
+      IFS=: read -r trace cluster skip take <<< "$s"
+      for seed in $seeds; do
+        run "$extra" "$set" "$trace" "$cluster" "$skip" "$take" "$seed" "$name-greedy" \
+          --policy learned "${weights[@]}" --policy-samples 1
       done
     done
   done

@@ -9,6 +9,9 @@
 #   six-dagger.safetensors  one DAgger round of `six`: its own states (every other round)
 #                      labelled by the same lookahead (over the shipped weights), trained on with
 #                      the first labels of seed 0
+#   six-dagger-rl.safetensors  `six-dagger` refined by PPO (`coda train rl`, its default
+#                      curriculum and critic, seed 1, on the CPU) on Philly jobs 0-1499 only
+#                      (`--pool 1500`: none of the evaluation's Philly jobs)
 # Training slices are the gate's (scripts/distil_gate.sh): ITP cluster 02 jobs 0-299 and
 # 1000-1299 on 8 x ND40rs-v2, Philly jobs 500-899 and 1000-1399 on 4 x DGX-1, seeds 0-2;
 # validation: ITP cluster 02 jobs 1500-1799 and Philly 4000-4399 (seed 0). Never the
@@ -68,4 +71,11 @@ labels "$work/six-dagger" "0 1 2" --policy-weights "$out/six.safetensors" \
 mkdir -p "$work/six-s0"
 cp "$work"/six/train-*-s0.jsonl "$work/six-s0/"
 fine_tune six-dagger "$work/six-s0" "$work/six-dagger"
+# PPO from `six-dagger` on Philly jobs the evaluation never replays.
+mkdir -p "$work/run-six-dagger-rl"
+$coda train rl --start "$out/six-dagger.safetensors" --out "$out/six-dagger-rl.safetensors" \
+  --run-dir "$work/run-six-dagger-rl" --trace philly --pool 1500 \
+  --validation 8x8:200:600,8x8:200:1100 --seed 1 --device cpu --time-budget 900 \
+  --checkpoint-every 0
+cp "$work/run-six-dagger-rl/curve.csv" "$out/curve-six-dagger-rl.csv"
 echo "distil_net: $(( $(date +%s) - t0 )) s"
