@@ -49,47 +49,43 @@ print(f"{sys.argv[2]},{m['avg_jct_s']},{m['restarts']},{m['wall_s']}")
 PY
 }
 extra="$out/extra.csv"
-[ "${EXTRA:-1}" != 0 ] && echo "set,trace,cluster,skip,take,seed,policy,flags,avg_jct_s,restarts,wall_s" > "$extra"
-for set in evaluation other; do
-  slices=$evaluation
-  [ "$set" = other ] && slices=$other
-  for s in $slices; do
-    IFS=: read -r trace cluster skip take <<< "$s"
-    for seed in $seeds; do
-      w=("$set" "$trace" "$cluster" "$skip" "$take" "$seed")
-      if [ "${POLICIES:-1}" != 0 ]; then
-        run "$csv" "${w[@]}" learned --policy learned
-        run "$csv" "${w[@]}" lookahead --policy lookahead
-      fi
-      for f in "$out"/*.safetensors; do
-        run "$csv" "${w[@]}" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
-      done
-    done
-  done
-done
-[ "${EXTRA:-1}" = 0 ] && exit 0
-for set in evaluation other; do
-  slices=$evaluation
-  [ "$set" = other ] && slices=$other
-  for s in $slices; do
-    IFS=: read -r trace cluster skip take <<< "$s"
-    for seed in $seeds; do
-      run "$extra" "$set" "$trace" "$cluster" "$skip" "$take" "$seed" learned-rl --policy learned-rl
-    done
-  done
-done
-for name in six-dagger six-dagger-rl learned; do
-  weights=(--policy-weights "$out/$name.safetensors")
-  [ "$name" = learned ] && weights=()
+# each FN ARGS...: FN SET TRACE CLUSTER SKIP TAKE SEED ARGS... for every run, set by set.
+each() {
+  local set s trace cluster skip take seed
   for set in evaluation other; do
-    slices=$evaluation
+    local slices=$evaluation
     [ "$set" = other ] && slices=$other
     for s in $slices; do
       IFS=: read -r trace cluster skip take <<< "$s"
       for seed in $seeds; do
-        run "$extra" "$set" "$trace" "$cluster" "$skip" "$take" "$seed" "$name-greedy" \
-          --policy learned "${weights[@]}" --policy-samples 1
+        "$@" "$set" "$trace" "$cluster" "$skip" "$take" "$seed"
       done
     done
   done
+}
+# One run's rows of runs.csv: the baselines (unless POLICIES=0), then every student.
+policies() {
+  if [ "${POLICIES:-1}" != 0 ]; then
+    run "$csv" "$@" learned --policy learned
+    run "$csv" "$@" lookahead --policy lookahead
+  fi
+  local f
+  for f in "$out"/*.safetensors; do
+    run "$csv" "$@" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
+  done
+}
+# greedy NAME SET...SEED: NAME's greedy decoding (`learned`: the shipped weights), a row of extra.csv.
+greedy() {
+  local name=$1 weights=()
+  shift
+  [ "$name" = learned ] || weights=(--policy-weights "$out/$name.safetensors")
+  run "$extra" "$@" "$name-greedy" --policy learned "${weights[@]}" --policy-samples 1
+}
+each policies
+[ "${EXTRA:-1}" = 0 ] && exit 0
+echo "set,trace,cluster,skip,take,seed,policy,flags,avg_jct_s,restarts,wall_s" > "$extra"
+rl() { run "$extra" "$@" learned-rl --policy learned-rl; }
+each rl
+for name in six-dagger six-dagger-rl learned; do
+  each greedy "$name"
 done

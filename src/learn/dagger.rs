@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::labels::{Expert, RoundLabel, labels_of};
 use super::rounds::StudentReplay;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lookahead::Lookahead;
 use crate::model::ClusterSnapshot;
 use crate::objective::{Objective, RoundPricing};
@@ -49,14 +49,6 @@ pub fn lookahead_labels(
     done: &std::collections::HashSet<String>,
     visit: &mut dyn FnMut(RoundLabel) -> Result<()>,
 ) -> Result<()> {
-    if how.every == 0 {
-        return Err(Error::setting(
-            "lookahead labels",
-            "every",
-            how.every,
-            "must be >= 1",
-        ));
-    }
     let mut rounds = StudentReplay::new(replay, perf, how.student, "lookahead labels")?;
     let mut options = rounds.opts.clone();
     if let Some(w) = &how.expert_weights {
@@ -64,22 +56,10 @@ pub fn lookahead_labels(
     }
     let objective = options.objective;
     let mut expert = Lookahead::new(perf, &options, rounds.settings())?;
-    let (mut visited, mut seen) = (0usize, 0usize);
-    while visited < how.count {
-        let Some(snap) = rounds.next_round()? else {
-            break;
-        };
-        let id = rounds.id(&snap);
-        if done.contains(&id) {
-            visited += 1;
-        } else if seen.is_multiple_of(how.every) {
-            visit(label(id, &snap, perf, &objective, &mut expert)?)?;
-            visited += 1;
-        }
-        seen += 1;
-        rounds.follow(&snap)?;
-    }
-    Ok(())
+    rounds.visit(how.every, how.count, done, &mut |id, snap| {
+        visit(label(id, snap, perf, &objective, &mut expert)?)?;
+        Ok(true)
+    })
 }
 
 /// The lookahead's decision on `snap`, decoded as a label.

@@ -80,48 +80,29 @@ pub fn play_rounds(
     done: &std::collections::HashSet<String>,
     visit: &mut dyn FnMut(PlayRound) -> Result<()>,
 ) -> Result<()> {
-    if every == 0 {
-        return Err(Error::setting(
-            "distil plays",
-            "every",
-            every,
-            "must be >= 1",
-        ));
-    }
     let mut rounds = StudentReplay::new(replay, perf, student, "distil plays")?;
     let opts = rounds.opts.clone();
     let mut expert = Lookahead::with_candidates(perf, &opts, rounds.settings(), GATE_CANDIDATES)?;
     let round_s = opts.objective.round_s;
-    let (mut visited, mut seen) = (0usize, 0usize);
-    while visited < count {
-        let Some(snap) = rounds.next_round()? else {
-            break;
-        };
-        let id = rounds.id(&snap);
-        if done.contains(&id) {
-            visited += 1;
-        } else if seen.is_multiple_of(every) {
-            let plays = expert.plays(&snap)?;
-            if plays.played() {
-                let features = gate_features(perf, opts.objective, &snap, &plays.schedules)?;
-                visit(PlayRound {
-                    id,
-                    jobs: snap.jobs.len(),
-                    features,
-                    same: plays.first_same.iter().map(|&f| f == 0).collect(),
-                    saving: plays
-                        .costs
-                        .iter()
-                        .map(|c| (plays.costs[0] - c) / round_s)
-                        .collect(),
-                })?;
-                visited += 1;
-            }
+    rounds.visit(every, count, done, &mut |id, snap| {
+        let plays = expert.plays(snap)?;
+        if !plays.played() {
+            return Ok(false);
         }
-        seen += 1;
-        rounds.follow(&snap)?;
-    }
-    Ok(())
+        let features = gate_features(perf, opts.objective, snap, &plays.schedules)?;
+        visit(PlayRound {
+            id,
+            jobs: snap.jobs.len(),
+            features,
+            same: plays.first_same.iter().map(|&f| f == 0).collect(),
+            saving: plays
+                .costs
+                .iter()
+                .map(|c| (plays.costs[0] - c) / round_s)
+                .collect(),
+        })?;
+        Ok(true)
+    })
 }
 
 /// How the gate's trees are grown ([`fit_gate`]).

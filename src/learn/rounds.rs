@@ -140,6 +140,8 @@ fn label_window(
 /// ([`super::distil::play_rounds`]) and labels ([`super::lookahead_labels`]) are drawn from.
 pub(super) struct StudentReplay<'p> {
     sim: Simulator<'p>,
+    /// Who replays (named by errors).
+    who: String,
     student: Box<dyn crate::scheduler::Scheduler + 'p>,
     /// The replay's policy settings (the student's, and what an expert is built from).
     pub(super) opts: crate::policies::PolicyOptions,
@@ -169,6 +171,7 @@ impl<'p> StudentReplay<'p> {
         let opts = replay.policy_options()?;
         let w = &replay.workload;
         Ok(StudentReplay {
+            who: who.to_string(),
             student: student.build(perf, &opts)?,
             sim,
             opts,
@@ -187,8 +190,37 @@ impl<'p> StudentReplay<'p> {
         *self.sim.settings()
     }
 
+    /// The whole replay, the student deciding every round: every `every`-th round with at least
+    /// two jobs present whose id is not in `done` goes to `visit` (its id and the round) before
+    /// the student decides it, until `count` rounds have counted — a round in `done` counts
+    /// without a visit (a run resumed), a visited one when `visit` says so.
+    pub(super) fn visit(
+        &mut self,
+        every: usize,
+        count: usize,
+        done: &std::collections::HashSet<String>,
+        visit: &mut dyn FnMut(String, &ClusterSnapshot) -> Result<bool>,
+    ) -> Result<()> {
+        if every == 0 {
+            return Err(Error::setting(&self.who, "every", every, "must be >= 1"));
+        }
+        let (mut counted, mut seen) = (0usize, 0usize);
+        while counted < count {
+            let Some(snap) = self.next_round()? else {
+                break;
+            };
+            let id = self.id(&snap);
+            if done.contains(&id) || (seen.is_multiple_of(every) && visit(id, &snap)?) {
+                counted += 1;
+            }
+            seen += 1;
+            self.follow(&snap)?;
+        }
+        Ok(())
+    }
+
     /// The next round with at least two jobs present, or `None` when the replay is over.
-    pub(super) fn next_round(&mut self) -> Result<Option<ClusterSnapshot>> {
+    fn next_round(&mut self) -> Result<Option<ClusterSnapshot>> {
         loop {
             let Some(snap) = self.sim.next_round()? else {
                 return Ok(None);
@@ -202,12 +234,12 @@ impl<'p> StudentReplay<'p> {
     }
 
     /// The id of `snap`'s round: the prefix and the round's time.
-    pub(super) fn id(&self, snap: &ClusterSnapshot) -> String {
+    fn id(&self, snap: &ClusterSnapshot) -> String {
         format!("{}-t{}", self.prefix, snap.time_s)
     }
 
     /// The student decides `snap`'s round and the replay goes on from its decision.
-    pub(super) fn follow(&mut self, snap: &ClusterSnapshot) -> Result<()> {
+    fn follow(&mut self, snap: &ClusterSnapshot) -> Result<()> {
         let schedule = self.student.schedule(snap)?;
         self.student.take_events();
         self.sim.apply(&schedule).map(|_| ())

@@ -425,6 +425,17 @@ impl ClusterSnapshot {
             .sum()
     }
 
+    /// Jobs present without GPUs, and the GPUs they ask for at their requested size (the
+    /// queue that the learned policy's and the distilled gate's features read).
+    pub fn waiting(&self) -> (usize, u64) {
+        self.jobs
+            .iter()
+            .filter(|j| j.run.current.as_ref().is_none_or(|a| a.workers.is_empty()))
+            .fold((0, 0), |(n, g), j| {
+                (n + 1, g + u64::from(j.requested_gpus()))
+            })
+    }
+
     /// GPUs no running job holds.
     pub fn free_gpus(&self) -> u64 {
         self.cluster.num_gpus().saturating_sub(self.gpus_in_use())

@@ -127,14 +127,9 @@ pub fn gate_features(
     let n = snap.jobs.len().max(1) as f64;
     let gpus = snap.cluster.num_gpus().max(1) as f64;
     let requested = |j: &crate::model::Job| f64::from(j.requested_gpus());
-    let (mut waiting, mut waiting_gpus, mut demand) = (0.0, 0.0, 0.0);
-    for j in &snap.jobs {
-        demand += requested(j);
-        if j.run.current.as_ref().is_none_or(|a| a.workers.is_empty()) {
-            waiting += 1.0;
-            waiting_gpus += requested(j);
-        }
-    }
+    let demand = snap.jobs.iter().fold(0.0, |d, j| d + requested(j));
+    let (waiting, waiting_gpus) = snap.waiting();
+    let (waiting, waiting_gpus) = (waiting as f64, waiting_gpus as f64);
     let in_use = snap.gpus_in_use() as f64;
     let effects = proposals
         .iter()

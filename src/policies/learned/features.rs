@@ -299,20 +299,12 @@ struct Queue {
 impl Queue {
     fn of(snap: &ClusterSnapshot) -> Self {
         let mut used = vec![0u32; snap.cluster.servers.len()];
-        let (mut waiting, mut waiting_gpus) = (0usize, 0.0);
-        for job in &snap.jobs {
-            match job.run.current.as_ref().filter(|a| !a.workers.is_empty()) {
-                Some(a) => {
-                    for w in &a.workers {
-                        used[w.server.0] += w.gpus.len() as u32;
-                    }
-                }
-                None => {
-                    waiting += 1;
-                    waiting_gpus += f64::from(job.requested_gpus());
-                }
+        for a in snap.jobs.iter().filter_map(|j| j.run.current.as_ref()) {
+            for w in &a.workers {
+                used[w.server.0] += w.gpus.len() as u32;
             }
         }
+        let (waiting, waiting_gpus) = snap.waiting();
         let (mut free, mut scattered) = (0u32, 0u32);
         for (s, &u) in snap.cluster.servers.iter().zip(&used) {
             let f = s.num_gpus().saturating_sub(u);
@@ -323,7 +315,7 @@ impl Queue {
         }
         Queue {
             waiting_share: waiting as f64 / snap.jobs.len().max(1) as f64,
-            waiting_gpus,
+            waiting_gpus: waiting_gpus as f64,
             free_gpus: f64::from(free),
             fragmented: if free == 0 {
                 0.0
