@@ -7,9 +7,11 @@
 # lookahead's plays run on every core, the rest on one. Every *.safetensors of the folder is a
 # student, replayed as `learned` with those weights (its name: the file's). Writes runs.csv
 # (one row per replay) and machine.txt to benches/results/lookahead/distil-net/ (or $1); `coda
-# report` renders them. POLICIES=0 replays only the students (the learned and lookahead rows
-# of runs.csv kept). Then extra.csv: the shipped `learned-rl` and the greedy decodings
-# (`--policy-samples 1`) of `learned`, `six-dagger` and `six-dagger-rl` (EXTRA=0: not run).
+# report` renders them. Then the sensitivity of `learned` and `six-dagger` to every named
+# estimate on two slices (sensitivity/). ONLY="NAME ..." replays only those policies (`learned`, `lookahead` or
+# students), every other row of runs.csv kept. Then extra.csv: the shipped `learned-rl` and the
+# greedy decodings (`--policy-samples 1`) of `learned`, `six-dagger` and `six-dagger-rl`
+# (EXTRA=0: not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -26,12 +28,17 @@ csv="$out/runs.csv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 head="set,trace,cluster,skip,take,seed,policy,avg_jct_s,restarts,wall_s"
-if [ "${POLICIES:-1}" = 0 ] && [ -f "$csv" ]; then
-  grep -E '^[a-z]+,([^,]*,){5}(learned|lookahead),' "$csv" > "$tmp/kept.csv" || true
+only=${ONLY:-}
+runs="one replay at a time"
+if [ -n "$only" ] && [ -f "$csv" ]; then
+  before=$(sed -n 's/^commit: //p' "$out/machine.txt" 2>/dev/null || echo unknown)
+  runs="$runs; rows of $only re-run at this commit, every other row from commit: $before"
+  # Column 7 is the policy.
+  awk -F, -v only=" $only " 'NR > 1 && index(only, " " $7 " ") == 0' "$csv" > "$tmp/kept.csv"
 else
   : > "$tmp/kept.csv"
 fi
-machine_txt "$out" "scripts/bench_distil_net.sh (seeds: $seeds)" "one replay at a time"
+machine_txt "$out" "scripts/bench_distil_net.sh (seeds: $seeds)" "$runs"
 echo "$head" > "$csv"
 cat "$tmp/kept.csv" >> "$csv"
 # run CSV SET SLICE SEED NAME FLAGS...: one replay, one row of CSV (extra.csv's rows also name
@@ -63,15 +70,18 @@ each() {
     done
   done
 }
-# One run's rows of runs.csv: the baselines (unless POLICIES=0), then every student.
+# wanted NAME: whether NAME is replayed (every policy, unless ONLY names some).
+wanted() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+# One run's rows of runs.csv: today's learned, the lookahead, then every student.
 policies() {
-  if [ "${POLICIES:-1}" != 0 ]; then
-    run "$csv" "$@" learned --policy learned
-    run "$csv" "$@" lookahead --policy lookahead
-  fi
-  local f
+  wanted learned && run "$csv" "$@" learned --policy learned
+  wanted lookahead && run "$csv" "$@" lookahead --policy lookahead
+  local f name
   for f in "$out"/*.safetensors; do
-    run "$csv" "$@" "$(basename "$f" .safetensors)" --policy learned --policy-weights "$f"
+    name=$(basename "$f" .safetensors)
+    if wanted "$name"; then
+      run "$csv" "$@" "$name" --policy learned --policy-weights "$f"
+    fi
   done
 }
 # greedy NAME SET...SEED: NAME's greedy decoding (`learned`: the shipped weights), a row of extra.csv.
@@ -82,6 +92,39 @@ greedy() {
   run "$extra" "$@" "$name-greedy" --policy learned "${weights[@]}" --policy-samples 1
 }
 each policies
+# Which named estimate moves the comparison: `coda sensitivity` of today's learned and of
+# `six-dagger` (every estimate at its low and high value) on the first slice of each trace of
+# the evaluation, seed 0, one table per slice in sensitivity/ (SENSITIVITY=0: not run).
+if [ "${SENSITIVITY:-1}" != 0 ]; then
+  sens="$out/sensitivity"
+  mkdir -p "$sens"
+  machine_txt "$sens" "scripts/bench_distil_net.sh (its sensitivity step)" "one setting at a time"
+  for s in itp-cluster06:8xnd40rs-v2:0:300 philly:4xdgx-1-v100:2000:400; do
+    IFS=: read -r trace cluster skip take <<< "$s"
+    dest="$sens/$trace-$cluster-$skip-$take-s0"
+    for name in learned six-dagger; do
+      weights=()
+      [ "$name" = learned ] || weights=(--policy-weights "$out/$name.safetensors")
+      $coda sensitivity --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
+        --seed 0 --skip-unplaceable --policies learned "${weights[@]}" --threads 1 --quiet \
+        --out "$tmp/sens-$name" > /dev/null
+    done
+    mkdir -p "$dest"
+    # One table: the student's rows named after it (both ran as `learned`).
+    python3 - "$tmp/sens-learned/sensitivity.csv" "$tmp/sens-six-dagger/sensitivity.csv" \
+      "$dest/sensitivity.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in csv.DictReader(open(sys.argv[2])):
+    r["policy"] = "six-dagger"
+    rows.append(r)
+with open(sys.argv[3], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+PY
+  done
+fi
 [ "${EXTRA:-1}" = 0 ] && exit 0
 echo "set,trace,cluster,skip,take,seed,policy,flags,avg_jct_s,restarts,wall_s" > "$extra"
 rl() { run "$extra" "$@" learned-rl --policy learned-rl; }

@@ -11,7 +11,12 @@
 #                      the first labels of seed 0
 #   six-dagger-rl.safetensors  `six-dagger` refined by PPO (`coda train rl`, its default
 #                      curriculum and critic, seed 1, on the CPU) on Philly jobs 0-1499 only
-#                      (`--pool 1500`: none of the evaluation's Philly jobs)
+#                      (`--pool 1500`: none of the evaluation's Philly jobs), the weights kept
+#                      by their greedy decoding on generic 8 x 8 clusters
+#   six-dagger-rl-deployed.safetensors  the same PPO, the weights kept by the policy as
+#                      deployed (best of eight decodings) on Philly windows on 4 x DGX-1
+#   six-dagger-rl-judged.safetensors  PPO on 4 x DGX-1 windows (the curriculum's sizes),
+#                      kept as `six-dagger-rl-deployed`
 # Training slices are the gate's (scripts/distil_gate.sh): ITP cluster 02 jobs 0-299 and
 # 1000-1299 on 8 x ND40rs-v2, Philly jobs 500-899 and 1000-1399 on 4 x DGX-1, seeds 0-2;
 # validation: ITP cluster 02 jobs 1500-1799 and Philly 4000-4399 (seed 0). Never the
@@ -71,11 +76,21 @@ labels "$work/six-dagger" "0 1 2" --policy-weights "$out/six.safetensors" \
 mkdir -p "$work/six-s0"
 cp "$work"/six/train-*-s0.jsonl "$work/six-s0/"
 fine_tune six-dagger "$work/six-s0" "$work/six-dagger"
-# PPO from `six-dagger` on Philly jobs the evaluation never replays.
-mkdir -p "$work/run-six-dagger-rl"
-$coda train rl --start "$out/six-dagger.safetensors" --out "$out/six-dagger-rl.safetensors" \
-  --run-dir "$work/run-six-dagger-rl" --trace philly --pool 1500 \
-  --validation 8x8:200:600,8x8:200:1100 --seed 1 --device cpu --time-budget 900 \
-  --checkpoint-every 0
-cp "$work/run-six-dagger-rl/curve.csv" "$out/curve-six-dagger-rl.csv"
+# PPO from `six-dagger` on Philly jobs the evaluation never replays, twice: validated by the
+# greedy decoding on generic 8 x 8 clusters (how RL validated before), and as the policy is
+# deployed (best of eight decodings a round) on the judged 4 x DGX-1.
+rl() {
+  local name=$1
+  shift
+  mkdir -p "$work/run-$name"
+  $coda train rl --start "$out/six-dagger.safetensors" --out "$out/$name.safetensors" \
+    --run-dir "$work/run-$name" --trace philly --pool 1500 --seed 1 --device cpu \
+    --time-budget 900 --checkpoint-every 0 "$@"
+  cp "$work/run-$name/curve.csv" "$out/curve-$name.csv"
+}
+rl six-dagger-rl --validation 8x8:200:600,8x8:200:1100 --validation-decoding greedy
+rl six-dagger-rl-deployed --validation 4xdgx-1-v100:400:600,4xdgx-1-v100:400:1100
+# The same curriculum's windows on the judged cluster instead of generic servers.
+rl six-dagger-rl-judged --validation 4xdgx-1-v100:400:600,4xdgx-1-v100:400:1100 \
+  --stages place:4xdgx-1-v100:100:10:2,alloc:4xdgx-1-v100:100:15:1,joint-200:4xdgx-1-v100:200:15:12,joint-400:4xdgx-1-v100:400:10:12
 echo "distil_net: $(( $(date +%s) - t0 )) s"

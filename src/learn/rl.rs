@@ -194,12 +194,22 @@ pub fn rollout(
             -out.hours_in_system(&snap),
         ));
     }
-    let records = sim.records();
+    let (avg_jct_h, finished) = episode_jct(&sim);
+    Ok(Rollout {
+        rounds,
+        avg_jct_h,
+        finished,
+    })
+}
+
+/// A finished episode's average completion time, hours (jobs never placeable left out,
+/// unfinished ones counted to the end of the run), and its jobs finished and in the run.
+fn episode_jct(sim: &Simulator<'_>) -> (f64, (usize, usize)) {
     let end = sim.now();
     let mut total = 0.0;
     let mut finished = 0;
     let mut n = 0;
-    for r in records {
+    for r in sim.records() {
         if sim.unplaceable().iter().any(|u| u.0 == r.id) {
             continue;
         }
@@ -209,15 +219,47 @@ pub fn rollout(
         }
         total += r.finish_s.unwrap_or(end) - r.arrival_s;
     }
-    Ok(Rollout {
-        rounds,
-        avg_jct_h: if n > 0 {
-            total / n as f64 / 3600.0
-        } else {
-            0.0
+    let avg = if n > 0 {
+        total / n as f64 / 3600.0
+    } else {
+        0.0
+    };
+    (avg, (finished, n))
+}
+
+/// The policy with weights `net` replays `episode` as the `learned` policy is deployed
+/// (`samples` decodings a round drawn from `seed`, the best under `objective`, back-filled,
+/// tiers handed out: [`crate::PolicyKind::build`]'s `learned` with these weights); its
+/// average completion time, hours, counted as [`rollout`] counts it. Unlike a greedy rollout,
+/// this is the policy a replay judges.
+pub fn replay_deployed(
+    perf: &dyn PerfModel,
+    objective: Objective,
+    net: &PolicyNet,
+    episode: &Episode,
+    samples: usize,
+    seed: u64,
+) -> Result<f64> {
+    let mut sim = Simulator::builder(perf, episode.cluster.clone(), episode.jobs.clone())
+        .config(episode.config)
+        .build()?;
+    let opts = crate::policies::PolicyOptions {
+        seed,
+        objective,
+        learned: crate::policies::LearnedOptions {
+            samples,
+            ..Default::default()
         },
-        finished: (finished, n),
-    })
+        ..Default::default()
+    };
+    let mut policy = crate::policies::deployed_learned(
+        perf,
+        &opts,
+        net.clone(),
+        crate::policies::learned::Placer::Learned,
+    );
+    sim.run(policy.as_mut())?;
+    Ok(episode_jct(&sim).0)
 }
 
 fn round_sample(

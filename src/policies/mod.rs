@@ -430,6 +430,19 @@ fn learned_policy<'a>(
     } else {
         learned::Placer::Learned
     };
+    Ok(deployed_learned(perf, opts, net, placer))
+}
+
+/// The learned policy of weights `net` as `learned` deploys them (`opts.learned`'s decodings
+/// drawn from `opts.seed`, its local search), back-filled, tiers chosen by the tier head when
+/// `net` has one and handed out by the greedy rule otherwise: what `coda simulate` replays,
+/// and what RL validates weights held in memory by.
+pub(crate) fn deployed_learned<'a>(
+    perf: &'a dyn PerfModel,
+    opts: &PolicyOptions,
+    net: learned::PolicyNet,
+    placer: learned::Placer,
+) -> Box<dyn Scheduler + 'a> {
     // With a tier head, the policy chooses tiers itself (it sees them); without, it places at
     // the demand and the rule hands them out.
     let joint = net.tier.is_some();
@@ -438,12 +451,12 @@ fn learned_policy<'a>(
         .with_samples(opts.learned.samples, opts.seed)
         .with_grow(opts.learned.grow);
     // GPUs the policy leaves idle while jobs wait are filled under the same pricing.
-    Ok(Box::new(cpumem::WithTiers {
+    Box::new(cpumem::WithTiers {
         inner: Box::new(Backfill::new(Box::new(policy), perf, opts.objective)),
         perf,
         rule: cpumem::TierRule::Greedy,
         joint,
-    }))
+    })
 }
 
 /// The learned policy's weights: [`LearnedOptions::weights`], or the shipped ones.

@@ -17,19 +17,19 @@ pub fn datasets() -> PathBuf {
 
 /// The first `n` jobs of the Philly window, converted with the default trace options.
 pub fn philly(n: usize) -> Vec<coda::model::Job> {
-    use coda::workload::trace::{self, TraceFilter, TraceFormat, TraceOptions};
+    philly_with(n, &coda::workload::trace::TraceOptions::default())
+}
+
+/// The first `n` jobs of the Philly window, converted with `opts`.
+pub fn philly_with(n: usize, opts: &coda::workload::trace::TraceOptions) -> Vec<coda::model::Job> {
+    use coda::workload::trace::{self, TraceFilter, TraceFormat};
     let t = trace::load(
         &datasets().join(TraceFormat::Philly.shipped_file()),
         TraceFormat::Philly,
         &TraceFilter::default(),
     )
     .unwrap();
-    trace::to_jobs(
-        &t.jobs[..n],
-        &TraceOptions::default(),
-        coda::CalibratedPerf::shipped(),
-    )
-    .unwrap()
+    trace::to_jobs(&t.jobs[..n], opts, coda::CalibratedPerf::shipped()).unwrap()
 }
 
 /// A random schedule that satisfies every constraint: jobs in random order, each given a random

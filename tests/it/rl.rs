@@ -1,15 +1,15 @@
 //! Reinforcement learning's environment side and the policy as the solver's start: sampled
 //! decodings are valid, seeded and recorded as decided; a rollout's rewards add up to the time
-//! its jobs spend in the system; fix-and-solve never returns less than its start and, freed,
-//! reaches the same optimum as a plain solve.
+//! its jobs spend in the system; validation replays the policy as it is deployed; fix-and-solve
+//! never returns less than its start and, freed, reaches the same optimum as a plain solve.
 
 use coda::ilp::SolveSettings;
 use coda::ilp::SolveStatus;
-use coda::learn::rl::{Decoding, Episode, advantages, rollout};
+use coda::learn::rl::{Decoding, Episode, advantages, replay_deployed, rollout};
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
 use coda::{CalibratedPerf, ClusterSnapshot, Objective};
 
-use crate::common::philly;
+use crate::common::{philly, philly_with};
 
 fn cluster(servers: usize) -> coda::model::Cluster {
     coda::model::Cluster::homogeneous(servers, &coda::workload::trace::default_server())
@@ -167,6 +167,59 @@ fn an_untrained_policy_rolls_out_and_its_episodes_are_typed() {
     .unwrap();
     assert!(!r.rounds.is_empty());
     assert!(r.avg_jct_h > 0.0);
+}
+
+#[test]
+fn validation_replays_the_policy_as_a_replay_deploys_it() {
+    let perf = CalibratedPerf::shipped();
+    let objective = Objective::default();
+    // CPU and memory at the demand, as RL's episodes are (`coda train rl`): no tiers to choose.
+    let jobs = philly_with(
+        60,
+        &coda::workload::trace::TraceOptions {
+            cpu_mem: coda::workload::trace::CpuMemMode::Fixed,
+            ..Default::default()
+        },
+    );
+    let c = cluster(2);
+    let ep = Episode::window(pool(&jobs, &c), 0..60, perf, objective).unwrap();
+    let net = LearnedScheduler::shipped(perf, objective)
+        .unwrap()
+        .net()
+        .clone();
+    let samples = coda::policies::learned::DEFAULT_SAMPLES;
+    let deployed = replay_deployed(perf, objective, &net, &ep, samples, 0).unwrap();
+    // The same episode under the `learned` policy a replay builds by name (the shipped weights,
+    // its default decodings, seed 0), counted as an episode counts its jobs.
+    let mut sim = coda::sim::Simulator::builder(perf, ep.cluster.clone(), ep.jobs.clone())
+        .config(ep.config)
+        .build()
+        .unwrap();
+    let opts = coda::policies::PolicyOptions {
+        objective,
+        ..Default::default()
+    };
+    let mut policy = coda::policies::PolicyKind::Learned
+        .build(perf, &opts)
+        .unwrap();
+    sim.run(policy.as_mut()).unwrap();
+    let end = sim.now();
+    let jct: Vec<f64> = sim
+        .records()
+        .iter()
+        .filter(|r| !sim.unplaceable().iter().any(|u| u.0 == r.id))
+        .map(|r| r.finish_s.unwrap_or(end) - r.arrival_s)
+        .collect();
+    let avg_h = jct.iter().sum::<f64>() / jct.len() as f64 / 3600.0;
+    assert!((deployed - avg_h).abs() < 1e-9, "{deployed} vs {avg_h}");
+    // One decoding a round is the greedy rollout (back-filled alike): the earlier validation.
+    let one = replay_deployed(perf, objective, &net, &ep, 1, 0).unwrap();
+    let greedy = rollout(perf, objective, &net, &ep, Decoding::Greedy).unwrap();
+    assert!(
+        (one - greedy.avg_jct_h).abs() < 1e-9,
+        "{one} vs {}",
+        greedy.avg_jct_h
+    );
 }
 
 /// The Philly jobs as an episode pool on `cluster`.

@@ -1,8 +1,8 @@
 //! `coda train rl`: PPO refinement of the learned policy in the simulator, from the imitation
 //! checkpoint (the `train` feature, libtorch). Episodes are windows of a trace's first part on a
-//! curriculum of clusters; validation windows come from the same part; the rest of the trace and
-//! every other trace stay unseen. Writes the weights of the lowest validation average JCT,
-//! checkpoints and `curve.csv`.
+//! curriculum of clusters; validation windows come from the same part, replayed as the policy is
+//! deployed; the rest of the trace and every other trace stay unseen. Writes the weights of the
+//! lowest validation average JCT, checkpoints and `curve.csv`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use coda::learn::rl::Episode;
 use coda::learn::train::rl::{
-    Advantage, Level2Reward, RlConfig, RlData, Stage, train_rl, write_rl_curve,
+    Advantage, Level2Reward, RlConfig, RlData, Stage, Validation, train_rl, write_rl_curve,
 };
 use coda::policies::learned::PolicyNet;
 use coda::workload::trace::TraceOptions;
@@ -53,7 +53,8 @@ pub struct Args {
         default_value = "place:4x8:100:10:2,alloc:4x8:100:15:1,joint-8x8:8x8:200:15:12,joint-16x8:16x8:400:10:12"
     )]
     pub stages: Vec<String>,
-    /// Validation windows: `CLUSTER:WINDOW:START` of the pool, comma-separated.
+    /// Validation windows: `CLUSTER:WINDOW:START` of the pool, comma-separated (a named
+    /// cluster's jobs converted on its own servers, as `coda simulate` converts them).
     #[arg(
         long,
         value_delimiter = ',',
@@ -89,6 +90,11 @@ pub struct Args {
     /// Validate every this many iterations.
     #[arg(long, default_value_t = 5, value_parser = range::at_least_one)]
     pub validate_every: usize,
+    /// How validation replays the policy: `deployed` (as `coda simulate --policy learned`
+    /// runs it: the best of its decodings a round, back-filled) or `greedy` (the argmax
+    /// rollout alone, how validation chose before).
+    #[arg(long, default_value = "deployed")]
+    pub validation_decoding: String,
     /// Level 1's advantages: `gae` (a learned critic, generalised advantage estimation) or
     /// `rollouts` (each return against the other rollouts of its episode: the ablation without a
     /// critic).
@@ -151,10 +157,11 @@ fn stages(args: &Args, perf: &dyn PerfModel) -> coda::Result<Vec<Stage>> {
     Ok(stages)
 }
 
-/// `--validation`: `CLUSTER:WINDOW:START` each, windows of the trace's jobs.
+/// `--validation`: `CLUSTER:WINDOW:START` each, windows of the trace's first `--pool` jobs
+/// (`opts`), loaded for that cluster as `coda simulate` loads them.
 fn validation(
     args: &Args,
-    jobs: &[coda::model::Job],
+    opts: &TraceOptions,
     perf: &dyn PerfModel,
     objective: Objective,
 ) -> coda::Result<Vec<Episode>> {
@@ -168,11 +175,20 @@ fn validation(
         let (Ok(window), Ok(at)) = (window.parse::<usize>(), at.parse::<usize>()) else {
             return Err(bad_spec("--validation", spec, expected));
         };
-        let cluster = cluster_from_spec(cluster, &args.datasets, perf)?;
+        let wl = workload::load(
+            workload::TraceRef {
+                name: &args.trace,
+                datasets: &args.datasets,
+                cluster: Some(cluster),
+                take: Some(args.pool),
+            },
+            opts,
+            perf,
+        )?;
         let pool = coda::learn::rl::JobPool {
             name: &format!("{}-val", args.trace),
-            jobs,
-            cluster: &cluster,
+            jobs: &wl.jobs,
+            cluster: &wl.cluster,
         };
         validation.push(Episode::window(pool, at..at + window, perf, objective)?);
     }
@@ -193,6 +209,19 @@ fn config(args: &Args, stages: Vec<Stage>) -> coda::Result<RlConfig> {
         "rollouts" => Advantage::Rollouts,
         other => return Err(bad_spec("--advantage", other, "gae or rollouts")),
     };
+    let validation = match args.validation_decoding.as_str() {
+        "deployed" => Validation::Deployed {
+            samples: coda::policies::learned::DEFAULT_SAMPLES,
+        },
+        "greedy" => Validation::Greedy,
+        other => {
+            return Err(bad_spec(
+                "--validation-decoding",
+                other,
+                "deployed or greedy",
+            ));
+        }
+    };
     let cfg = RlConfig {
         seed: args.seed,
         episodes: args.episodes,
@@ -204,6 +233,7 @@ fn config(args: &Args, stages: Vec<Stage>) -> coda::Result<RlConfig> {
         temperature: args.temperature,
         level2_reward,
         validate_every: args.validate_every,
+        validation,
         run_dir: args.run_dir.clone(),
         advantage,
         critic_epochs: args.critic_epochs,
@@ -232,6 +262,7 @@ fn write_weights(
         ),
         ("stages", args.stages.join(",")),
         ("validation", args.validation.join(",")),
+        ("validation_decoding", args.validation_decoding.clone()),
         ("seed", args.seed.to_string()),
         ("level2_reward", args.level2_reward.clone()),
         ("advantage", format!("{:?}", cfg.advantage)),
@@ -278,7 +309,7 @@ pub fn run(args: Args, params: &crate::PerfSource) -> coda::Result<ExitCode> {
         &opts,
         &perf,
     )?;
-    let validation = validation(&args, &wl.jobs, &perf, objective)?;
+    let validation = validation(&args, &opts, &perf, objective)?;
     let cfg = config(&args, stages)?;
     let total: usize = cfg.stages.iter().map(|s| s.iterations).sum();
     let bar = ProgressBar::new(total as u64);

@@ -140,7 +140,7 @@ pub(super) fn distil_net_section(dir: &Path, results: &Path) -> coda::Result<Str
         "\n\n#### The lookahead distilled into the networks\n\nStudents \
          (`scripts/distil_net.sh`; {}): the shipped weights fine-tuned on the lookahead's \
          decisions on the states a policy visits on the training slices (`coda distil labels`, \
-         `coda train imitation --init`; a name ending in `-rl`: then refined by PPO, `coda train \
+         `coda train imitation --init`; a name with `-rl`: then refined by PPO, `coda train \
          rl`), replayed as `learned` with their weights (`scripts/bench_distil_net.sh`) beside today's `learned` and the lookahead itself, on \
          the same two sets of unseen slices as `distilled` (both replayed again here: the \
          tables above predate `learned`'s stay proposal, which cut its JCT on these slices by \
@@ -168,5 +168,9 @@ pub(super) fn distil_net_section(dir: &Path, results: &Path) -> coda::Result<Str
             &summary
         ),
         md_table(&slice_head, &per_slice)
-    ))
+    ) + &super::lookahead::sensitivity_tables(
+        &dir.join("sensitivity"),
+        results,
+        "the students were trained at the shipped values",
+    )?)
 }

@@ -225,14 +225,19 @@ fn distilled_section(dir: &Path, results: &Path) -> coda::Result<String> {
         ),
         md_table(&head, &rows),
         md_table(&fhead, &frows)
-    ) + &distilled_sensitivity(dir, results)?)
+    ) + &sensitivity_tables(
+        &dir.join("distilled-sensitivity"),
+        results,
+        "the gate was fitted at the shipped values",
+    )?)
 }
 
-/// `distilled-sensitivity/*/sensitivity.csv` (`scripts/bench_distilled.sh`): `learned` and
-/// `distilled` with each named estimate at its low and high value, one table per slice.
-fn distilled_sensitivity(dir: &Path, results: &Path) -> coda::Result<String> {
-    let sens = dir.join("distilled-sensitivity");
-    let Ok(entries) = std::fs::read_dir(&sens) else {
+/// `sens/*/sensitivity.csv`: policies with each named estimate at its low and high value, one
+/// table per slice (`scripts/bench_distilled.sh`: `learned` and `distilled`;
+/// `scripts/bench_distil_net.sh`: `learned` and `six-dagger`), after a line saying how what
+/// is compared was made (`made`).
+pub(super) fn sensitivity_tables(sens: &Path, results: &Path, made: &str) -> coda::Result<String> {
+    let Ok(entries) = std::fs::read_dir(sens) else {
         return Ok(String::new());
     };
     let mut csvs: Vec<_> = entries
@@ -240,10 +245,7 @@ fn distilled_sensitivity(dir: &Path, results: &Path) -> coda::Result<String> {
         .filter(|p| p.is_file())
         .collect();
     csvs.sort();
-    let mut s = String::from(
-        "\n\nWhich named estimate moves the comparison (seed 0; the gate was fitted at the \
-         shipped values):\n\n",
-    );
+    let mut s = format!("\n\nWhich named estimate moves the comparison (seed 0; {made}):\n\n");
     for c in &csvs {
         s.push_str(&super::results::sensitivity_section(c, results)?);
         s.push('\n');

@@ -150,7 +150,7 @@ impl Learner<'_> {
     /// The current weights' validation average JCT, kept as the best if lower.
     pub(super) fn validate_keep_best(&mut self, data: RlData<'_>, iteration: usize) -> Result<f64> {
         let net = self.policy.to_policy_net(&self.norm)?;
-        let v = validate(data.perf, data.objective, &net, data.validation)?;
+        let v = validate(data, self.cfg.validation, &net)?;
         if v < self.best.1 {
             self.best = (iteration, v, net);
         }
