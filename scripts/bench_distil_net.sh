@@ -31,8 +31,9 @@ head="set,trace,cluster,skip,take,seed,policy,avg_jct_s,restarts,wall_s"
 only=${ONLY:-}
 runs="one replay at a time"
 if [ -n "$only" ] && [ -f "$csv" ]; then
-  before=$(sed -n 's/^commit: //p' "$out/machine.txt" 2>/dev/null || echo unknown)
-  runs="$runs; rows of $only re-run at this commit, every other row from commit: $before"
+  # What the kept rows were made on, said again (machine, commit, how they ran).
+  before=$(sed -n 's/^\(machine\|commit\|runs\): //p' "$out/machine.txt" 2>/dev/null | paste -sd';' - || true)
+  runs="$runs; rows of $only re-run at this commit on this machine; every other row as before: ${before:-unknown}"
   # Column 7 is the policy.
   awk -F, -v only=" $only " 'NR > 1 && index(only, " " $7 " ") == 0' "$csv" > "$tmp/kept.csv"
 else

@@ -17,6 +17,8 @@
 #                      deployed (best of eight decodings) on Philly windows on 4 x DGX-1
 #   six-dagger-rl-judged.safetensors  PPO on 4 x DGX-1 windows (the curriculum's sizes),
 #                      kept as `six-dagger-rl-deployed`
+#   six-dagger-rl-l1.safetensors  level 1 alone on 4 x DGX-1 windows at learning rate 1e-4,
+#                      kept as `six-dagger-rl-deployed`
 # Training slices are the gate's (scripts/distil_gate.sh): ITP cluster 02 jobs 0-299 and
 # 1000-1299 on 8 x ND40rs-v2, Philly jobs 500-899 and 1000-1399 on 4 x DGX-1, seeds 0-2;
 # validation: ITP cluster 02 jobs 1500-1799 and Philly 4000-4399 (seed 0). Never the
@@ -93,4 +95,7 @@ rl six-dagger-rl-deployed --validation 4xdgx-1-v100:400:600,4xdgx-1-v100:400:110
 # The same curriculum's windows on the judged cluster instead of generic servers.
 rl six-dagger-rl-judged --validation 4xdgx-1-v100:400:600,4xdgx-1-v100:400:1100 \
   --stages place:4xdgx-1-v100:100:10:2,alloc:4xdgx-1-v100:100:15:1,joint-200:4xdgx-1-v100:200:15:12,joint-400:4xdgx-1-v100:400:10:12
+# Level 1 alone, a third of the learning rate, on 4 x DGX-1 (the 900-s budget ends it).
+rl six-dagger-rl-l1 --validation 4xdgx-1-v100:400:600,4xdgx-1-v100:400:1100 \
+  --stages alloc-200:4xdgx-1-v100:200:25:1,alloc-400:4xdgx-1-v100:400:15:1 --learning-rate 1e-4
 echo "distil_net: $(( $(date +%s) - t0 )) s"
