@@ -7,11 +7,11 @@
 # lookahead's plays run on every core, the rest on one. Every *.safetensors of the folder is a
 # student, replayed as `learned` with those weights (its name: the file's). Writes runs.csv
 # (one row per replay) and machine.txt to benches/results/lookahead/distil-net/ (or $1); `coda
-# report` renders them. Then the sensitivity of `learned` and `six-dagger` to every named
-# estimate on two slices (sensitivity/). ONLY="NAME ..." replays only those policies (`learned`, `lookahead` or
-# students), every other row of runs.csv kept. Then extra.csv: the shipped `learned-rl` and the
-# greedy decodings (`--policy-samples 1`) of `learned`, `six-dagger` and `six-dagger-rl`
-# (EXTRA=0: not run).
+# report` renders them. ONLY="NAME ..." replays only those policies (`learned`, `lookahead` or
+# students), every other row of runs.csv kept. Then the sensitivity of `learned` and
+# `six-dagger` to every named estimate on two slices (sensitivity/; SENSITIVITY=0: not run),
+# and extra.csv: the shipped `learned-rl` and the greedy decodings (`--policy-samples 1`) of
+# `learned`, `six-dagger` and `six-dagger-rl` (EXTRA=0: not run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -78,9 +78,10 @@ labels "$work/six-dagger" "0 1 2" --policy-weights "$out/six.safetensors" \
 mkdir -p "$work/six-s0"
 cp "$work"/six/train-*-s0.jsonl "$work/six-s0/"
 fine_tune six-dagger "$work/six-s0" "$work/six-dagger"
-# PPO from `six-dagger` on Philly jobs the evaluation never replays, twice: validated by the
-# greedy decoding on generic 8 x 8 clusters (how RL validated before), and as the policy is
-# deployed (best of eight decodings a round) on the judged 4 x DGX-1.
+# PPO from `six-dagger` on Philly jobs the evaluation never replays (seed 1: the first two runs
+# make the same iterates), validated by the greedy decoding on generic 8 x 8 clusters (how RL
+# validated before), then as the policy is deployed (best of eight decodings a round) on the
+# judged 4 x DGX-1.
 rl() {
   local name=$1
   shift
