@@ -111,6 +111,13 @@ impl Episode {
             },
         })
     }
+
+    /// A simulator at the episode's start: its cluster, jobs and settings.
+    pub fn simulator<'p>(&self, perf: &'p dyn PerfModel) -> Result<Simulator<'p>> {
+        Simulator::builder(perf, self.cluster.clone(), self.jobs.clone())
+            .config(self.config)
+            .build()
+    }
 }
 
 /// One round of a rollout: what was sampled and what it earned.
@@ -163,9 +170,7 @@ pub fn rollout(
     episode: &Episode,
     decoding: Decoding,
 ) -> Result<Rollout> {
-    let mut sim = Simulator::builder(perf, episode.cluster.clone(), episode.jobs.clone())
-        .config(episode.config)
-        .build()?;
+    let mut sim = episode.simulator(perf)?;
     let (temperature, seed) = match decoding {
         Decoding::Sample { temperature, seed } => (temperature, seed),
         Decoding::Greedy => (1.0, 0),
@@ -203,8 +208,9 @@ pub fn rollout(
 }
 
 /// A finished episode's average completion time, hours (jobs never placeable left out,
-/// unfinished ones counted to the end of the run), and its jobs finished and in the run.
-fn episode_jct(sim: &Simulator<'_>) -> (f64, (usize, usize)) {
+/// unfinished ones counted to the end of the run), and its jobs finished and in the run: how
+/// rollouts and validation count an episode.
+pub fn episode_jct(sim: &Simulator<'_>) -> (f64, (usize, usize)) {
     let end = sim.now();
     let mut total = 0.0;
     let mut finished = 0;
@@ -240,9 +246,7 @@ pub fn replay_deployed(
     samples: usize,
     seed: u64,
 ) -> Result<f64> {
-    let mut sim = Simulator::builder(perf, episode.cluster.clone(), episode.jobs.clone())
-        .config(episode.config)
-        .build()?;
+    let mut sim = episode.simulator(perf)?;
     let opts = crate::policies::PolicyOptions {
         seed,
         objective,

@@ -5,7 +5,7 @@
 
 use coda::ilp::SolveSettings;
 use coda::ilp::SolveStatus;
-use coda::learn::rl::{Decoding, Episode, advantages, replay_deployed, rollout};
+use coda::learn::rl::{Decoding, Episode, advantages, episode_jct, replay_deployed, rollout};
 use coda::policies::learned::{LearnedScheduler, PolicyNet};
 use coda::{CalibratedPerf, ClusterSnapshot, Objective};
 
@@ -191,10 +191,7 @@ fn validation_replays_the_policy_as_a_replay_deploys_it() {
     let deployed = replay_deployed(perf, objective, &net, &ep, samples, 0).unwrap();
     // The same episode under the `learned` policy a replay builds by name (the shipped weights,
     // its default decodings, seed 0), counted as an episode counts its jobs.
-    let mut sim = coda::sim::Simulator::builder(perf, ep.cluster.clone(), ep.jobs.clone())
-        .config(ep.config)
-        .build()
-        .unwrap();
+    let mut sim = ep.simulator(perf).unwrap();
     let opts = coda::policies::PolicyOptions {
         objective,
         ..Default::default()
@@ -203,14 +200,7 @@ fn validation_replays_the_policy_as_a_replay_deploys_it() {
         .build(perf, &opts)
         .unwrap();
     sim.run(policy.as_mut()).unwrap();
-    let end = sim.now();
-    let jct: Vec<f64> = sim
-        .records()
-        .iter()
-        .filter(|r| !sim.unplaceable().iter().any(|u| u.0 == r.id))
-        .map(|r| r.finish_s.unwrap_or(end) - r.arrival_s)
-        .collect();
-    let avg_h = jct.iter().sum::<f64>() / jct.len() as f64 / 3600.0;
+    let avg_h = episode_jct(&sim).0;
     assert!((deployed - avg_h).abs() < 1e-9, "{deployed} vs {avg_h}");
     // One decoding a round is the greedy rollout (back-filled alike): the earlier validation.
     let one = replay_deployed(perf, objective, &net, &ep, 1, 0).unwrap();

@@ -166,6 +166,9 @@ fn validation(
     objective: Objective,
 ) -> coda::Result<Vec<Episode>> {
     let mut validation = Vec::new();
+    // One load of the trace per cluster named (windows on the same cluster share it).
+    let mut loaded: std::collections::HashMap<&str, workload::Workload> =
+        std::collections::HashMap::new();
     for spec in &args.validation {
         let p: Vec<&str> = spec.split(':').collect();
         let expected = "CLUSTER:WINDOW:START";
@@ -175,16 +178,19 @@ fn validation(
         let (Ok(window), Ok(at)) = (window.parse::<usize>(), at.parse::<usize>()) else {
             return Err(bad_spec("--validation", spec, expected));
         };
-        let wl = workload::load(
-            workload::TraceRef {
-                name: &args.trace,
-                datasets: &args.datasets,
-                cluster: Some(cluster),
-                take: Some(args.pool),
-            },
-            opts,
-            perf,
-        )?;
+        let wl = match loaded.entry(cluster) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(workload::load(
+                workload::TraceRef {
+                    name: &args.trace,
+                    datasets: &args.datasets,
+                    cluster: Some(cluster),
+                    take: Some(args.pool),
+                },
+                opts,
+                perf,
+            )?),
+        };
         let pool = coda::learn::rl::JobPool {
             name: &format!("{}-val", args.trace),
             jobs: &wl.jobs,

@@ -338,11 +338,7 @@ pub(super) fn validate(data: RlData<'_>, how: Validation, net: &PolicyNet) -> Re
                     .map(|r| r.avg_jct_h),
             })
             .collect();
-    let mut sum = 0.0;
-    for r in runs {
-        sum += r?;
-    }
-    Ok(sum / data.validation.len().max(1) as f64)
+    Ok(runs.into_iter().sum::<Result<f64>>()? / data.validation.len().max(1) as f64)
 }
 
 /// What RL trains on: the round's model and objective, the pool of jobs episodes are cut from
