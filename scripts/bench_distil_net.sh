@@ -8,8 +8,8 @@
 # student, replayed as `learned` with those weights (its name: the file's). Writes runs.csv
 # (one row per replay) and machine.txt to benches/results/lookahead/distil-net/ (or $1); `coda
 # report` renders them. ONLY="NAME ..." replays only those policies (`learned`, `lookahead` or
-# students), every other row of runs.csv kept. Then the sensitivity of `learned` and
-# `six-dagger` to every named estimate on two slices (sensitivity/; SENSITIVITY=0: not run),
+# students), every other row of runs.csv kept. Then the sensitivity of `learned`, `six-dagger`
+# and `six-dagger-rl` to every named estimate on two slices (sensitivity/; SENSITIVITY=0: not run),
 # and extra.csv: the shipped `learned-rl` and the greedy decodings (`--policy-samples 1`) of
 # `learned`, `six-dagger` and `six-dagger-rl` (EXTRA=0: not run).
 set -euo pipefail
@@ -93,17 +93,19 @@ greedy() {
   run "$extra" "$@" "$name-greedy" --policy learned "${weights[@]}" --policy-samples 1
 }
 each policies
-# Which named estimate moves the comparison: `coda sensitivity` of today's learned and of
-# `six-dagger` (every estimate at its low and high value) on the first slice of each trace of
-# the evaluation, seed 0, one table per slice in sensitivity/ (SENSITIVITY=0: not run).
+# Which named estimate moves the comparison: `coda sensitivity` of today's learned, of
+# `six-dagger` and of PPO's iterate from it (`six-dagger-rl`), every estimate at its low and
+# high value, on the first slice of each trace of the evaluation, seed 0, one table per slice
+# in sensitivity/ (SENSITIVITY=0: not run).
 if [ "${SENSITIVITY:-1}" != 0 ]; then
   sens="$out/sensitivity"
   mkdir -p "$sens"
   machine_txt "$sens" "scripts/bench_distil_net.sh (its sensitivity step)" "one setting at a time"
+  students="six-dagger six-dagger-rl"
   for s in itp-cluster06:8xnd40rs-v2:0:300 philly:4xdgx-1-v100:2000:400; do
     IFS=: read -r trace cluster skip take <<< "$s"
     dest="$sens/$trace-$cluster-$skip-$take-s0"
-    for name in learned six-dagger; do
+    for name in learned $students; do
       weights=()
       [ "$name" = learned ] || weights=(--policy-weights "$out/$name.safetensors")
       $coda sensitivity --trace "$trace" --cluster "$cluster" --skip "$skip" --take "$take" \
@@ -111,15 +113,16 @@ if [ "${SENSITIVITY:-1}" != 0 ]; then
         --out "$tmp/sens-$name" > /dev/null
     done
     mkdir -p "$dest"
-    # One table: the student's rows named after it (both ran as `learned`).
-    python3 - "$tmp/sens-learned/sensitivity.csv" "$tmp/sens-six-dagger/sensitivity.csv" \
-      "$dest/sensitivity.csv" <<'PY'
+    # One table: each student's rows named after it (all ran as `learned`).
+    python3 - "$dest/sensitivity.csv" "$tmp" $students <<'PY'
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-for r in csv.DictReader(open(sys.argv[2])):
-    r["policy"] = "six-dagger"
-    rows.append(r)
-with open(sys.argv[3], "w", newline="") as f:
+dest, tmp, students = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows = list(csv.DictReader(open(f"{tmp}/sens-learned/sensitivity.csv")))
+for name in students:
+    for r in csv.DictReader(open(f"{tmp}/sens-{name}/sensitivity.csv")):
+        r["policy"] = name
+        rows.append(r)
+with open(dest, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
     w.writeheader()
     w.writerows(rows)
