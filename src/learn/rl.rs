@@ -235,7 +235,7 @@ pub fn episode_jct(sim: &Simulator<'_>) -> (f64, (usize, usize)) {
 
 /// The policy with weights `net` replays `episode` as the `learned` policy is deployed
 /// (`samples` decodings a round drawn from `seed`, the best under `objective`, back-filled,
-/// tiers handed out: [`crate::PolicyKind::build`]'s `learned` with these weights); its
+/// tiers handed out: [`crate::policies::PolicyKind::build`]'s `learned` with these weights); its
 /// average completion time, hours, counted as [`rollout`] counts it. Unlike a greedy rollout,
 /// this is the policy a replay judges.
 pub fn replay_deployed(

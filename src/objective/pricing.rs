@@ -222,11 +222,8 @@ impl<'a> RoundPricing<'a> {
         let (victim, other, gpu) = (&self.models[a], &self.models[b], &self.gpu_types[g]);
         let excess = match self.objective.colocation {
             Colocation::Pair => self.perf.colocation_slowdown(victim, other, gpu) - 1.0,
-            Colocation::FullServer => {
-                let n = self
-                    .shape
-                    .largest(gpu)
-                    .map_or(1, |s| s.gpus.saturating_sub(1).max(1));
+            Colocation::FullServer | Colocation::Progress => {
+                let n = super::colocation::full_server_co_runners(self.shape.largest(gpu));
                 (self.perf.colocation_slowdown_among(victim, other, gpu, n) - 1.0) / f64::from(n)
             }
         };
@@ -534,8 +531,10 @@ struct Kept {
     /// The cluster of the last round, its topology and its shape (a replay's cluster does not
     /// change: built once, not every round).
     cluster: Option<(Cluster, Topology, ClusterShape)>,
-    /// The cluster shape the speeds were priced for (another clears them).
-    shape: Option<ClusterShape>,
+    /// The cluster shape the speeds were priced for, and whether they include the speeds
+    /// next to a full server (another shape, or an objective that reads those speeds when the
+    /// kept ones lack them, clears them).
+    shape: Option<(ClusterShape, bool)>,
     /// Per job id, the versions of the job seen lately (their progress ignored) and their
     /// options' speeds (a round may price a job at its demand and at its tiers: a few versions
     /// each).
@@ -612,15 +611,16 @@ impl PricingCache {
         job: &Job,
     ) -> Vec<JobOption> {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.shape.as_ref() != Some(shape) {
+        let full_server = objective.colocation == Colocation::Progress;
+        if !matches!(&kept.shape, Some((s, f)) if s == shape && (*f || !full_server)) {
             kept.jobs.clear();
-            kept.shape = Some(shape.clone());
+            kept.shape = Some((shape.clone(), full_server));
         }
         let versions = kept.jobs.entry(job.id).or_default();
         if let Some((_, speeds)) = versions.iter().find(|(j, _)| same_submission(j, job)) {
             return objective.options_at(job, speeds);
         }
-        let speeds = Objective::option_speeds_in(perf, shape, job);
+        let speeds = objective.option_speeds_in(perf, shape, job);
         let options = objective.options_at(job, &speeds);
         if versions.len() == VERSIONS {
             versions.remove(0);

@@ -221,7 +221,7 @@ pub struct PolicySpec {
     /// `ilp` policy: what a co-runner on a job's server costs in the objective its program,
     /// start and back-fill maximise (`pair`: its pair slowdown, as every other policy prices
     /// it; `full-server`: the average over a full server of the PerfModel's saturating
-    /// slowdown).
+    /// slowdown; `progress`: that average, scaled to the progress a full server takes).
     #[cfg_attr(feature = "cli", arg(long, value_enum,
         default_value_t = PolicySpec::default().ilp_colocation))]
     pub ilp_colocation: crate::objective::Colocation,

@@ -122,7 +122,7 @@ proptest! {
     /// The integer program's optimum — the compact program's and the configuration program's —
     /// equals the best of every valid schedule, enumerated.
     #[test]
-    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5]), colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer])) {
+    fn ilp_optimum_equals_brute_force(servers in 1usize..3, per_switch in 1u32..3, switches in 1u32..3, jobs in 1usize..4, seed in any::<u64>(), credit in prop::sample::select(vec![0.0, 0.5]), colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer, Colocation::Progress])) {
         let s = tiny(servers, per_switch, switches, jobs, seed);
         let obj = with_credit(credit).with_colocation(colocation);
         let (best, _, scored) = brute_force(&s, perf(), &obj, BruteForceLimits::default()).unwrap();

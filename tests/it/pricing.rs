@@ -95,7 +95,9 @@ fn reference_score(obj: &Objective, snap: &ClusterSnapshot, sched: &Schedule) ->
                     let other = &job(o.job).model;
                     pcol += match obj.colocation {
                         Colocation::Pair => p.colocation_slowdown(&j.model, other, gpu) - 1.0,
-                        Colocation::FullServer => {
+                        // `progress` charges the same secant; its coefficient is the
+                        // option's (`option_terms`).
+                        Colocation::FullServer | Colocation::Progress => {
                             // The secant over the largest server of the type, full of like
                             // co-runners.
                             let n = snap
@@ -200,7 +202,7 @@ proptest! {
     }
 
     #[test]
-    fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000, colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer])) {
+    fn priced_score_equals_the_formula(servers in 1usize..5, jobs in 1usize..9, seed in 0u64..10_000, colocation in prop::sample::select(vec![Colocation::Pair, Colocation::FullServer, Colocation::Progress])) {
         let snap = generate(
             &GenerateOptions { servers, jobs, seed, max_workers: 4, running_fraction: 0.5, ..Default::default() },
             perf(),
@@ -375,6 +377,23 @@ fn full_server_colocation_is_the_perf_models_slowdown_of_a_full_server() {
         j.coloc_loss / j.isolated
     };
     let (secant, pair) = (pressure(Colocation::FullServer), pressure(Colocation::Pair));
+    // `progress` charges the share of the job's progress the server takes (its pace falls by
+    // the slowdown): `1 − 1/F` for a compute-bound job, where the first-order charge is `F − 1`.
+    let iterations = |s: &Schedule| {
+        coda::perf::speeds(perf(), &snap, s).unwrap()[0]
+            .1
+            .iterations_per_s
+    };
+    let lost = 1.0 - iterations(&full) / iterations(&alone);
+    let progress = pressure(Colocation::Progress);
+    assert!(
+        (progress - lost).abs() < 1e-9,
+        "progress {progress} vs the PerfModel's {lost}"
+    );
+    assert!(
+        (lost - (1.0 - 1.0 / slowdown)).abs() < 1e-9,
+        "{lost} vs {slowdown}"
+    );
     assert!(
         (secant - (slowdown - 1.0)).abs() < 1e-9,
         "full-server {secant} vs the PerfModel's {}",
@@ -389,4 +408,65 @@ fn full_server_colocation_is_the_perf_models_slowdown_of_a_full_server() {
             .abs()
             < 1e-12
     );
+}
+
+/// A parameter-server job spends part of its step communicating, which co-location does not
+/// slow: on a full server of its own model `progress` charges exactly the value the
+/// PerfModel's speeds lose (shapes built here by hand), while the first-order `full-server`
+/// charge, `base · c · (F − 1)`, exceeds it — by more the larger the coupling estimate.
+#[test]
+fn progress_colocation_is_the_value_a_full_server_takes_at_any_compute_share() {
+    use coda::objective::OptionShape;
+    use coda::perf::{JobQuery, PlacementShape, ServerSize};
+    let text = r#"{"time_s": 0.0, "cluster": {"servers": [{"name": "n0", "gpu_type": "v100",
+        "topology": [[2, 2], [2, 2]], "cpu_cores": 40.0, "memory_gib": 512.0, "nic_gbps": 100.0}]},
+        "jobs": [{"id": 0, "arrival_s": 0.0, "model": "resnet-50", "arch": "ParameterServer",
+            "total_iterations": 1e9, "done_iterations": 0.0,
+            "demand": {"gpus_per_worker": 1, "cpu_per_worker": 3.0, "mem_per_worker_gib": 40.0,
+                       "cpu_per_ps": 2.0, "mem_per_ps_gib": 8.0},
+            "workers": {"min": 1, "max": 1}, "ps": {"min": 1, "max": 1}}]}"#;
+    let snap = ClusterSnapshot::from_json_str(text, "ps.json").unwrap();
+    let job = &snap.jobs[0];
+    let server = ServerSize::of(&snap.cluster.servers[0]);
+    let o = OptionShape {
+        workers: 1,
+        ps: 1,
+        mode: Mode::Single,
+        gpu_type: "v100".into(),
+        tier: 0,
+    };
+    // The job alone on the server (its PS beside its worker), and beside seven like jobs.
+    let mut alone = PlacementShape::isolated(1, 1, vec![1]);
+    alone.ps_colocated_fraction = 1.0;
+    alone.server = Some(server);
+    let mut full = alone.clone();
+    full.co_runners = vec![vec![job.model.clone(); 7]];
+    let q = JobQuery::of(job);
+    let speed = |sh: &PlacementShape| perf().speed(&q, "v100", sh).unwrap();
+    let (s_alone, s_full) = (speed(&alone), speed(&full));
+    let compute_share = s_alone.compute_s / s_alone.step_time_s;
+    assert!(compute_share < 0.99, "{compute_share}");
+    let factor = perf().colocation_slowdown_among(&job.model, &job.model, "v100", 7);
+    assert!(factor > 1.0, "{factor}");
+    let charged = |c: Colocation| {
+        let t = Objective::default()
+            .with_colocation(c)
+            .option_terms(perf(), job, o, Some(server))
+            .unwrap();
+        // Seven co-runners of the secant `(F − 1)/7` each; the value of the option as it
+        // runs, its one worker–PS pair local.
+        (t.coloc_coef * (factor - 1.0), t.base + t.local_pair_slope)
+    };
+    let (progress, base) = charged(Colocation::Progress);
+    let lost = base * (1.0 - s_full.iterations_per_s / s_alone.iterations_per_s);
+    assert!(
+        (progress - lost).abs() <= 1e-9 * base,
+        "progress {progress} vs the PerfModel's {lost}"
+    );
+    let (first_order, _) = charged(Colocation::FullServer);
+    assert!(
+        (first_order - base * compute_share * (factor - 1.0)).abs() <= 1e-9 * base,
+        "{first_order}"
+    );
+    assert!(first_order > lost, "{first_order} vs {lost}");
 }

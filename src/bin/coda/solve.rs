@@ -86,8 +86,9 @@ pub struct Args {
     /// In-service credit κ of the objective (what a round at its full pace is worth to any job).
     #[arg(long, default_value_t = coda::objective::DEFAULT_IN_SERVICE_CREDIT, value_parser = range::non_negative)]
     pub in_service_credit: f64,
-    /// What a co-runner costs in the objective: its pair slowdown (`pair`, the default), or its
-    /// share of a full server's saturating slowdown (`full-server`, the `ilp` policy's).
+    /// What a co-runner costs in the objective: its pair slowdown (`pair`, the default), its
+    /// share of a full server's saturating slowdown (`full-server`), or that share scaled to
+    /// the progress a full server takes (`progress`).
     #[arg(long, value_enum, default_value_t = coda::objective::Colocation::Pair)]
     pub colocation: coda::objective::Colocation,
     /// Write the model as MPS here.
