@@ -40,6 +40,7 @@
 //! them exactly; the PerfModel itself compounds them. [`Objective::perf_model_utility`] scores a
 //! schedule with the full PerfModel instead, and `coda solve` / `coda bench-solve` report both.
 
+mod cache;
 mod colocation;
 mod options;
 mod pricing;
@@ -47,9 +48,9 @@ mod shape;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use cache::PricingCache;
 pub use colocation::Colocation;
 pub(crate) use options::OptionSpeeds;
-pub(crate) use pricing::PricingCache;
 pub use pricing::{OptionFacts, RoundPricing};
 pub(crate) use shape::ClusterShape;
 

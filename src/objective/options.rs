@@ -100,20 +100,26 @@ impl Objective {
         server: Option<ServerSize>,
         pace: Option<f64>,
     ) -> Option<OptionTerms> {
-        let speeds = self.option_speeds(perf, job, &o, server)?;
+        let speeds = Self::option_speeds(perf, job, &o, server, self.reads_full_server())?;
         let pace = pace.unwrap_or(speeds.alone.iterations_per_s);
         Some(self.terms_at(job, &o, &speeds, pace))
     }
 
-    /// The speeds option `o`'s terms are made of (see [`OptionSpeeds`]), or `None` if the
-    /// option is impossible or unpriced. They read the job's model, demand and tiers, never its
-    /// progress.
+    /// Whether this objective's terms read an option's speed next to a full server
+    /// ([`Colocation::Progress`]).
+    pub(crate) fn reads_full_server(&self) -> bool {
+        self.colocation == Colocation::Progress
+    }
+
+    /// The speeds option `o`'s terms are made of (see [`OptionSpeeds`]; the one next to a full
+    /// server if `full_server`), or `None` if the option is impossible or unpriced. They read
+    /// the job's model, demand and tiers, never its progress.
     fn option_speeds(
-        &self,
         perf: &dyn PerfModel,
         job: &Job,
         o: &OptionShape,
         server: Option<ServerSize>,
+        full_server: bool,
     ) -> Option<OptionSpeeds> {
         job.worker_share(o.tier)?;
         let q = JobQuery::of(job);
@@ -148,19 +154,18 @@ impl Objective {
         // Asked for only where a term reads it (a speed per option is a quarter of pricing),
         // and not where co-location slows nothing: the term is then zero whatever its
         // coefficient.
-        let full_server = match self.colocation {
-            Colocation::Progress => {
-                let n = colocation::full_server_co_runners(server);
-                let factor = perf.colocation_slowdown_among(&job.model, &job.model, &o.gpu_type, n);
-                if factor > 1.0 {
-                    let mut sh = shape.clone();
-                    sh.co_runners = vec![vec![job.model.clone(); n as usize]];
-                    Some((speed(&sh).ok()?, factor))
-                } else {
-                    None
-                }
+        let full_server = if full_server {
+            let n = colocation::full_server_co_runners(server);
+            let factor = perf.colocation_slowdown_among(&job.model, &job.model, &o.gpu_type, n);
+            if factor > 1.0 {
+                let mut sh = shape.clone();
+                sh.co_runners = vec![vec![job.model.clone(); n as usize]];
+                Some((speed(&sh).ok()?, factor))
+            } else {
+                None
             }
-            Colocation::Pair | Colocation::FullServer => None,
+        } else {
+            None
         };
         Some(OptionSpeeds {
             alone: s,
@@ -235,7 +240,10 @@ impl Objective {
         shape: &ClusterShape,
         job: &Job,
     ) -> Vec<JobOption> {
-        self.options_at(job, &self.option_speeds_in(perf, shape, job))
+        self.options_at(
+            job,
+            &Self::option_speeds_in(perf, shape, job, self.reads_full_server()),
+        )
     }
 
     /// A job's options with their terms at its progress now, from their speeds
@@ -261,12 +269,13 @@ impl Objective {
     }
 
     /// The options of [`Objective::job_options_in`] (in its order) with the speeds their terms
-    /// are made of: what does not change while the job runs.
+    /// are made of (the one next to a full server if `full_server`): what does not change
+    /// while the job runs.
     pub(crate) fn option_speeds_in(
-        &self,
         perf: &dyn PerfModel,
         shape: &ClusterShape,
         job: &Job,
+        full_server: bool,
     ) -> Vec<(OptionShape, OptionSpeeds)> {
         let g = job.demand.gpus_per_worker;
         let types: Vec<&(GpuType, Vec<(u32, u64)>)> = shape
@@ -313,7 +322,9 @@ impl Objective {
                                 gpu_type: *t,
                                 tier,
                             };
-                            if let Some(sp) = self.option_speeds(perf, job, &o, shape.largest(t)) {
+                            if let Some(sp) =
+                                Self::option_speeds(perf, job, &o, shape.largest(t), full_server)
+                            {
                                 out.push((o, sp));
                             }
                         }
