@@ -29,9 +29,7 @@ colocation=${COLOCATION:-full-server}
 [ "$max_jobs" = 12 ] || out=$out/window-$max_jobs
 out=${1:-$out}
 limit=${LIMIT:-2}
-# The last four were added after the policy's window and credit were changed, to check them on
-# slices that change was not measured on.
-slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900 philly:1350 itp-cluster06:1950 itp-cluster02:1650 alibaba:1650"}
+slices=${SLICES:-$ILP_LIGHT_SLICES}
 policies=${POLICIES:-"fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"}
 mkdir -p "$out"
 tmp=$(mktemp -d)

@@ -14,18 +14,12 @@ coda=${CODA:-target/release/coda}
 out=${1:-benches/results/ilp-light/work-limited}
 colocations=${COLOCATIONS:-"full-server progress"}
 coupling=${COUPLING:-0.5}
-slices=${SLICES:-"philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900 philly:1350 itp-cluster06:1950 itp-cluster02:1650 alibaba:1650"}
+slices=${SLICES:-$ILP_LIGHT_SLICES}
 baselines="fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,synergy-tune"
 mkdir -p "$out"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-params="$tmp/params.json"
-python3 - "$coupling" "$params" <<'PY'
-import json, sys
-p = json.load(open("models/perf_params.json"))
-p["estimates"]["colocation_coupling"] = float(sys.argv[1])
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-PY
+params=$(params_with_estimate colocation_coupling "$coupling")
+trap 'rm -rf "$tmp" "$params"' EXIT
 replay() { # folder trace skip colocation policies [params]
   "$coda" compare --trace "$2" --cluster 4x8 --take 150 --skip "$3" --policies "$5" \
     --ilp-time-limit 600 --ilp-node-limit 100 --ilp-work-limit 20000 --solver-threads 1 \

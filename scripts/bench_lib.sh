@@ -23,18 +23,29 @@ servers_args() {
   [ "$1" = cpu3 ] && echo "--cpu-per-gpu 3" || true
 }
 
-# A params file with estimate `cpu_mem_transfer` = $1 (the shipped file otherwise), path printed.
-params_with_transfer() {
+# A params file with estimate `$1` = $2 (the shipped file otherwise), path printed.
+params_with_estimate() {
   local params
   params=$(mktemp)
-  python3 - "$1" "$params" <<'PY'
+  python3 - "$1" "$2" "$params" <<'PY'
 import json, sys
 p = json.load(open("models/perf_params.json"))
-p["estimates"]["cpu_mem_transfer"] = float(sys.argv[1])
-json.dump(p, open(sys.argv[2], "w"))
+p["estimates"][sys.argv[1]] = float(sys.argv[2])
+json.dump(p, open(sys.argv[3], "w"))
 PY
   echo "$params"
 }
+
+# A params file with estimate `cpu_mem_transfer` = $1, path printed.
+params_with_transfer() {
+  params_with_estimate cpu_mem_transfer "$1"
+}
+
+# The light slices of the `ilp` policy's benches (trace:skip, 150 jobs on 4 x 8): FIFO
+# averages under an hour of JCT there or queues for under a third of it. The last four were
+# added after the policy's window and credit were changed, to check them on slices that change
+# was not measured on.
+ILP_LIGHT_SLICES="philly:300 philly:4500 philly:4650 philly:4950 itp-cluster06:1800 itp-cluster06:2100 itp-cluster02:0 itp-cluster02:1500 alibaba:600 alibaba:900 philly:1350 itp-cluster06:1950 itp-cluster02:1650 alibaba:1650"
 
 # One CSV row of a `coda solve --json` answer on stdin: instance ($1), variant ($2), status,
 # objective, best_bound, gap, wall_s, iterations, columns, search_nodes, converged, generation_s
