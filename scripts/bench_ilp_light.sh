@@ -12,7 +12,7 @@
 # shipped value) — another value writes to benches/results/ilp-light/kappa-K/; MAX_JOBS: ilp's
 # window (`--ilp-max-jobs`, default 12) — another value writes to .../window-M/ (below kappa-K/
 # if both are set); COLOCATION: what a co-runner costs in ilp's objective (`--ilp-colocation`,
-# default full-server, the shipped value) — another value writes to .../colocation-C/ (above
+# default progress, the shipped value) — another value writes to .../colocation-C/ (above
 # the others); POLICIES: the policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +22,8 @@ restart=${RESTART_S:-60}
 out=benches/results/ilp-light
 kappa=${KAPPA:-1}
 max_jobs=${MAX_JOBS:-12}
-colocation=${COLOCATION:-full-server}
-[ "$colocation" = full-server ] || out=$out/colocation-$colocation
+colocation=${COLOCATION:-progress}
+[ "$colocation" = progress ] || out=$out/colocation-$colocation
 [ "$restart" = 60 ] || out=$out/restart-$restart
 [ "$kappa" = 1 ] || out=$out/kappa-$kappa
 [ "$max_jobs" = 12 ] || out=$out/window-$max_jobs

@@ -282,9 +282,13 @@ pub(crate) const DEFAULT_ILP_REVISIT_ROUNDS: u32 = 6;
 pub const DEFAULT_ILP_IN_SERVICE_CREDIT: f64 = 1.0;
 
 /// Default of [`IlpOptions::colocation`]: a co-runner costs its share of a full server's
-/// saturating slowdown. Priced by its pair slowdown, the program kept GPUs idle next to a queue
-/// rather than fill a server (ITP cluster 02 1650: `formulations/README.md`, *Co-location*).
-pub const DEFAULT_ILP_COLOCATION: Colocation = Colocation::FullServer;
+/// saturating slowdown, scaled to the progress that slowdown takes from the job. Priced by its
+/// pair slowdown, the program kept GPUs idle next to a queue rather than fill a server (ITP
+/// cluster 02 1650); priced by the slowdown alone (`full-server`), it charged a job whose step
+/// is partly communication `1 + c(F - 1)` times too much, which the work-limited replays of the
+/// light slices measured behind the best baseline on more slices and far more so at a higher
+/// coupling estimate (`formulations/README.md`, *Co-location*).
+pub const DEFAULT_ILP_COLOCATION: Colocation = Colocation::Progress;
 
 impl PolicyKind {
     /// The policy, built with `opts` (checked: an invalid option is an error naming it), behind

@@ -2,7 +2,9 @@
 //! per slice, its average JCT next to FIFO, `learned` and the best baseline.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use coda::Error;
 
 use super::table::{Table, hours, md_table, provenance};
 
@@ -39,6 +41,109 @@ fn best_baseline(p: &BTreeMap<String, Run>) -> Option<(&String, &Run)> {
     p.iter()
         .filter(|(name, _)| !OURS.contains(&name.as_str()))
         .min_by(|a, b| a.1.0.total_cmp(&b.1.0))
+}
+
+/// The sections of `light` (`benches/results/ilp-light/`): the shipped run, the restart-loss
+/// estimate off and high, the variants of one setting, and the work-limited replays.
+pub(super) fn ilp_light_sections(light: &Path, results: &Path) -> coda::Result<String> {
+    let mut s = ilp_light_section(light, results)?;
+    s.push('\n');
+    // The same slices with the restart-loss estimate (`restart_s`) off and high.
+    for r in ["0", "180"] {
+        let dir = light.join(format!("restart-{r}"));
+        if dir.join("runs.csv").is_file() {
+            s.push_str(&format!("\n### With `--restart-s {r}` (shipped: 60)\n\n"));
+            s.push_str(&ilp_light_section(&dir, results)?);
+            s.push('\n');
+        }
+    }
+    // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`) or
+    // co-location cost (`COLOCATION=C`).
+    let mut variants: Vec<(String, PathBuf)> = std::fs::read_dir(light)
+        .map_err(|e| Error::io(light, e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            (name.starts_with("kappa-") || name.starts_with("colocation-")).then_some(())?;
+            e.path()
+                .join("runs.csv")
+                .is_file()
+                .then(|| (name, e.path()))
+        })
+        .collect();
+    variants.sort();
+    for (name, dir) in variants {
+        let v = match name.strip_prefix("kappa-") {
+            Some(k) => Variant {
+                flag: "--ilp-in-service-credit",
+                meaning: "the in-service credit κ, measured at each job's full pace",
+                shipped: format!("κ = {}", coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT),
+                arg: k.to_string(),
+                value: format!("κ = {k}"),
+            },
+            None => Variant {
+                flag: "--ilp-colocation",
+                meaning: "what a co-runner costs in the program's objective",
+                shipped: kebab(coda::policies::DEFAULT_ILP_COLOCATION),
+                arg: name.trim_start_matches("colocation-").to_string(),
+                value: name.trim_start_matches("colocation-").to_string(),
+            },
+        };
+        s.push_str(&format!(
+            "\n### With `{} {}` (shipped: {})\n\n",
+            v.flag, v.arg, v.shipped
+        ));
+        s.push_str(&ilp_variant_section(light, &dir, &v, results)?);
+        s.push('\n');
+    }
+    let work = light.join("work-limited/sweep");
+    if work.join("work.csv").is_file() {
+        s.push_str("\n### Work-limited: how much of the replay is the solver's\n\n");
+        s.push_str(&work_section(light, &work, results)?);
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// `work/work.csv` (`scripts/bench_ilp_work_sweep.sh`): the work-limited `ilp` replays of a
+/// few slices under each work limit, beside the best baseline of the shipped run.
+fn work_section(light: &Path, work: &Path, results: &Path) -> coda::Result<String> {
+    let base = read_slices(light)?;
+    let t = Table::read(&work.join("work.csv"))?;
+    let mut rows = Vec::new();
+    for r in 0..t.len() {
+        let key = (t.str(r, "trace")?.to_string(), t.num(r, "skip")? as u64);
+        let Some((best_name, best)) = base.get(&key).and_then(best_baseline) else {
+            continue;
+        };
+        let (jct, solves) = (t.num(r, "avg_jct_s")?, t.num(r, "solves")?);
+        rows.push(vec![
+            format!("{} {}+150", key.0, key.1),
+            format!("{:.0}", t.num(r, "work_limit")?),
+            format!("{} ({best_name})", hours(best.0)),
+            format!("{} ({:.0})", hours(jct), t.num(r, "restarts")?),
+            format!("{:.3}", jct / best.0),
+            format!("{:.0} of {solves:.0}", t.num(r, "returned_start")?),
+        ]);
+    }
+    Ok(format!(
+        "`ilp` replayed under a work limit (pricing-search nodes per round; node limit 100, \
+         one HiGHS thread, no binding time limit: the same replay on any machine) beside the \
+         best baseline of the shipped run: average JCT in hours (restarts), and the solves that \
+         returned their start, the best heuristic's schedule. {}\n\n{}",
+        provenance(work, results)?,
+        md_table(
+            &[
+                "slice",
+                "work limit",
+                "best baseline",
+                "`ilp`",
+                "`ilp` ÷ best",
+                "solves that kept the start",
+            ],
+            &rows,
+        )
+    ))
 }
 
 /// The section from `runs.csv`.
@@ -155,4 +260,11 @@ pub(super) fn ilp_variant_section(
             &rows,
         )
     ))
+}
+
+/// A value's name as its flag spells it (`full-server`): clap's own name for it.
+fn kebab(c: coda::objective::Colocation) -> String {
+    use clap::ValueEnum as _;
+    c.to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
 }

@@ -576,58 +576,7 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     let light = results.join("ilp-light");
     if light.join("runs.csv").is_file() {
         s.push_str("## The `ilp` policy on light load\n\n");
-        s.push_str(&super::ilp_light::ilp_light_section(&light, &results)?);
-        s.push('\n');
-        // The same slices with the restart-loss estimate (`restart_s`) off and high.
-        for r in ["0", "180"] {
-            let dir = light.join(format!("restart-{r}"));
-            if dir.join("runs.csv").is_file() {
-                s.push_str(&format!("\n### With `--restart-s {r}` (shipped: 60)\n\n"));
-                s.push_str(&super::ilp_light::ilp_light_section(&dir, &results)?);
-                s.push('\n');
-            }
-        }
-        // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`) or
-        // co-location cost (`COLOCATION=C`).
-        let mut variants: Vec<(String, PathBuf)> = std::fs::read_dir(&light)
-            .map_err(|e| Error::io(&light, e))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                (name.starts_with("kappa-") || name.starts_with("colocation-")).then_some(())?;
-                e.path()
-                    .join("runs.csv")
-                    .is_file()
-                    .then(|| (name, e.path()))
-            })
-            .collect();
-        variants.sort();
-        for (name, dir) in variants {
-            let v = match name.strip_prefix("kappa-") {
-                Some(k) => super::ilp_light::Variant {
-                    flag: "--ilp-in-service-credit",
-                    meaning: "the in-service credit κ, measured at each job's full pace",
-                    shipped: format!("κ = {}", coda::policies::DEFAULT_ILP_IN_SERVICE_CREDIT),
-                    arg: k.to_string(),
-                    value: format!("κ = {k}"),
-                },
-                None => super::ilp_light::Variant {
-                    flag: "--ilp-colocation",
-                    meaning: "what a co-runner costs in the program's objective",
-                    shipped: kebab(coda::policies::DEFAULT_ILP_COLOCATION),
-                    arg: name.trim_start_matches("colocation-").to_string(),
-                    value: name.trim_start_matches("colocation-").to_string(),
-                },
-            };
-            s.push_str(&format!(
-                "\n### With `{} {}` (shipped: {})\n\n",
-                v.flag, v.arg, v.shipped
-            ));
-            s.push_str(&super::ilp_light::ilp_variant_section(
-                &light, &dir, &v, &results,
-            )?);
-            s.push('\n');
-        }
+        s.push_str(&super::ilp_light::ilp_light_sections(&light, &results)?);
     }
     s.push_str("## The learned policy against the exact program\n\n");
     s.push_str(&gap_section(&results.join("gap/gap.csv"), &results)?);
@@ -686,11 +635,4 @@ pub(super) fn results_readme(root: &Path) -> coda::Result<String> {
     s.push('\n');
     s.push_str(&super::primal::pricing_section(&f.join("pricing"), &f)?);
     Ok(s.trim_end().to_string() + "\n")
-}
-
-/// A value's name as its flag spells it (`full-server`): clap's own name for it.
-fn kebab(c: coda::objective::Colocation) -> String {
-    use clap::ValueEnum as _;
-    c.to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_string())
 }
