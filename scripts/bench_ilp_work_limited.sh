@@ -21,9 +21,7 @@ tmp=$(mktemp -d)
 params=$(params_with_estimate colocation_coupling "$coupling")
 trap 'rm -rf "$tmp" "$params"' EXIT
 replay() { # folder trace skip colocation policies [params]
-  "$coda" compare --trace "$2" --cluster 4x8 --take 150 --skip "$3" --policies "$5" \
-    --ilp-time-limit 600 --ilp-node-limit 100 --ilp-work-limit 20000 --solver-threads 1 \
-    --ilp-colocation "$4" --threads 1 ${6:+--params "$6"} --out "$tmp/$1" > /dev/null
+  work_limited_compare "$tmp/$1" "$2" "$3" 20000 --policies "$5" --ilp-colocation "$4" ${6:+--params "$6"}
 }
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}

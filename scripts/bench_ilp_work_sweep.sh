@@ -20,9 +20,7 @@ n=0
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   for w in $limits; do
-    "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies ilp \
-      --ilp-time-limit 600 --ilp-node-limit 100 --ilp-work-limit "$w" --solver-threads 1 \
-      --threads 1 --out "$tmp/$trace-$skip-$w" > /dev/null &
+    work_limited_compare "$tmp/$trace-$skip-$w" "$trace" "$skip" "$w" --policies ilp &
     n=$((n + 1)); [ $((n % 2)) = 0 ] && wait
   done
 done

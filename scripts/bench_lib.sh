@@ -56,3 +56,15 @@ import json,sys
 d=json.load(sys.stdin); c=d.get('columns') or {}
 print(','.join(str(x) for x in [sys.argv[1],sys.argv[2],d['status'],d['objective'],d['best_bound'],d['gap'],d['wall_time_s'],c.get('iterations',''),c.get('columns',''),c.get('search_nodes',''),c.get('converged',''),c.get('generation_s','')]))" "$1" "$2"
 }
+
+# A work-limited `ilp`-policy replay of a light slice (150 jobs on 4 x 8; node limit 100, work
+# limit $4 pricing nodes a round, one HiGHS thread, a time limit that does not bind: the same
+# replay on any machine): `coda compare` into $1 for trace $2 from job $3, the rest of the
+# arguments passed on (policies, co-location, params). Uses $coda.
+work_limited_compare() {
+  local out=$1 trace=$2 skip=$3 work=$4
+  shift 4
+  "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" \
+    --ilp-time-limit 600 --ilp-node-limit 100 --ilp-work-limit "$work" --solver-threads 1 \
+    --threads 1 --out "$out" "$@" > /dev/null
+}
