@@ -13,7 +13,10 @@
 # window (`--ilp-max-jobs`, default 12) — another value writes to .../window-M/ (below kappa-K/
 # if both are set); COLOCATION: what a co-runner costs in ilp's objective (`--ilp-colocation`,
 # default progress, the shipped value) — another value writes to .../colocation-C/ (above
-# the others); POLICIES: the policies replayed.
+# the others); COUPLING: the co-location coupling estimate (`colocation_coupling` in
+# models/perf_params.json, shipped 0.25; simulator, baselines and `ilp` alike) — another value
+# writes to .../coupling-X/ (the sensitivity of the result to that estimate); POLICIES: the
+# policies replayed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench_lib.sh
@@ -23,8 +26,10 @@ out=benches/results/ilp-light
 kappa=${KAPPA:-1}
 max_jobs=${MAX_JOBS:-12}
 colocation=${COLOCATION:-progress}
+coupling=${COUPLING:-0.25}
 [ "$colocation" = progress ] || out=$out/colocation-$colocation
 [ "$restart" = 60 ] || out=$out/restart-$restart
+[ "$coupling" = 0.25 ] || out=$out/coupling-$coupling
 [ "$kappa" = 1 ] || out=$out/kappa-$kappa
 [ "$max_jobs" = 12 ] || out=$out/window-$max_jobs
 out=${1:-$out}
@@ -33,12 +38,13 @@ slices=${SLICES:-$ILP_LIGHT_SLICES}
 policies=${POLICIES:-"fifo,srtf,drf,tiresias,optimus,sjf-bco,pollux,sia,random,synergy-tune,learned,ilp"}
 mkdir -p "$out"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+params=$(params_with_estimate colocation_coupling "$coupling")
+trap 'rm -rf "$tmp" "$params"' EXIT
 echo "trace,cluster,skip,take,policy,avg_jct_s,avg_queueing_s,restarts,wall_s" > "$tmp/runs.csv"
 for s in $slices; do
   trace=${s%%:*}; skip=${s##*:}
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" --policies "$policies" \
-    --ilp-time-limit "$limit" --restart-s "$restart" --ilp-in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --ilp-colocation "$colocation" --threads 1 \
+    --ilp-time-limit "$limit" --restart-s "$restart" --ilp-in-service-credit "$kappa" --ilp-max-jobs "$max_jobs" --ilp-colocation "$colocation" --params "$params" --threads 1 \
     --out "$tmp/$trace-$skip" > /dev/null
   python3 - "$tmp/$trace-$skip" "$trace" "$skip" >> "$tmp/runs.csv" <<'PY'
 import glob, json, os, sys
@@ -51,4 +57,4 @@ PY
   tail -n 12 "$tmp/runs.csv" >&2
 done
 mv "$tmp/runs.csv" "$out/runs.csv"
-machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa, MAX_JOBS=$max_jobs, COLOCATION=$colocation)" "coda compare --threads 1"
+machine_txt "$out" "bash scripts/bench_ilp_light.sh (LIMIT=$limit, RESTART_S=$restart, KAPPA=$kappa, MAX_JOBS=$max_jobs, COLOCATION=$colocation, COUPLING=$coupling)" "coda compare --threads 1"

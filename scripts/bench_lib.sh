@@ -58,13 +58,18 @@ print(','.join(str(x) for x in [sys.argv[1],sys.argv[2],d['status'],d['objective
 }
 
 # A work-limited `ilp`-policy replay of a light slice (150 jobs on 4 x 8; node limit 100, work
-# limit $4 pricing nodes a round, one HiGHS thread, a time limit that does not bind: the same
-# replay on any machine): `coda compare` into $1 for trace $2 from job $3, the rest of the
-# arguments passed on (policies, co-location, params). Uses $coda.
+# limit $4 pricing nodes a round — or, written N/job, N per job the round's program decides
+# (`--ilp-work-per-job`) —, one HiGHS thread, a time limit that does not bind: the same replay
+# on any machine): `coda compare` into $1 for trace $2 from job $3, the rest of the arguments
+# passed on (policies, co-location, params). Uses $coda.
 work_limited_compare() {
-  local out=$1 trace=$2 skip=$3 work=$4
+  local out=$1 trace=$2 skip=$3 work=$4 limit
   shift 4
+  case $work in
+    */job) limit=(--ilp-work-per-job "${work%/job}") ;;
+    *) limit=(--ilp-work-limit "$work") ;;
+  esac
   "$coda" compare --trace "$trace" --cluster 4x8 --take 150 --skip "$skip" \
-    --ilp-time-limit 600 --ilp-node-limit 100 --ilp-work-limit "$work" --solver-threads 1 \
+    --ilp-time-limit 600 --ilp-node-limit 100 "${limit[@]}" --solver-threads 1 \
     --threads 1 --out "$out" "$@" > /dev/null
 }

@@ -41,6 +41,14 @@ pub struct SolveSettings {
     /// solve is the same on every run and machine (default: none). The compact program ignores it.
     #[serde(default)]
     pub work_limit: Option<u64>,
+    /// The work limit scaled with the round: this many pricing-search nodes per job the
+    /// program decides (held jobs are not priced, so not counted), the smaller of the two where
+    /// [`SolveSettings::work_limit`] is also set. One pricing pass costs about the same per
+    /// job, so a fixed limit that lets a 5-job round finish leaves a 30-job round its heuristic
+    /// start (`formulations/README.md`, *What a work-limited replay measures*); repeatable like
+    /// the work limit (default: none).
+    #[serde(default)]
+    pub work_per_job: Option<u64>,
     /// Solver threads (default 1): HiGHS's, and the configuration program prices its server
     /// classes on that many (not under a work limit, which prices them in order).
     pub threads: u32,
@@ -97,6 +105,7 @@ impl Default for SolveSettings {
             mip_abs_gap: 1e-6,
             node_limit: None,
             work_limit: None,
+            work_per_job: None,
             threads: 1,
             seed: 0,
             symmetry_breaking: true,
@@ -144,6 +153,13 @@ impl SolveSettings {
                 "must be >= 1 (or absent: no limit)",
             );
         }
+        if self.work_per_job == Some(0) {
+            return bad(
+                "work_per_job",
+                "0".into(),
+                "must be >= 1 (or absent: no limit)",
+            );
+        }
         if self.threads == 0 {
             return bad("threads", "0".into(), "must be >= 1");
         }
@@ -176,6 +192,29 @@ impl CheckedSettings {
     pub(crate) fn with_time_limit(&self, time_limit_s: f64) -> CheckedSettings {
         CheckedSettings(SolveSettings {
             time_limit_s: time_limit_s.max(0.01),
+            ..self.0.clone()
+        })
+    }
+
+    /// The work limit of a round in which the program decides `decided` jobs: the smaller of
+    /// [`SolveSettings::work_limit`] and [`SolveSettings::work_per_job`] × `decided` (at
+    /// least one job's worth), `None` if neither is set.
+    pub(crate) fn round_work_limit(&self, decided: usize) -> Option<u64> {
+        let scaled = self
+            .work_per_job
+            .map(|w| w.saturating_mul(decided.max(1) as u64));
+        match (self.work_limit, scaled) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The same settings with the work limit of a round deciding `decided` jobs
+    /// ([`CheckedSettings::round_work_limit`]) as the whole solve's.
+    pub(crate) fn for_round(&self, decided: usize) -> CheckedSettings {
+        CheckedSettings(SolveSettings {
+            work_limit: self.round_work_limit(decided),
+            work_per_job: None,
             ..self.0.clone()
         })
     }
@@ -213,6 +252,10 @@ mod tests {
                 work_limit: Some(0),
                 ..Default::default()
             },
+            SolveSettings {
+                work_per_job: Some(0),
+                ..Default::default()
+            },
         ] {
             assert!(bad.checked().is_err(), "{bad:?}");
         }
@@ -222,5 +265,37 @@ mod tests {
             ..Default::default()
         };
         assert!(unlimited.checked().is_ok());
+    }
+
+    #[test]
+    fn the_work_limit_scales_with_the_jobs_decided() {
+        let per_job = SolveSettings {
+            work_per_job: Some(1_000),
+            ..Default::default()
+        }
+        .checked()
+        .unwrap();
+        assert_eq!(per_job.round_work_limit(7), Some(7_000));
+        // A round deciding no job (all held) still gets one job's worth.
+        assert_eq!(per_job.round_work_limit(0), Some(1_000));
+        let both = SolveSettings {
+            work_limit: Some(5_000),
+            work_per_job: Some(1_000),
+            ..Default::default()
+        }
+        .checked()
+        .unwrap();
+        assert_eq!(both.round_work_limit(3), Some(3_000));
+        assert_eq!(both.round_work_limit(30), Some(5_000));
+        let fixed = SolveSettings {
+            work_limit: Some(5_000),
+            ..Default::default()
+        }
+        .checked()
+        .unwrap();
+        assert_eq!(fixed.round_work_limit(30), Some(5_000));
+        assert_eq!(CheckedSettings::default().round_work_limit(30), None);
+        let round = per_job.for_round(4);
+        assert_eq!((round.work_limit, round.work_per_job), (Some(4_000), None));
     }
 }

@@ -318,9 +318,11 @@ impl<'a> SolveRequest<'a> {
 
     /// The configuration program ([`super::config`]), from every valid start.
     fn config(&self, held: &[JobId]) -> Result<Solved> {
+        // The work limit of this round: held jobs are not priced.
+        let decided = self.snapshot.jobs.len().saturating_sub(held.len());
         super::config::solve(
             &self.pricing,
-            &self.settings,
+            &self.settings.for_round(decided),
             self.warm_start,
             &self.candidates,
             held,

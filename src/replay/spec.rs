@@ -192,6 +192,11 @@ pub struct PolicySpec {
     /// (with a node limit and a time limit that does not bind, runs are repeatable).
     #[cfg_attr(feature = "cli", arg(long, value_parser = at_least_one::<u64>))]
     pub ilp_work_limit: Option<u64>,
+    /// `ilp` policy: the work limit scaled with the round, pricing-search nodes per job the
+    /// program decides (the smaller of the two if `--ilp-work-limit` is also set; repeatable
+    /// like it).
+    #[cfg_attr(feature = "cli", arg(long, value_parser = at_least_one::<u64>))]
+    pub ilp_work_per_job: Option<u64>,
     /// `ilp` policy: solver threads per round (HiGHS's, and the configuration program prices
     /// its server classes on that many unless a work limit is set, which prices them in order).
     #[cfg_attr(feature = "cli", arg(long,
@@ -291,6 +296,7 @@ impl Default for PolicySpec {
             ilp_time_limit: 10.0,
             ilp_node_limit: None,
             ilp_work_limit: None,
+            ilp_work_per_job: None,
             solver_threads: 1,
             ilp_max_jobs: 12,
             ilp_revisit_rounds: crate::policies::DEFAULT_ILP_REVISIT_ROUNDS,
@@ -417,6 +423,7 @@ impl Replay {
             ("ilp_revisit_rounds", p.ilp_revisit_rounds as usize),
             ("ilp_node_limit", p.ilp_node_limit.unwrap_or(1) as usize),
             ("ilp_work_limit", p.ilp_work_limit.unwrap_or(1) as usize),
+            ("ilp_work_per_job", p.ilp_work_per_job.unwrap_or(1) as usize),
             ("solver_threads", p.solver_threads as usize),
         ] {
             if v == 0 {
@@ -493,6 +500,7 @@ impl Replay {
                     time_limit_s: p.ilp_time_limit,
                     node_limit: p.ilp_node_limit,
                     work_limit: p.ilp_work_limit,
+                    work_per_job: p.ilp_work_per_job,
                     threads: p.solver_threads,
                     seed: (seed % u64::from(u32::MAX)) as u32,
                     ..SolveSettings::default()

@@ -799,6 +799,52 @@ fn a_work_limited_configuration_solve_is_repeatable() {
     assert!(a.report.best_bound >= a.report.objective - 1e-9);
 }
 
+/// A work limit scaled with the round is the fixed limit it amounts to: on a 16-job round, 12,500
+/// nodes per job is the same solve as 200,000 in all, and half that per job spends fewer nodes.
+#[test]
+fn a_per_job_work_limit_is_the_fixed_limit_it_amounts_to() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/formulations/instances/gen_s08_j16_seed2.json"
+    );
+    let s = ClusterSnapshot::from_json_file(path).unwrap();
+    assert_eq!(s.jobs.len(), 16);
+    let solve = |work_limit, work_per_job| {
+        let settings = SolveSettings {
+            time_limit_s: f64::INFINITY,
+            node_limit: Some(50),
+            work_limit,
+            work_per_job,
+            ..Default::default()
+        }
+        .checked()
+        .unwrap();
+        ilp::SolveRequest::new(&s, perf(), Objective::default())
+            .unwrap()
+            .settings(settings)
+            .program(ilp::SolveProgram::Config)
+            .solve()
+            .unwrap()
+    };
+    let (fixed, per_job) = (solve(Some(200_000), None), solve(None, Some(12_500)));
+    assert_eq!(fixed.schedule, per_job.schedule);
+    assert_eq!(
+        fixed.report.best_bound.to_bits(),
+        per_job.report.best_bound.to_bits()
+    );
+    let nodes = |r: &ilp::Solved| r.report.columns.as_ref().unwrap().search_nodes;
+    assert_eq!(nodes(&fixed), nodes(&per_job));
+    // Both set: the smaller binds.
+    let half = solve(Some(200_000), Some(6_250));
+    assert!(
+        nodes(&half) < nodes(&fixed),
+        "{} {}",
+        nodes(&half),
+        nodes(&fixed)
+    );
+    assert!(half.schedule.validate(&s).is_empty());
+}
+
 /// The round on which HiGHS' restart lost the optimum (see `ilp/backend.rs`): one server, five
 /// jobs, a GPU added to its last switch. The compact program's proven optimum is the
 /// configuration program's, and no lower than the same round's without that GPU.

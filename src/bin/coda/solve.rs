@@ -32,6 +32,10 @@ pub struct Args {
     /// repeatable limit; the compact program ignores it).
     #[arg(long, value_parser = range::at_least_one_u64)]
     pub work_limit: Option<u64>,
+    /// The work limit scaled with the round: pricing-search nodes per job the program decides
+    /// (the smaller of the two with `--work-limit`).
+    #[arg(long, value_parser = range::at_least_one_u64)]
+    pub work_per_job: Option<u64>,
     /// Solver threads: HiGHS's, and the configuration program prices its server classes on
     /// that many (in order under a work limit); capped at the cores available.
     #[arg(long, default_value_t = 1, value_parser = range::at_least_one_u32)]
@@ -148,6 +152,7 @@ fn settings(args: &Args) -> coda::ilp::SolveSettings {
         mip_abs_gap: 1e-6,
         node_limit: args.node_limit,
         work_limit: args.work_limit,
+        work_per_job: args.work_per_job,
         threads: crate::cap_threads(args.threads as usize) as u32,
         seed: args.seed,
         symmetry_breaking: !args.no_symmetry_breaking,

@@ -57,6 +57,18 @@ pub(super) fn ilp_light_sections(light: &Path, results: &Path) -> coda::Result<S
             s.push('\n');
         }
     }
+    // Every policy with the co-location coupling estimate off and high (`COUPLING=X`): it
+    // moves the simulator and every policy's pricing alike.
+    for c in ["0", "0.5"] {
+        let dir = light.join(format!("coupling-{c}"));
+        if dir.join("runs.csv").is_file() {
+            s.push_str(&format!(
+                "\n### With the co-location coupling at {c} (estimate; shipped: 0.25)\n\n"
+            ));
+            s.push_str(&ilp_light_section(&dir, results)?);
+            s.push('\n');
+        }
+    }
     // `ilp` alone with another in-service credit (`KAPPA=K scripts/bench_ilp_light.sh`) or
     // co-location cost (`COLOCATION=C`).
     let mut variants: Vec<(String, PathBuf)> = std::fs::read_dir(light)
@@ -119,7 +131,11 @@ fn work_section(light: &Path, work: &Path, results: &Path) -> coda::Result<Strin
         let (jct, solves) = (t.num(r, "avg_jct_s")?, t.num(r, "solves")?);
         rows.push(vec![
             format!("{} {}+150", key.0, key.1),
-            format!("{:.0}", t.num(r, "work_limit")?),
+            // A fixed limit, or one scaled with the round (`--ilp-work-per-job`).
+            match t.str(r, "work_per_job")? {
+                "" => format!("{:.0}", t.num(r, "work_limit")?),
+                n => format!("{n} per job"),
+            },
             format!("{} ({best_name})", hours(best.0)),
             format!("{} ({:.0})", hours(jct), t.num(r, "restarts")?),
             format!("{:.3}", jct / best.0),
@@ -127,7 +143,8 @@ fn work_section(light: &Path, work: &Path, results: &Path) -> coda::Result<Strin
         ]);
     }
     Ok(format!(
-        "`ilp` replayed under a work limit (pricing-search nodes per round; node limit 100, \
+        "`ilp` replayed under a work limit (pricing-search nodes per round, or per job the \
+         round's program decides; node limit 100, \
          one HiGHS thread, no binding time limit: the same replay on any machine) beside the \
          best baseline of the shipped run: average JCT in hours (restarts), and the solves that \
          returned their start, the best heuristic's schedule. {}\n\n{}",
