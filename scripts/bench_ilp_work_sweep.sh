@@ -34,7 +34,7 @@ for s in slices:
     trace, skip = s.split(":")
     for w in limits:
         per_job = w.endswith("/job")
-        d = os.path.join(tmp, f"{trace}-{skip}-{w[:-4] + 'job' if per_job else w}", "ilp")
+        d = os.path.join(tmp, f"{trace}-{skip}-{w.replace('/job', 'job')}", "ilp")
         m = json.load(open(os.path.join(d, "metrics.json")))
         rows = list(csv.DictReader(open(os.path.join(d, "solves.csv"))))
         kept = sum(r["returned_start"] == "true" for r in rows)

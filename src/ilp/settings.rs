@@ -146,19 +146,13 @@ impl SolveSettings {
         if !(self.mip_abs_gap.is_finite() && self.mip_abs_gap >= 0.0) {
             return bad("mip_abs_gap", self.mip_abs_gap.to_string(), "must be >= 0");
         }
-        if self.work_limit == Some(0) {
-            return bad(
-                "work_limit",
-                "0".into(),
-                "must be >= 1 (or absent: no limit)",
-            );
-        }
-        if self.work_per_job == Some(0) {
-            return bad(
-                "work_per_job",
-                "0".into(),
-                "must be >= 1 (or absent: no limit)",
-            );
+        for (field, limit) in [
+            ("work_limit", self.work_limit),
+            ("work_per_job", self.work_per_job),
+        ] {
+            if limit == Some(0) {
+                return bad(field, "0".into(), "must be >= 1 (or absent: no limit)");
+            }
         }
         if self.threads == 0 {
             return bad("threads", "0".into(), "must be >= 1");

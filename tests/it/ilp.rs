@@ -755,33 +755,46 @@ proptest! {
     }
 }
 
+/// The 8-server, 16-job round of the work-limit tests (a limit of 200,000 nodes binds on it).
+fn work_limited_round() -> ClusterSnapshot {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/formulations/instances/gen_s08_j16_seed2.json"
+    );
+    ClusterSnapshot::from_json_file(path).unwrap()
+}
+
+/// The configuration program on `s` under these work limits (node limit 50, no time limit).
+fn work_limited_solve(
+    s: &ClusterSnapshot,
+    work_limit: Option<u64>,
+    work_per_job: Option<u64>,
+) -> ilp::Solved {
+    let settings = SolveSettings {
+        time_limit_s: f64::INFINITY,
+        node_limit: Some(50),
+        work_limit,
+        work_per_job,
+        ..Default::default()
+    }
+    .checked()
+    .unwrap();
+    ilp::SolveRequest::new(s, perf(), Objective::default())
+        .unwrap()
+        .settings(settings)
+        .program(ilp::SolveProgram::Config)
+        .solve()
+        .unwrap()
+}
+
 /// Under a work limit (pricing-search nodes) and a node limit, with no time limit, the
 /// configuration program stops where the work runs out and is the same on every run: the
 /// schedule, the bound, the columns and the nodes spent.
 #[test]
 fn a_work_limited_configuration_solve_is_repeatable() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/formulations/instances/gen_s08_j16_seed2.json"
-    );
-    let s = ClusterSnapshot::from_json_file(path).unwrap();
-    let settings = SolveSettings {
-        time_limit_s: f64::INFINITY,
-        node_limit: Some(50),
-        work_limit: Some(WORK),
-        ..Default::default()
-    }
-    .checked()
-    .unwrap();
+    let s = work_limited_round();
     const WORK: u64 = 200_000;
-    let solve = || {
-        ilp::SolveRequest::new(&s, perf(), Objective::default())
-            .unwrap()
-            .settings(settings.clone())
-            .program(ilp::SolveProgram::Config)
-            .solve()
-            .unwrap()
-    };
+    let solve = || work_limited_solve(&s, Some(WORK), None);
     let (a, b) = (solve(), solve());
     assert!(a.schedule.validate(&s).is_empty());
     assert_eq!(a.schedule, b.schedule);
@@ -803,29 +816,9 @@ fn a_work_limited_configuration_solve_is_repeatable() {
 /// nodes per job is the same solve as 200,000 in all, and half that per job spends fewer nodes.
 #[test]
 fn a_per_job_work_limit_is_the_fixed_limit_it_amounts_to() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/formulations/instances/gen_s08_j16_seed2.json"
-    );
-    let s = ClusterSnapshot::from_json_file(path).unwrap();
+    let s = work_limited_round();
     assert_eq!(s.jobs.len(), 16);
-    let solve = |work_limit, work_per_job| {
-        let settings = SolveSettings {
-            time_limit_s: f64::INFINITY,
-            node_limit: Some(50),
-            work_limit,
-            work_per_job,
-            ..Default::default()
-        }
-        .checked()
-        .unwrap();
-        ilp::SolveRequest::new(&s, perf(), Objective::default())
-            .unwrap()
-            .settings(settings)
-            .program(ilp::SolveProgram::Config)
-            .solve()
-            .unwrap()
-    };
+    let solve = |work_limit, work_per_job| work_limited_solve(&s, work_limit, work_per_job);
     let (fixed, per_job) = (solve(Some(200_000), None), solve(None, Some(12_500)));
     assert_eq!(fixed.schedule, per_job.schedule);
     assert_eq!(
